@@ -1,0 +1,85 @@
+/**
+ * gnnctl's command line. This file only declares commands and their options; each command's
+ * implementation lives in `commands/<name>.ts` and is imported lazily (TF.js and DuckDB load only
+ * when a command needs them).
+ */
+import { Command, CommanderError, Option } from 'commander';
+import { ExitCode } from '../errors.js';
+import { reportError, runCommand, type CommandOutput } from './run.js';
+import { VERSION } from '../version.js';
+
+type Opts = Record<string, unknown> & { json?: boolean; quiet?: boolean };
+
+/** Shared option definitions, reused across commands so flags mean the same everywhere. */
+const opt = {
+  config: () => new Option('-c, --config <file>', 'config file (YAML)').makeOptionMandatory(),
+  json: () => new Option('--json', 'print one JSON result object on stdout (logs go to stderr)'),
+  quiet: () => new Option('-q, --quiet', 'no progress display or info logs'),
+  artifacts: () => new Option('--artifacts <dir>', 'artifact folder (default: the config\'s `artifacts` or ./artifacts)'),
+  backend: () => new Option('--backend <name>', 'tensor backend').choices(['auto', 'tensorflow', 'wasm', 'cpu']).default('auto'),
+  failUnder: () => new Option('--fail-under <metric=value...>', 'quality gate: exit 4 when a metric is below the value (e.g. test.auroc=0.7)'),
+};
+
+function action(load: () => Promise<(opts: Opts) => Promise<CommandOutput>>) {
+  return async (...args: unknown[]): Promise<void> => {
+    const cmd = args[args.length - 1] as Command;
+    const opts = { ...cmd.optsWithGlobals(), _args: cmd.args } as Opts;
+    const impl = await load();
+    process.exitCode = await runCommand(opts, () => impl(opts));
+  };
+}
+
+export function buildProgram(): Command {
+  const program = new Command('gnnctl')
+    .description('Relational tables to production graph models: graph → train → embed → distill → export → serve')
+    .version(VERSION)
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+
+  const datasets = program.command('datasets').description('bundled synthetic data');
+  datasets
+    .command('synth')
+    .description('write H&M-shaped synthetic tables (customers, articles, transactions) with planted graph signals')
+    .requiredOption('--out <dir>', 'output folder')
+    .addOption(new Option('--size <size>', 'dataset size').choices(['tiny', 'small', 'medium', 'large']).default('small'))
+    .option('--seed <n>', 'random seed', '0')
+    .addOption(new Option('--format <format>', 'file format').choices(['csv', 'parquet']).default('csv'))
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/synth.js')).synthCommand));
+
+  const graph = program.command('graph').description('build and inspect the relational graph');
+  graph
+    .command('build')
+    .description('tables → graph artifact (node ids, time-sorted CSR per edge type, fitted encoders); cached by config and data')
+    .addOption(opt.config())
+    .addOption(opt.artifacts())
+    .option('--force', 'rebuild even when a cached build exists')
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/graph.js')).graphBuildCommand as never));
+  graph
+    .command('inspect')
+    .description('row counts, edge degree statistics and each column\'s encoder (builds the graph if needed)')
+    .addOption(opt.config())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/graph.js')).graphInspectCommand as never));
+
+  return program;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      // --help and --version exit 0; a usage error is a config-class error.
+      return e.exitCode === 0 ? ExitCode.ok : ExitCode.config;
+    }
+    return reportError(e);
+  }
+}

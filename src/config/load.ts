@@ -1,0 +1,329 @@
+/**
+ * Loads a config: YAML → zod (`.strict()`) → cross-field rules. Every problem is collected and reported
+ * together, each with its path in the file, its line and column, and a fix.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { LineCounter, parseDocument, isMap, isSeq, type Document } from 'yaml';
+import type { z } from 'zod';
+import { ConfigError, suggest, type ConfigProblem } from '../errors.js';
+import { parseQuery, conditionAggregates, conditionColumns, type PredictiveQuery, PqlSyntaxError } from '../train/pql.js';
+import { configSchema, type RawConfig, type TableConfig, type ModelConfig, modelSchema } from './schema.js';
+
+export interface TableSpec extends TableConfig {
+  name: string;
+  /** absolute file paths or globs (empty for database tables) */
+  paths: string[];
+  /** absolute path of the .duckdb file, when the table comes from one */
+  databasePath?: string;
+}
+
+/** A parsed RTI hop path `fact.fk->parent.pk->child.fk`: the child rows sharing the fact row's parent. */
+export interface HopPath {
+  text: string;
+  factTable: string;
+  factColumn: string;
+  parentTable: string;
+  parentKey: string;
+  childTable: string;
+  childColumn: string;
+  maxLength: number;
+}
+
+export interface TaskSpec {
+  name: string;
+  query: PredictiveQuery;
+  split: RawConfig['tasks'][string]['split'];
+  model: ModelConfig;
+}
+
+export interface Config extends RawConfig {
+  /** absolute path of the config file ('' when built in memory) */
+  path: string;
+  tableSpecs: Record<string, TableSpec>;
+  taskSpecs: Record<string, TaskSpec>;
+  hopPaths: HopPath[];
+  /** The artifact root, absolute. */
+  artifactsDir: string;
+}
+
+export interface LoadOptions {
+  /** --artifacts DIR: overrides the config's `artifacts` */
+  artifacts?: string;
+  /** base for relative table paths when data.root is unset (default: process.cwd()) */
+  cwd?: string;
+}
+
+export function loadConfig(file: string, opts: LoadOptions = {}): Config {
+  const path = resolve(opts.cwd ?? process.cwd(), file);
+  if (!existsSync(path)) {
+    throw new ConfigError(`config file not found: ${file}`, [], { hint: 'pass --config with the path of a YAML file, e.g. configs/retail.yaml' });
+  }
+  return parseConfig(readFileSync(path, 'utf8'), path, opts);
+}
+
+export function parseConfig(text: string, path: string, opts: LoadOptions = {}): Config {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    const problems = doc.errors.map((e) => {
+      const pos = e.linePos?.[0];
+      return { path: '', message: `invalid YAML: ${e.message.split('\n')[0]}`, line: pos?.line, col: pos?.col, hint: 'fix the YAML syntax at that line' };
+    });
+    throw new ConfigError(`${path || 'config'}: cannot parse YAML`, problems);
+  }
+  const raw: unknown = doc.toJS();
+  const locate = (p: readonly PropertyKey[]): { line?: number; col?: number } => locateInDoc(doc, lineCounter, p);
+
+  const parsed = configSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((iss) => zodProblem(iss, locate));
+    throw new ConfigError(`${path || 'config'}: ${problems.length} problem${problems.length > 1 ? 's' : ''} in the config`, problems);
+  }
+  const cfg = parsed.data;
+  const problems: ConfigProblem[] = [];
+  const add = (p: (string | number)[], message: string, hint?: string): void => {
+    problems.push({ path: p.join('.'), message, hint, ...locate(p) });
+  };
+
+  const configDir = path ? dirname(path) : (opts.cwd ?? process.cwd());
+  const base = cfg.data.root ? resolve(configDir, cfg.data.root) : (opts.cwd ?? process.cwd());
+  const tableSpecs = checkTables(cfg, base, configDir, add);
+  const taskSpecs = checkTasks(cfg, add);
+  const hopPaths = checkDistillation(cfg, taskSpecs, add);
+
+  if (problems.length > 0) {
+    throw new ConfigError(`${path || 'config'}: ${problems.length} problem${problems.length > 1 ? 's' : ''} in the config`, problems);
+  }
+  const artifactsDir = resolve(opts.cwd ?? process.cwd(), opts.artifacts ?? (cfg.artifacts ? resolve(configDir, cfg.artifacts) : 'artifacts'));
+  return { ...cfg, path, tableSpecs, taskSpecs, hopPaths, artifactsDir };
+}
+
+type Add = (p: (string | number)[], message: string, hint?: string) => void;
+
+function checkTables(cfg: RawConfig, base: string, configDir: string, add: Add): Record<string, TableSpec> {
+  const names = Object.keys(cfg.data.tables);
+  const specs: Record<string, TableSpec> = {};
+  if (names.length === 0) add(['data', 'tables'], 'no tables', 'add at least one table with a path');
+  for (const [name, t] of Object.entries(cfg.data.tables)) {
+    const at = ['data', 'tables', name];
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) add(at, `table name "${name}" must be a plain identifier`, 'use letters, digits and "_"');
+    if (t.path === undefined && t.database === undefined) add(at, 'no source', 'give `path:` (CSV/Parquet, globs allowed) or `database:` (a .duckdb file)');
+    if (t.path !== undefined && t.database !== undefined) add([...at, 'database'], '`path` and `database` are both set', 'keep one source per table');
+    if (t.table !== undefined && t.database === undefined) add([...at, 'table'], '`table` is only used with `database`', 'remove `table` or add `database`');
+    const paths = t.path === undefined ? [] : (Array.isArray(t.path) ? t.path : [t.path]).map((p) => (isAbsolute(p) ? p : resolve(base, p)));
+    const format = t.format ?? (paths[0] ? inferFormat(paths[0]) : undefined);
+    if (t.path !== undefined && format === undefined) add([...at, 'path'], `cannot tell the format of "${paths[0]}"`, 'use a .csv/.csv.gz/.tsv or .parquet extension, or set `format: csv|parquet`');
+    if (t.csv !== undefined && format !== 'csv') add([...at, 'csv'], '`csv` options apply to CSV sources only', 'remove the `csv` block');
+    if (t.time_unit !== undefined && t.time_column === undefined) add([...at, 'time_unit'], '`time_unit` without `time_column`', 'add `time_column` or remove `time_unit`');
+    for (const [col, target] of Object.entries(t.foreign_keys)) {
+      if (!(target in cfg.data.tables)) {
+        add([...at, 'foreign_keys', col], `references unknown table "${target}"`, suggest(target, names));
+      } else if (!cfg.data.tables[target]!.primary_key) {
+        add([...at, 'foreign_keys', col], `references table "${target}", which has no primary_key`, `add \`primary_key:\` to data.tables.${target}`);
+      }
+      if (col === t.time_column) add([...at, 'foreign_keys', col], 'the time column cannot be a foreign key', 'use another column');
+    }
+    if (t.primary_key && t.primary_key === t.time_column) add([...at, 'primary_key'], 'the primary key cannot be the time column', 'pick another column');
+    const keyCols = [t.primary_key, t.time_column, ...Object.keys(t.foreign_keys)].filter(Boolean) as string[];
+    for (const [col, kind] of Object.entries(t.columns)) {
+      if (keyCols.includes(col) && kind !== 'ignore') add([...at, 'columns', col], `"${col}" is a key or time column; its type cannot be overridden`, 'remove the override');
+    }
+    specs[name] = {
+      ...t,
+      format,
+      name,
+      paths,
+      databasePath: t.database === undefined ? undefined : isAbsolute(t.database) ? t.database : resolve(configDir, t.database),
+    };
+  }
+  return specs;
+}
+
+function inferFormat(p: string): 'csv' | 'parquet' | undefined {
+  const lower = p.toLowerCase();
+  if (/\.(csv|tsv|txt)(\.gz|\.zst)?$/.test(lower)) return 'csv';
+  if (/\.parquet$/.test(lower)) return 'parquet';
+  return undefined;
+}
+
+function checkTasks(cfg: RawConfig, add: Add): Record<string, TaskSpec> {
+  const tables = cfg.data.tables;
+  const names = Object.keys(tables);
+  const specs: Record<string, TaskSpec> = {};
+  for (const [name, task] of Object.entries(cfg.tasks)) {
+    const at = ['tasks', name];
+    const model = modelSchema.parse({ ...cfg.model, ...task.model });
+    if (model.num_neighbors.length !== model.layers) {
+      const where = task.model?.num_neighbors || task.model?.layers ? [...at, 'model'] : ['model', 'num_neighbors'];
+      add(where, `num_neighbors has ${model.num_neighbors.length} entries but layers is ${model.layers}`, `give one fanout per layer, e.g. num_neighbors: [${Array.from({ length: model.layers }, (_, i) => Math.max(2, 16 >> i)).join(', ')}]`);
+    }
+    let query: PredictiveQuery;
+    try {
+      query = parseQuery(task.query);
+    } catch (e) {
+      if (e instanceof PqlSyntaxError) {
+        add([...at, 'query'], e.message, 'see the PQL subset in the README (PREDICT … FOR EACH table.key [WHERE …])');
+        continue;
+      }
+      throw e;
+    }
+    const tableOk = (t: string, p: (string | number)[]): boolean => {
+      if (t in tables) return true;
+      add(p, `query refers to unknown table "${t}"`, suggest(t, names));
+      return false;
+    };
+    const ent = query.entity;
+    if (tableOk(ent.table, [...at, 'query'])) {
+      const et = tables[ent.table]!;
+      if (query.target.kind === 'entity' && et.primary_key !== ent.column) {
+        add([...at, 'query'], `FOR EACH ${ent.table}.${ent.column}: "${ent.column}" is not the primary key of ${ent.table}`, et.primary_key ? `use ${ent.table}.${et.primary_key}` : `declare data.tables.${ent.table}.primary_key: ${ent.column}`);
+      }
+      if (query.target.kind === 'fact') {
+        if (!et.time_column) add([...at, 'query'], `fact-row target on ${ent.table}, which has no time_column`, `add data.tables.${ent.table}.time_column: each row is predicted at its own time`);
+        if (!et.primary_key) add([...at, 'query'], `FOR EACH ${ent.table}.${ent.column}: ${ent.table} has no primary_key`, `declare data.tables.${ent.table}.primary_key: ${ent.column}`);
+        else if (et.primary_key !== ent.column) add([...at, 'query'], `FOR EACH ${ent.table}.${ent.column}: "${ent.column}" is not the primary key of ${ent.table}`, `use ${ent.table}.${et.primary_key}`);
+      }
+    }
+    const aggs = [...(query.target.kind === 'entity' ? [query.target.aggregate] : []), ...conditionAggregates(query.where)];
+    for (const agg of aggs) {
+      if (!tableOk(agg.table, [...at, 'query'])) continue;
+      const t = tables[agg.table]!;
+      if (!t.time_column) add([...at, 'query'], `aggregate over ${agg.table}, which has no time_column`, `add data.tables.${agg.table}.time_column`);
+      const link = Object.entries(t.foreign_keys).filter(([, target]) => target === ent.table);
+      if (agg.table !== ent.table && link.length === 0) {
+        add([...at, 'query'], `${agg.table} has no foreign key to ${ent.table}, so ${agg.fn}(${agg.table}…) cannot be computed per ${ent.table}`, `add data.tables.${agg.table}.foreign_keys: { <column>: ${ent.table} }`);
+      } else if (link.length > 1) {
+        add([...at, 'query'], `${agg.table} has ${link.length} foreign keys to ${ent.table} (${link.map(([c]) => c).join(', ')}); the aggregate is ambiguous`, 'keep one foreign key to the entity table');
+      }
+    }
+    for (const col of [...(query.target.kind === 'fact' ? [query.target.column] : []), ...conditionColumns(query.where)]) {
+      tableOk(col.table, [...at, 'query']);
+    }
+    specs[name] = { name, query, split: task.split, model };
+  }
+  return specs;
+}
+
+export function parseHopPath(text: string, maxLength: number, tables: RawConfig['data']['tables']): HopPath | string {
+  const steps = text.split('->').map((s) => s.trim());
+  const parsed = steps.map((s) => /^([A-Za-z_][A-Za-z0-9_]*)\.([^.\s]+)$/.exec(s));
+  if (steps.length !== 3 || parsed.some((m) => m === null)) {
+    return 'a hop path has three steps: <fact>.<fk>-><parent>.<primary key>-><child>.<fk>, e.g. transactions.customer_id->customers.customer_id->transactions.customer_id (longer paths are not supported)';
+  }
+  const [[, factTable, factColumn], [, parentTable, parentKey], [, childTable, childColumn]] = parsed as unknown as [string, string, string][];
+  for (const t of [factTable, parentTable, childTable]) if (!(t in tables)) return `unknown table "${t}" (${suggest(t, Object.keys(tables))})`;
+  if (tables[factTable]!.foreign_keys[factColumn] !== parentTable) return `${factTable}.${factColumn} is not a foreign key to ${parentTable}`;
+  if (tables[parentTable]!.primary_key !== parentKey) return `${parentTable}.${parentKey} is not the primary key of ${parentTable}`;
+  if (tables[childTable]!.foreign_keys[childColumn] !== parentTable) return `${childTable}.${childColumn} is not a foreign key to ${parentTable}`;
+  if (!tables[childTable]!.time_column) return `${childTable} has no time_column, so "the last N interactions" is undefined`;
+  return { text, factTable, factColumn, parentTable, parentKey, childTable, childColumn, maxLength };
+}
+
+function checkDistillation(cfg: RawConfig, tasks: Record<string, TaskSpec>, add: Add): HopPath[] {
+  const d = cfg.distillation;
+  if (!d) return [];
+  const at = ['distillation'];
+  const taskNames = Object.keys(cfg.tasks);
+  if (!(d.task in cfg.tasks)) add([...at, 'task'], `unknown task "${d.task}"`, suggest(d.task, taskNames));
+  if (!(d.base in cfg.tasks)) add([...at, 'base'], `unknown task "${d.base}"`, suggest(d.base, taskNames));
+  const serving = tasks[d.task];
+  if (serving && serving.query.target.kind !== 'fact') {
+    add([...at, 'task'], `the serving task "${d.task}" predicts per entity; distillation serves one prediction per fact row`, 'use a fact-row task such as PREDICT transactions.fraud = 1 FOR EACH transactions.transaction_id');
+  }
+  const factTable = serving?.query.entity.table;
+  d.embedding_keys.forEach((key, i) => {
+    const m = /^([A-Za-z_][A-Za-z0-9_]*)\.(.+)$/.exec(key);
+    if (!m) {
+      add([...at, 'embedding_keys', i], `"${key}" is not <table>.<column>`, 'e.g. transactions.customer_id');
+      return;
+    }
+    const [, table, column] = m as unknown as [string, string, string];
+    if (factTable && table !== factTable) {
+      add([...at, 'embedding_keys', i], `"${key}" is not a column of the serving table ${factTable}`, `use ${factTable}.<foreign key>`);
+    } else if (table in cfg.data.tables && cfg.data.tables[table]!.foreign_keys[column] === undefined) {
+      const fks = Object.keys(cfg.data.tables[table]!.foreign_keys).map((c) => `${table}.${c}`);
+      add([...at, 'embedding_keys', i], `"${key}" is not a foreign key, so there is no entity to embed`, fks.length ? suggest(key, fks) : `declare data.tables.${table}.foreign_keys`);
+    }
+  });
+  const hopPaths: HopPath[] = [];
+  for (const [text, n] of Object.entries(d.real_time_interactions)) {
+    const hp = parseHopPath(text, n, cfg.data.tables);
+    if (typeof hp === 'string') add([...at, 'real_time_interactions', text], hp);
+    else if (factTable && hp.factTable !== factTable) add([...at, 'real_time_interactions', text], `the path must start at the serving table ${factTable}`, `start with ${factTable}.<foreign key>`);
+    else hopPaths.push(hp);
+  }
+  return hopPaths;
+}
+
+function zodProblem(iss: z.core.$ZodIssue, locate: (p: readonly PropertyKey[]) => { line?: number; col?: number }): ConfigProblem {
+  const p = iss.path.map(String);
+  const pos = locate(iss.path);
+  let message = iss.message;
+  let hint: string | undefined;
+  if (iss.code === 'unrecognized_keys') {
+    const keys = iss.keys;
+    const known = knownKeysAt(iss.path);
+    message = `unknown key${keys.length > 1 ? 's' : ''} ${keys.map((k) => `"${k}"`).join(', ')}`;
+    hint = keys.map((k) => (known.length ? `${k}: ${suggest(k, known)}` : `remove "${k}"`)).join('; ');
+    const keyPos = locate([...iss.path, keys[0]!]);
+    return { path: p.join('.'), message, hint, ...(keyPos.line ? keyPos : pos) };
+  }
+  if (iss.code === 'invalid_type' && iss.message.includes('received undefined')) {
+    message = 'required but missing';
+    hint = `add \`${p[p.length - 1]}:\``;
+  } else if (iss.code === 'invalid_value' && 'values' in iss) {
+    hint = `use one of: ${(iss.values as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+  }
+  return { path: p.join('.'), message, hint, ...pos };
+}
+
+/** The keys the schema allows at a path, for "did you mean" on unknown keys. */
+function knownKeysAt(path: readonly PropertyKey[]): string[] {
+  // Walk the zod schema along the path; records (tables, tasks) skip one level.
+  let schema: unknown = configSchema;
+  for (const seg of path) {
+    schema = unwrap(schema);
+    const def = (schema as { def?: { type?: string; shape?: Record<string, unknown>; valueType?: unknown } }).def;
+    if (def?.type === 'object' && def.shape) schema = def.shape[String(seg)];
+    else if (def?.type === 'record') schema = def.valueType;
+    else return [];
+  }
+  const def = (unwrap(schema) as { def?: { type?: string; shape?: Record<string, unknown> } }).def;
+  return def?.type === 'object' && def.shape ? Object.keys(def.shape) : [];
+}
+
+function unwrap(s: unknown): unknown {
+  let cur = s as { def?: { type?: string; innerType?: unknown; in?: unknown; schema?: unknown } } | undefined;
+  for (let i = 0; i < 10 && cur?.def; i++) {
+    const t = cur.def.type;
+    if (t === 'optional' || t === 'default' || t === 'nullable' || t === 'prefault') cur = cur.def.innerType as typeof cur;
+    else if (t === 'pipe') cur = cur.def.in as typeof cur;
+    else break;
+  }
+  return cur;
+}
+
+function locateInDoc(doc: Document, lc: LineCounter, path: readonly PropertyKey[]): { line?: number; col?: number } {
+  // The deepest node that exists along the path: an unknown or missing key points at its parent.
+  for (let n = path.length; n >= 0; n--) {
+    const node = doc.getIn(path.slice(0, n) as unknown[], true) as { range?: [number, number, number] } | undefined;
+    const parent = n > 0 ? doc.getIn(path.slice(0, n - 1) as unknown[], true) : doc.contents;
+    // Prefer the key's position for map entries (that's where a person looks).
+    if (n > 0 && isMap(parent)) {
+      const pair = parent.items.find((it) => String((it.key as { value?: unknown })?.value ?? it.key) === String(path[n - 1]));
+      const keyRange = (pair?.key as { range?: [number, number, number] } | undefined)?.range;
+      if (keyRange) return lc.linePos(keyRange[0]);
+    }
+    if (n > 0 && isSeq(parent) && node?.range) return lc.linePos(node.range[0]);
+    if (node?.range) return lc.linePos(node.range[0]);
+  }
+  return {};
+}
+
+/** The model settings of a task (top-level model block with the task's overrides applied). */
+export function taskModel(cfg: Config, task: string): ModelConfig {
+  const spec = cfg.taskSpecs[task];
+  if (!spec) throw new ConfigError(`unknown task "${task}"`, [], { hint: suggest(task, Object.keys(cfg.taskSpecs)) });
+  return spec.model;
+}

@@ -1,0 +1,159 @@
+/**
+ * The config file's schema: YAML → this zod schema (every object `.strict()`, so a misspelled key is an
+ * error, not a silent default) → the cross-field rules in `load.ts`. Field descriptions feed the generated
+ * config reference (`gnnctl config reference`), so write them for users.
+ */
+import { z } from 'zod';
+import { durationSchema } from '../util/duration.js';
+
+export const COLUMN_KINDS = ['numerical', 'categorical', 'timestamp', 'text', 'ignore'] as const;
+export type ColumnKind = (typeof COLUMN_KINDS)[number];
+
+const csvOptions = z
+  .object({
+    delim: z.string().optional().describe('field delimiter, e.g. "," or ";" or "\\t" (default: sniffed)'),
+    header: z.boolean().optional().describe('whether the first line holds column names (default: sniffed)'),
+    quote: z.string().optional().describe('quote character (default: sniffed)'),
+    escape: z.string().optional().describe('escape character (default: sniffed)'),
+    nullstr: z.union([z.string(), z.array(z.string())]).optional().describe('string(s) read as NULL'),
+    skip: z.number().int().min(0).optional().describe('lines to skip at the top'),
+    dateformat: z.string().optional().describe('strftime format of DATE columns'),
+    timestampformat: z.string().optional().describe('strftime format of TIMESTAMP columns'),
+    ignore_errors: z.boolean().optional().describe('skip rows that do not parse (default false)'),
+    sample_size: z.number().int().optional().describe('rows the type sniffer reads (-1: all)'),
+  })
+  .strict()
+  .describe('CSV reader options, passed through to DuckDB read_csv');
+
+export const tableSchema = z
+  .object({
+    path: z
+      .union([z.string(), z.array(z.string()).min(1)])
+      .optional()
+      .describe('CSV or Parquet file(s); globs allowed (e.g. data/tx/*.parquet). Relative to data.root or the working directory'),
+    format: z.enum(['csv', 'parquet']).optional().describe('file format (default: from the extension)'),
+    database: z.string().optional().describe('a .duckdb file to read the table from (instead of path)'),
+    table: z.string().optional().describe('the table name inside `database` (default: this table\'s key)'),
+    csv: csvOptions.optional(),
+    primary_key: z.string().optional().describe('primary-key column; a table without one still gets nodes but cannot be an entity or FK target'),
+    time_column: z.string().optional().describe('the row time: timestamps, dates, or epoch seconds/milliseconds'),
+    time_unit: z.enum(['s', 'ms', 'us', 'ns']).optional().describe('unit of a numeric time column (default: inferred from magnitude)'),
+    foreign_keys: z.record(z.string(), z.string()).default({}).describe('column → referenced table (joined on that table\'s primary key)'),
+    columns: z
+      .record(z.string(), z.enum(COLUMN_KINDS))
+      .default({})
+      .describe('override inferred column types: numerical | categorical | timestamp | text | ignore'),
+  })
+  .strict();
+
+export const dataSchema = z
+  .object({
+    root: z.string().optional().describe('folder that relative table paths resolve against (relative to the config file)'),
+    tables: z.record(z.string(), tableSchema).describe('one entry per table; the key is the table name'),
+    strict: z.boolean().default(false).describe('fail on FK values that match no primary key (default: drop those edges with a warning)'),
+    fit_until: z
+      .string()
+      .default('auto')
+      .describe('fit feature statistics on rows up to this time (ISO timestamp); "auto" = the earliest validation anchor of the tasks, so no statistic sees val/test data'),
+    max_vocab: z.number().int().min(2).default(10000).describe('categorical vocabulary cap; rarer values share the out-of-vocabulary bucket'),
+    id_like_ratio: z.number().min(0).max(1).default(0.5).describe('a string column with more distinct values than this share of rows is id-like and excluded'),
+  })
+  .strict();
+
+const splitSchema = z
+  .object({
+    window: durationSchema.optional().describe('anchor spacing; default: the target window (entity tasks) or 7 days (fact tasks)'),
+    test_anchor: z.string().optional().describe('ISO time of the test anchor (default: newest time − window)'),
+    val_anchor: z.string().optional().describe('ISO time of the validation anchor (default: test anchor − window)'),
+    train_anchors: z.number().int().min(1).default(10).describe('entity tasks: number of train anchors stepping back from val by the window'),
+    max_train_examples: z.number().int().positive().optional().describe('subsample training examples to at most this many (seeded)'),
+  })
+  .strict();
+
+export const modelSchema = z
+  .object({
+    encoder: z.enum(['sage', 'gat']).default('sage').describe('GNN layer: GraphSAGE (mean) or GAT (multi-head attention)'),
+    layers: z.number().int().min(1).max(4).default(2).describe('message-passing depth'),
+    channels: z.number().int().min(4).max(1024).default(64).describe('hidden width (and embedding dimension)'),
+    num_neighbors: z.array(z.number().int().min(1)).default([16, 8]).describe('fanout per hop, one entry per layer (hop 1 first)'),
+    sampling: z.enum(['last', 'uniform']).default('last').describe('neighbours with time ≤ anchor: the most recent, or uniform among them'),
+    heads: z.number().int().min(1).max(16).default(4).describe('attention heads (gat)'),
+    dropout: z.number().min(0).max(0.9).default(0.1),
+    norm: z.enum(['layer', 'none']).default('layer').describe('normalization after each layer'),
+    skip: z.boolean().default(true).describe('residual connections between layers'),
+    categorical_dim: z.number().int().min(1).max(256).default(16).describe('width of categorical embeddings'),
+    epochs: z.number().int().min(1).default(10),
+    batch_size: z.number().int().min(1).default(512),
+    lr: z.number().positive().default(0.002).describe('Adam learning rate'),
+    patience: z.number().int().min(1).default(3).describe('early stopping: epochs without val improvement'),
+    loss: z.enum(['bce', 'l1', 'mse']).optional().describe('default: bce for binary, l1 for regression'),
+    max_steps_per_epoch: z.number().int().positive().optional().describe('cap on optimizer steps per epoch'),
+    exact_degree_cap: z.number().int().min(1).default(1000).describe('exact embedding with uniform sampling: use at most this many most recent neighbours'),
+    seed: z.number().int().optional().describe('default: the config seed'),
+  })
+  .strict();
+export type ModelConfig = z.infer<typeof modelSchema>;
+
+export const taskSchema = z
+  .object({
+    query: z.string().describe('predictive query, e.g. PREDICT COUNT(transactions.*, 0, 7, days) = 0 FOR EACH customers.customer_id'),
+    split: splitSchema.default({ train_anchors: 10 }),
+    model: modelSchema.partial().optional().describe('overrides of the top-level model block for this task'),
+  })
+  .strict();
+
+export const distillationSchema = z
+  .object({
+    task: z.string().describe('the serving task (a fact-row task: one prediction per row, e.g. fraud)'),
+    base: z.string().describe('the deep task whose run provides the embeddings'),
+    embedding_keys: z.array(z.string()).default([]).describe('FK columns of the serving table, e.g. transactions.customer_id; the referenced entity\'s embedding is looked up'),
+    max_embedding_offset: durationSchema.default(14 * 86400).describe('oldest usable embedding: anchor ≥ t − max_embedding_offset'),
+    min_embedding_offset: durationSchema.default(0).describe('newest usable embedding: anchor ≤ t − min_embedding_offset (the batch job\'s lag)'),
+    real_time_offset: durationSchema.default(0).describe('RTI elements strictly before t − real_time_offset'),
+    real_time_interactions: z
+      .record(z.string(), z.number().int().min(1).max(1024))
+      .default({})
+      .describe('hop path → max length, e.g. transactions.customer_id->customers.customer_id->transactions.customer_id: 32'),
+    embedding_cadence: durationSchema.optional().describe('spacing of embedding anchors (default: min(7 days, half the offset range))'),
+    kd_weight: z.number().min(0).max(1).default(0.5).describe('knowledge-distillation weight when the base task is the serving task'),
+    hidden: z.number().int().min(4).default(64),
+    epochs: z.number().int().min(1).default(15),
+    batch_size: z.number().int().min(1).default(512),
+    lr: z.number().positive().default(0.003),
+    patience: z.number().int().min(1).default(3),
+    dropout: z.number().min(0).max(0.9).default(0.1),
+  })
+  .strict()
+  .refine((d) => d.min_embedding_offset < d.max_embedding_offset, {
+    message: 'min_embedding_offset must be smaller than max_embedding_offset',
+    path: ['min_embedding_offset'],
+  });
+
+export const exportSchema = z
+  .object({
+    name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "-" and "."').default('online-model'),
+    max_batch_size: z.number().int().min(1).max(65536).default(256),
+    max_queue_delay_microseconds: z.number().int().min(0).default(500),
+    instances: z.number().int().min(1).default(1).describe('instance_group count (KIND_CPU)'),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "-" and "."'),
+    seed: z.number().int().default(0),
+    artifacts: z.string().optional().describe('artifact folder (default: ./artifacts; --artifacts overrides)'),
+    data: dataSchema,
+    tasks: z.record(z.string(), taskSchema).default({}),
+    model: modelSchema.default(modelSchema.parse({})),
+    distillation: distillationSchema.optional(),
+    export: exportSchema.default(exportSchema.parse({})),
+  })
+  .strict();
+
+export type RawConfig = z.infer<typeof configSchema>;
+export type TableConfig = z.infer<typeof tableSchema>;
+export type DataConfig = z.infer<typeof dataSchema>;
+export type TaskConfig = z.infer<typeof taskSchema>;
+export type DistillationConfig = z.infer<typeof distillationSchema>;
+export type ExportConfig = z.infer<typeof exportSchema>;

@@ -1,0 +1,110 @@
+/**
+ * A built graph loaded into memory: typed arrays per table and per edge type, read straight from the
+ * graph artifact's files (no per-row objects). Later stages read graphs only through this class.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ArtifactError } from '../errors.js';
+import type { CategoricalColumnManifest, EdgeManifest, GraphManifest, NumericColumnManifest, TableManifest } from './types.js';
+
+export interface NodeTable {
+  name: string;
+  rows: number;
+  manifest: TableManifest;
+  /** epoch seconds per node (time order), or null for tables without a time column */
+  time: Float64Array | null;
+  numeric: { meta: NumericColumnManifest; values: Float32Array }[];
+  categorical: { meta: CategoricalColumnManifest; codes: Int32Array }[];
+  timestamps: { name: string; values: Float64Array }[];
+}
+
+export interface EdgeType {
+  meta: EdgeManifest;
+  name: string;
+  src: string;
+  dst: string;
+  kind: 'fk' | 'rev';
+  /** fk: parent node id per src node (−1: none) */
+  parent: Int32Array | null;
+  /** rev: CSR over src nodes, neighbours in time order */
+  indptr: Int32Array | null;
+  indices: Int32Array | null;
+}
+
+export class Graph {
+  readonly dir: string;
+  readonly manifest: GraphManifest;
+  readonly tables: Record<string, NodeTable>;
+  readonly edges: EdgeType[];
+
+  private constructor(dir: string, manifest: GraphManifest, tables: Record<string, NodeTable>, edges: EdgeType[]) {
+    this.dir = dir;
+    this.manifest = manifest;
+    this.tables = tables;
+    this.edges = edges;
+  }
+
+  static load(dir: string): Graph {
+    const mpath = join(dir, 'manifest.json');
+    if (!existsSync(mpath)) throw new ArtifactError(`no graph at ${dir} (manifest.json missing)`, { hint: 'run `gnnctl graph build --config FILE`' });
+    const manifest = JSON.parse(readFileSync(mpath, 'utf8')) as GraphManifest;
+    const tables: Record<string, NodeTable> = {};
+    for (const [name, tm] of Object.entries(manifest.tables)) {
+      tables[name] = {
+        name,
+        rows: tm.rows,
+        manifest: tm,
+        time: tm.timeFile ? readF64(join(dir, tm.timeFile)) : null,
+        numeric: tm.numeric.map((meta) => ({ meta, values: readF32(join(dir, meta.file)) })),
+        categorical: tm.categorical.map((meta) => ({ meta, codes: readI32(join(dir, meta.file)) })),
+        timestamps: tm.timestamps.map((m) => ({ name: m.name, values: readF64(join(dir, m.file)) })),
+      };
+    }
+    const edges: EdgeType[] = manifest.edges.map((meta) => {
+      if (meta.kind === 'fk') {
+        const fk = manifest.tables[meta.src]!.foreignKeys.find((f) => f.column === meta.column)!;
+        return { meta, name: meta.name, src: meta.src, dst: meta.dst, kind: 'fk', parent: readI32(join(dir, fk.file)), indptr: null, indices: null };
+      }
+      return {
+        meta,
+        name: meta.name,
+        src: meta.src,
+        dst: meta.dst,
+        kind: 'rev',
+        parent: null,
+        indptr: readI32(join(dir, meta.indptrFile!)),
+        indices: readI32(join(dir, meta.indicesFile!)),
+      };
+    });
+    return new Graph(dir, manifest, tables, edges);
+  }
+
+  table(name: string): NodeTable {
+    const t = this.tables[name];
+    if (!t) throw new ArtifactError(`the graph has no table "${name}"`, { hint: `tables: ${Object.keys(this.tables).join(', ')}` });
+    return t;
+  }
+
+  /** Edge types leaving a node type (the neighbours it aggregates from). */
+  edgesFrom(table: string): EdgeType[] {
+    return this.edges.filter((e) => e.src === table);
+  }
+}
+
+function buffer(path: string): ArrayBuffer {
+  const b = readFileSync(path);
+  // readFileSync may return a view into a shared pool; typed arrays need their own aligned buffer.
+  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? (b.buffer as ArrayBuffer) : b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+}
+
+export function readF64(path: string): Float64Array {
+  return new Float64Array(buffer(path));
+}
+
+export function readF32(path: string): Float32Array {
+  return new Float32Array(buffer(path));
+}
+
+export function readI32(path: string): Int32Array {
+  return new Int32Array(buffer(path));
+}

@@ -1,0 +1,83 @@
+/**
+ * A summary of a built graph for people and machines: rows per table, edges and degree statistics per
+ * edge type, and for each column the role it plays and why.
+ */
+import type { GraphManifest } from './types.js';
+
+export interface GraphSummary {
+  dir: string;
+  fingerprint: string;
+  schema_fingerprint: string;
+  fit_until: string | null;
+  time_range: [string, string] | null;
+  tables: Record<
+    string,
+    {
+      rows: number;
+      time_range: [string, string] | null;
+      columns: { name: string; type: string; role: string; encoder: string; reason: string }[];
+    }
+  >;
+  edges: { name: string; kind: string; count: number; degree_mean: number; degree_p99: number; degree_max: number }[];
+  warnings: string[];
+}
+
+const iso = (t: number): string => new Date(t * 1000).toISOString();
+
+export function summarizeGraph(dir: string, m: GraphManifest): GraphSummary {
+  const tables: GraphSummary['tables'] = {};
+  for (const [name, tm] of Object.entries(m.tables)) {
+    const schema = m.schema.tables[name]!;
+    tables[name] = {
+      rows: tm.rows,
+      time_range: tm.timeRange ? [iso(tm.timeRange[0]), iso(tm.timeRange[1])] : null,
+      columns: schema.columns.map((c) => {
+        let encoder = '-';
+        const num = tm.numeric.find((n) => n.name === c.name);
+        const cat = tm.categorical.find((n) => n.name === c.name);
+        const fk = tm.foreignKeys.find((f) => f.column === c.name);
+        if (num) encoder = `standardize(mean=${fmt(num.mean)}, std=${fmt(num.std)}) + null flag (${num.nulls} nulls)`;
+        else if (cat) encoder = `vocabulary(${cat.vocab.length} values + OOV + null; ${cat.nulls} nulls, ${cat.oov} OOV)`;
+        else if (c.role === 'timestamp') encoder = 'relative time to the anchor';
+        else if (c.role === 'time') encoder = 'node time (sampling + relative time)';
+        else if (c.role === 'primary_key') encoder = 'dense node id';
+        else if (fk) encoder = `edge to ${fk.target} (${fk.nulls} null, ${fk.unmatched} unmatched)`;
+        else encoder = 'not used';
+        return { name: c.name, type: c.type, role: c.role, encoder, reason: c.reason };
+      }),
+    };
+  }
+  return {
+    dir,
+    fingerprint: m.fingerprint,
+    schema_fingerprint: m.schemaFingerprint,
+    fit_until: m.fitUntil === null ? null : iso(m.fitUntil),
+    time_range: m.timeRange ? [iso(m.timeRange[0]), iso(m.timeRange[1])] : null,
+    tables,
+    edges: m.edges.map((e) => ({ name: e.name, kind: e.kind, count: e.count, degree_mean: e.degree.mean, degree_p99: e.degree.p99, degree_max: e.degree.max })),
+    warnings: m.warnings,
+  };
+}
+
+export function formatSummary(s: GraphSummary): string {
+  const lines: string[] = [`graph ${s.dir}`, `  fingerprint ${s.fingerprint}  schema ${s.schema_fingerprint}`];
+  if (s.time_range) lines.push(`  time ${s.time_range[0]} … ${s.time_range[1]}; statistics fitted up to ${s.fit_until}`);
+  lines.push('', 'tables');
+  for (const [name, t] of Object.entries(s.tables)) {
+    lines.push(`  ${name}: ${t.rows.toLocaleString('en-US')} rows${t.time_range ? `, ${t.time_range[0].slice(0, 10)} … ${t.time_range[1].slice(0, 10)}` : ''}`);
+    const w = Math.max(...t.columns.map((c) => c.name.length));
+    for (const c of t.columns) lines.push(`    ${c.name.padEnd(w)}  ${c.type.padEnd(9)} ${c.role.padEnd(11)} ${c.encoder}${c.role === 'ignore' || c.role === 'text' ? ` — ${c.reason}` : ''}`);
+  }
+  lines.push('', 'edges');
+  const w = Math.max(...s.edges.map((e) => e.name.length), 4);
+  lines.push(`  ${'type'.padEnd(w)}  ${'count'.padStart(11)}  ${'mean'.padStart(8)}  ${'p99'.padStart(7)}  ${'max'.padStart(8)}`);
+  for (const e of s.edges) {
+    lines.push(`  ${e.name.padEnd(w)}  ${e.count.toLocaleString('en-US').padStart(11)}  ${fmt(e.degree_mean).padStart(8)}  ${String(e.degree_p99).padStart(7)}  ${String(e.degree_max).padStart(8)}`);
+  }
+  if (s.warnings.length) lines.push('', 'warnings', ...s.warnings.map((x) => `  ${x}`));
+  return lines.join('\n');
+}
+
+function fmt(x: number): string {
+  return Math.abs(x) >= 100 ? x.toFixed(1) : Math.abs(x) >= 1 ? x.toFixed(3) : x.toPrecision(3);
+}

@@ -1,0 +1,122 @@
+/**
+ * The graph artifact's contract: what `graph build` writes into `artifacts/graphs/<name>-<fingerprint>/`
+ * and what later stages read back. Arrays are raw little-endian typed-array files; everything else is in
+ * manifest.json. Rows of every table are numbered by dense node ids in time order (then primary key,
+ * then source order), so a neighbour list sorted by node id is also sorted by time.
+ */
+import type { ColumnKind } from '../config/schema.js';
+
+export const GRAPH_FORMAT = 1;
+
+/** How a column is used: a feature kind, or why it is not one. */
+export type ColumnRole = ColumnKind | 'primary_key' | 'foreign_key' | 'time';
+
+export interface ColumnSchema {
+  name: string;
+  /** DuckDB type, e.g. VARCHAR, BIGINT, DOUBLE, TIMESTAMP */
+  type: string;
+  role: ColumnRole;
+  /** why the role was chosen (inferred rule or config override) */
+  reason: string;
+}
+
+export interface TableSchema {
+  primaryKey: { column: string; type: string } | null;
+  timeColumn: string | null;
+  foreignKeys: { column: string; target: string; type: string }[];
+  columns: ColumnSchema[];
+}
+
+/** The schema part of the graph: what a trained model depends on. Its hash is the schema fingerprint. */
+export interface GraphSchema {
+  tables: Record<string, TableSchema>;
+}
+
+export interface NumericColumnManifest {
+  name: string;
+  file: string;
+  mean: number;
+  std: number;
+  nulls: number;
+}
+
+export interface CategoricalColumnManifest {
+  name: string;
+  file: string;
+  /** DuckDB type of the raw values (vocabulary entries are their text form) */
+  type: string;
+  /** code 0 = null, 1 = out of vocabulary, 2 + i = vocab[i] */
+  vocab: string[];
+  nulls: number;
+  /** rows whose value is not in the vocabulary (rare values past max_vocab, or first seen after fit_until) */
+  oov: number;
+}
+
+export interface TimestampColumnManifest {
+  name: string;
+  file: string;
+  nulls: number;
+}
+
+export interface ForeignKeyManifest {
+  column: string;
+  target: string;
+  /** Int32 file: parent node id per row, −1 when null or unmatched */
+  file: string;
+  nulls: number;
+  unmatched: number;
+  unmatchedExamples: string[];
+}
+
+export interface TableManifest {
+  rows: number;
+  /** Float64 epoch seconds per row, when the table has a time column */
+  timeFile: string | null;
+  timeRange: [number, number] | null;
+  /** Parquet file (node, <primary key>) mapping node ids back to keys */
+  keysFile: string | null;
+  numeric: NumericColumnManifest[];
+  categorical: CategoricalColumnManifest[];
+  timestamps: TimestampColumnManifest[];
+  foreignKeys: ForeignKeyManifest[];
+}
+
+export interface EdgeManifest {
+  /** e.g. `transactions.customer_id->customers` (fk) or `customers<-transactions.customer_id` (rev) */
+  name: string;
+  src: string;
+  dst: string;
+  /** fk: each src row has ≤ 1 neighbour (its parent); rev: a parent's children, time-sorted CSR */
+  kind: 'fk' | 'rev';
+  /** the foreign-key column (on the child table) */
+  column: string;
+  /** the child table (= src for fk, dst for rev) */
+  childTable: string;
+  count: number;
+  /** rev only: Int32 files of the CSR */
+  indptrFile: string | null;
+  indicesFile: string | null;
+  degree: { mean: number; p99: number; max: number };
+}
+
+export interface GraphManifest {
+  kind: 'graph';
+  format: number;
+  gnnctl: string;
+  name: string;
+  /** hash of the data config and the source files' sizes and mtimes: the cache key and folder suffix */
+  fingerprint: string;
+  /** hash of `schema`: tables, keys, columns, types and roles (not data statistics) */
+  schemaFingerprint: string;
+  schema: GraphSchema;
+  createdAt: string;
+  /** feature statistics and vocabularies were fitted on rows with time ≤ this (epoch seconds) */
+  fitUntil: number | null;
+  /** newest and oldest time over all tables with a time column */
+  timeRange: [number, number] | null;
+  sources: Record<string, { path: string; bytes: number; mtimeMs: number }[]>;
+  tables: Record<string, TableManifest>;
+  edges: EdgeManifest[];
+  warnings: string[];
+  timings: Record<string, number>;
+}

@@ -67,6 +67,37 @@ export function buildProgram(): Command {
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/graph.js')).graphInspectCommand as never));
 
+  program
+    .command('train')
+    .description('train a deep GNN (GraphSAGE/GAT) on a predictive task; writes artifacts/runs/<id>/')
+    .addOption(opt.config())
+    .requiredOption('-t, --task <name>', 'task name from the config')
+    .addOption(opt.backend())
+    .option('--init-from <run>', 'fine-tune: start from this run\'s weights and encoders (run id, folder or latest:<task>)')
+    .option('--epochs <n>', 'override model.epochs')
+    .addOption(opt.artifacts())
+    .addOption(opt.failUnder())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/train.js')).trainCommand as never));
+
+  const runs = program.command('runs').description('training and distillation runs');
+  runs
+    .command('list')
+    .description('runs with task, status, main test metric and date')
+    .option('-c, --config <file>', 'config (for its artifacts folder)')
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .action(action(async () => (await import('./commands/runs.js')).runsListCommand as never));
+
+  program
+    .command('doctor')
+    .description('show the tensor backend in use and why others were skipped, a matmul speed probe, and whether DuckDB and onnxruntime-node work')
+    .addOption(opt.backend())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/doctor.js')).doctorCommand as never));
+
   return program;
 }
 

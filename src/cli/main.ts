@@ -91,6 +91,23 @@ export function buildProgram(): Command {
     .action(action(async () => (await import('./commands/runs.js')).runsListCommand as never));
 
   program
+    .command('embed')
+    .description('batch embeddings of every entity of a table at an anchor time → embeddings.parquet')
+    .addOption(opt.config())
+    .requiredOption('-r, --run <run>', 'trained run (id, folder, or latest:<task>)')
+    .option('--table <name>', 'table to embed (default: the task\'s entity table)')
+    .option('--anchor-time <time>', 'ISO time or "latest" (the newest time in the data)', 'latest')
+    .option('--out <path>', 'output file (default: artifacts/embeddings/<run>/<anchor>/embeddings.parquet)')
+    .option('--shard <i/n>', 'embed the i-th of n disjoint parts into a part file (e.g. $JOB_COMPLETION_INDEX/N)')
+    .addOption(new Option('--mode <mode>', 'exact: deterministic layer-wise over the training neighbourhoods; sampled: the training fanouts').choices(['exact', 'sampled']).default('exact'))
+    .option('--allow-schema-drift', 'embed even when the data\'s schema differs from the run\'s')
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/embed.js')).embedCommand as never));
+
+  program
     .command('doctor')
     .description('show the tensor backend in use and why others were skipped, a matmul speed probe, and whether DuckDB and onnxruntime-node work')
     .addOption(opt.backend())

@@ -22,6 +22,8 @@
  *   second core for sampling and gathering in a worker instead.
  * - Kernels the wasm backend lacks (`UnsortedSegmentSum`, the gradient of `tf.gather`, among others) are
  *   registered by `wasm-kernels.ts` before the backend is chosen, along with a ~10× faster `GatherV2`.
+ *   The fused ops of `fused.ts` (layerNorm, neighbour sums, dropout, attention) are registered for wasm
+ *   and cpu; on the native backends those ops run as composites of standard ops.
  * - cpu works everywhere but its matmul is ≈0.85 GFLOP/s, about 30× slower than wasm: it is chosen only
  *   on request (or when wasm cannot start) and then says so in a warning.
  *
@@ -37,6 +39,7 @@ import { UsageError, suggest } from '../errors.js';
 import { warn } from '../util/log.js';
 import { cpuBackend, registerWasmKernels } from './wasm-kernels.js';
 import { registerFastWasmKernels } from './wasm-fast-kernels.js';
+import { registerFusedKernels } from './fused.js';
 
 export const BACKEND_REQUESTS = ['auto', 'tensorflow', 'wasm', 'cpu'] as const;
 /** What the user asks for with `--backend`. */
@@ -61,7 +64,10 @@ export interface BackendInfo {
   threads?: number;
   /** Whether the wasm SIMD binary is in use (wasm only). */
   simd?: boolean;
-  /** Kernels gnnctl registered because the backend lacked them (wasm only). */
+  /**
+   * Kernels gnnctl registered: on wasm those it lacked (`UnsortedSegmentSum`, …); on wasm and cpu the
+   * fused ops of `fused.ts` (`GnnctlLayerNorm`, …). Absent on the native backends.
+   */
   addedKernels?: string[];
   /** Backend kernels gnnctl replaced with faster ones (wasm only: `GatherV2`). */
   replacedKernels?: string[];
@@ -172,8 +178,8 @@ async function choose(requested: BackendRequest, loader: NativeLoader): Promise<
         return done('wasm', { threads: wasm.threads, simd: wasm.simd, addedKernels: wasm.addedKernels, replacedKernels: wasm.replacedKernels });
       }
       reasons.push({ backend: WASM_PKG, status: 'skipped', why: wasm.why });
-      await activateCpu(reasons, 'the fallback: every faster backend was skipped');
-      return done('cpu');
+      const addedKernels = await activateCpu(reasons, 'the fallback: every faster backend was skipped');
+      return done('cpu', { addedKernels });
     }
     case 'tensorflow': {
       const native = await tryNative(loader, reasons);
@@ -207,8 +213,8 @@ async function choose(requested: BackendRequest, loader: NativeLoader): Promise<
     case 'cpu': {
       noteAvailable(reasons, loader, [GPU_PKG, NODE_PKG]);
       reasons.push({ backend: WASM_PKG, status: 'available', why: 'not requested (--backend cpu)' });
-      await activateCpu(reasons, 'requested with --backend cpu');
-      return done('cpu');
+      const addedKernels = await activateCpu(reasons, 'requested with --backend cpu');
+      return done('cpu', { addedKernels });
     }
   }
 }
@@ -280,6 +286,8 @@ async function tryWasm(): Promise<WasmResult> {
   const kernels = registerWasmKernels();
   // Transposed matmuls (every matmul gradient) and transposes run 10× faster in TypeScript than as shipped.
   kernels.replaced.push(...registerFastWasmKernels());
+  // One kernel each for layerNorm, the masked neighbour sum, dropout and GAT attention (and their gradients).
+  kernels.added.push(...registerFusedKernels());
   try {
     if (!(await tf.setBackend('wasm'))) return { ok: false, why: 'initialisation failed (TF.js returned false from setBackend)' };
     probeOp();
@@ -292,11 +300,14 @@ async function tryWasm(): Promise<WasmResult> {
 const cpuWarning =
   'the TF.js cpu backend is active: it is ~30× slower than wasm (≈0.85 vs ≈29 GFLOP/s matmul); use it for debugging only';
 
-async function activateCpu(reasons: BackendReason[], why: string): Promise<void> {
+/** Activates cpu; returns the fused kernels registered for it (`BackendInfo.addedKernels`). */
+async function activateCpu(reasons: BackendReason[], why: string): Promise<string[]> {
   cpuBackend(); // initialises it and silences its "install tfjs-node" banner
+  const added = registerFusedKernels();
   if (!(await tf.setBackend('cpu'))) throw new Error('the TF.js cpu backend did not initialise');
   reasons.push({ backend: 'cpu', status: 'active', why: `${why}; ~30× slower than wasm` });
   warn(cpuWarning);
+  return added;
 }
 
 /** Runs one tiny op so a backend that registers but cannot compute is caught here, not mid-training. */

@@ -75,7 +75,10 @@ export const modelSchema = z
     encoder: z.enum(['sage', 'gat']).default('sage').describe('GNN layer: GraphSAGE (mean) or GAT (multi-head attention)'),
     layers: z.number().int().min(1).max(4).default(2).describe('message-passing depth'),
     channels: z.number().int().min(4).max(1024).default(64).describe('hidden width (and embedding dimension)'),
-    num_neighbors: z.array(z.number().int().min(1)).default([16, 8]).describe('fanout per hop, one entry per layer (hop 1 first)'),
+    num_neighbors: z
+      .array(z.union([z.number().int().min(1), z.record(z.string(), z.number().int().min(0))]))
+      .default([16, 8])
+      .describe('fanout per hop, one entry per layer (hop 1 first): a number, or a map of edge type → fanout with an optional `default` (0 skips that edge type)'),
     sampling: z.enum(['last', 'uniform']).default('last').describe('neighbours with time ≤ anchor: the most recent, or uniform among them'),
     heads: z.number().int().min(1).max(16).default(4).describe('attention heads (gat)'),
     dropout: z.number().min(0).max(0.9).default(0.1),

@@ -462,11 +462,14 @@ async function encodeTable(
     writeTyped(join(out, m.file), vals);
   }
 
-  let keysFile: string | null = null;
-  if (spec.primary_key) {
-    keysFile = `${dir}/keys.parquet`;
-    await conn.run(`COPY (SELECT __node AS node, ${q(spec.primary_key)} FROM ${nt} ORDER BY __node) TO ${lit(join(out, keysFile))} (FORMAT parquet)`);
-  }
+  // The rows themselves, with node ids, epoch times and resolved parents: later stages (training tables,
+  // baselines, RTI extraction) query this file in DuckDB instead of re-reading and re-sorting the sources.
+  const rowsFile = `${dir}/rows.parquet`;
+  const fkCols = fkManifests.map((fk, i) => `p${i}.__node AS ${q(`__fk_${fk.column}`)}`);
+  await conn.run(
+    `COPY (SELECT ${nt}.__node${plan.timeExpr ? `, ${nt}.__t` : ''}${fkCols.length ? `, ${fkCols.join(', ')}` : ''}, ${nt}.* EXCLUDE (__node, rowid${plan.timeExpr ? ', __t' : ''}) ` +
+      `FROM ${nt} ${fkJoins.join(' ')} ORDER BY ${nt}.__node) TO ${lit(join(out, rowsFile))} (FORMAT parquet, ROW_GROUP_SIZE 122880)`,
+  );
 
   return {
     schema: {
@@ -479,7 +482,7 @@ async function encodeTable(
       rows: plan.rows,
       timeFile: plan.timeExpr ? `${dir}/time.f64` : null,
       timeRange,
-      keysFile,
+      rowsFile,
       numeric: numManifests,
       categorical: catManifests,
       timestamps: tsManifests,

@@ -73,8 +73,11 @@ export interface TableManifest {
   /** Float64 epoch seconds per row, when the table has a time column */
   timeFile: string | null;
   timeRange: [number, number] | null;
-  /** Parquet file (node, <primary key>) mapping node ids back to keys */
-  keysFile: string | null;
+  /**
+   * Parquet file of the table's rows in node order: `__node`, `__t` (epoch seconds, tables with a time
+   * column), `__fk_<column>` (parent node id or NULL) for each foreign key, then every source column.
+   */
+  rowsFile: string;
   numeric: NumericColumnManifest[];
   categorical: CategoricalColumnManifest[];
   timestamps: TimestampColumnManifest[];

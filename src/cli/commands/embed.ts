@@ -1,0 +1,39 @@
+import { parseBackendRequest } from '../../compute/backend.js';
+import { loadConfig } from '../../config/load.js';
+import { embed, parseShard, type EmbedMode } from '../../embed/embed.js';
+import { UsageError } from '../../errors.js';
+import type { CommandOutput } from '../run.js';
+
+export interface EmbedCommandOptions {
+  config: string;
+  run: string;
+  table?: string;
+  anchorTime?: string;
+  out?: string;
+  shard?: string;
+  mode?: string;
+  allowSchemaDrift?: boolean;
+  backend?: string;
+  artifacts?: string;
+  cwd?: string;
+}
+
+export async function embedCommand(opts: EmbedCommandOptions): Promise<CommandOutput> {
+  const mode = (opts.mode ?? 'exact') as EmbedMode;
+  if (mode !== 'exact' && mode !== 'sampled') throw new UsageError('bad --mode', { value: opts.mode, hint: 'exact or sampled' });
+  const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
+  const r = await embed({
+    cfg,
+    run: opts.run,
+    table: opts.table,
+    anchorTime: opts.anchorTime,
+    out: opts.out,
+    shard: parseShard(opts.shard),
+    mode,
+    allowSchemaDrift: opts.allowSchemaDrift,
+    backend: parseBackendRequest(opts.backend),
+    cwd: opts.cwd,
+  });
+  const text = `wrote ${r.rows.toLocaleString('en-US')} ${r.table} embeddings (dim ${r.dim}, ${r.mode}, anchor ${r.anchor_time}) in ${r.seconds}s: ${r.path}\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s`;
+  return { result: r, text };
+}

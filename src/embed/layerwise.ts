@@ -1,0 +1,297 @@
+/**
+ * Exact layer-wise inference: the embedding of every entity of a chunk at one anchor, each layer computed
+ * once per node that needs it (PyG's recommendation for all-node inference), instead of once per position
+ * of a sampled tree.
+ *
+ * The tree of a model has slots; all slots of one node type at one depth have the same children (edges
+ * and fanouts depend only on type and hop), so a "class" (type, depth) holds the distinct nodes of those
+ * slots, and h^l of a class is computed once per node. Neighbours are the ones training used:
+ *
+ * - `last` sampling: the k most recent neighbours with time ≤ anchor (k = the hop's fanout), which is
+ *   exactly what sampled mode picks, so exact and sampled embeddings agree;
+ * - `uniform` sampling: all neighbours with time ≤ anchor, up to the `exact_degree_cap` most recent — the
+ *   mean over all of them is the expectation of the mean over a uniform sample. The degree input stays
+ *   log(1 + min(count, fanout)), the value training saw.
+ *
+ * SAGE means are computed here in TypeScript (no padding, so a super-node costs its degree, not
+ * degree × batch); GAT gets padded blocks, chunked so no block exceeds a fixed number of neighbour slots.
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { EdgeType } from '../graph/graph.js';
+import type { DeepModel } from '../train/deep_model.js';
+import type { NeighbourBlock } from '../train/model/sage_conv.js';
+import { buildPlan, type Plan } from '../train/plan.js';
+import { upperBound } from '../train/sampler.js';
+
+/** rows per TF call when encoding or updating a class */
+const ROW_CHUNK = 16384;
+/** neighbour slots per padded GAT block */
+const SLOT_BUDGET = 1 << 20;
+
+interface ClassEdge {
+  edge: EdgeType;
+  /** CSR over the class's nodes: neighbour rows in the child class */
+  ptr: Int32Array;
+  rows: Int32Array;
+  /** the training fanout of this hop (for the degree input) */
+  fanout: number;
+  child: number;
+}
+
+interface NodeClass {
+  type: string;
+  depth: number;
+  /** distinct nodes, ascending */
+  nodes: Int32Array;
+  edges: ClassEdge[];
+}
+
+/** The sub-plan rooted at `table`, found at `depth` of the training tree. */
+export function subPlan(model: DeepModel, table: string, depth: number): Plan {
+  return buildPlan(model.graph, table, model.spec.fanouts.slice(depth));
+}
+
+/** Depth at which a table first appears in the model's training tree (null when it never does above the leaves). */
+export function tableDepth(model: DeepModel, table: string): number | null {
+  const d = model.plan.slots.filter((s) => s.type === table).reduce((m, s) => Math.min(m, s.depth), Infinity);
+  return Number.isFinite(d) && d < model.spec.layers ? d : null;
+}
+
+export function embedExact(model: DeepModel, table: string, depth: number, entities: Int32Array, anchor: number, degreeCap: number): Float32Array {
+  const plan = subPlan(model, table, depth);
+  const L = plan.layers;
+  const C = model.spec.channels;
+  const classes = buildClasses(model, plan, entities, anchor, degreeCap);
+
+  // h⁰ of every class.
+  let h: Float32Array[] = classes.map((c) => encodeRows(model, c.type, c.nodes, anchor));
+  for (let l = 1; l <= L; l++) {
+    const next: Float32Array[] = classes.map(() => new Float32Array(0));
+    classes.forEach((c, ci) => {
+      if (c.depth > L - l) return;
+      const out = new Float32Array(c.nodes.length * C);
+      const edgeNames = model.gnn.edgesOf(l, c.type);
+      const order = model.spec.encoder === 'gat' ? rowsByDegree(c) : null;
+      for (const chunk of chunks(c, order)) {
+        const res = tf.tidy(() => {
+          const self = tf.tensor2d(gatherRows(h[ci]!, chunk, C), [chunk.length, C]);
+          const blocks = edgeNames.map((name) => {
+            const e = c.edges.find((x) => x.edge.name === name);
+            return e ? block(e, chunk, h[e.child]!, C, model.spec.encoder === 'gat') : null;
+          });
+          return model.gnn.layer(l, c.type, [{ self, blocks }], false)[0]!;
+        });
+        const vals = res.dataSync() as Float32Array;
+        res.dispose();
+        for (let i = 0; i < chunk.length; i++) out.set(vals.subarray(i * C, (i + 1) * C), chunk[i]! * C);
+      }
+      next[ci] = out;
+    });
+    // Classes deeper than L − l have no h^l, and no parent reads them at layer l + 1.
+    h = next;
+  }
+  // Class 0 is the root: its rows are the entities in ascending node order.
+  const root = h[0]!;
+  const order = classes[0]!.nodes;
+  const out = new Float32Array(entities.length * C);
+  const pos = new Map<number, number>();
+  order.forEach((v, i) => pos.set(v, i));
+  for (let i = 0; i < entities.length; i++) out.set(root.subarray(pos.get(entities[i]!)! * C, (pos.get(entities[i]!)! + 1) * C), i * C);
+  return out;
+}
+
+function buildClasses(model: DeepModel, plan: Plan, entities: Int32Array, anchor: number, degreeCap: number): NodeClass[] {
+  const graph = model.graph;
+  const edgesByName = new Map(graph.edges.map((e) => [e.name, e]));
+  const classes: NodeClass[] = [{ type: plan.root, depth: 0, nodes: uniqueSorted(entities), edges: [] }];
+  for (let d = 0; d < plan.layers; d++) {
+    // Neighbour lists per (parent class, edge), then one class per (child type, d + 1).
+    const pending: { parent: number; edge: EdgeType; fanout: number; csr: Csr }[] = [];
+    for (const [ci, c] of classes.entries()) {
+      if (c.depth !== d) continue;
+      const slot = plan.slots.find((s) => s.type === c.type && s.depth === d)!;
+      for (const childIdx of slot.children) {
+        const child = plan.slots[childIdx]!;
+        const edge = edgesByName.get(child.edge!)!;
+        const k = model.spec.sampling === 'last' ? child.fanout : Math.max(child.fanout, degreeCap);
+        pending.push({ parent: ci, edge, fanout: child.fanout, csr: neighbourLists(model, edge, c.nodes, anchor, k) });
+      }
+    }
+    const childClass = new Map<string, number>();
+    for (const type of new Set(pending.map((p) => p.edge.dst))) {
+      childClass.set(type, classes.length);
+      const ids = concat(pending.filter((p) => p.edge.dst === type).map((p) => p.csr.ids));
+      classes.push({ type, depth: d + 1, nodes: uniqueSorted(ids), edges: [] });
+    }
+    for (const p of pending) {
+      const child = childClass.get(p.edge.dst)!;
+      const childNodes = classes[child]!.nodes;
+      const rows = Int32Array.from(p.csr.ids, (v) => binarySearch(childNodes, v));
+      classes[p.parent]!.edges.push({ edge: p.edge, ptr: p.csr.ptr, rows, fanout: p.fanout, child });
+    }
+  }
+  return classes;
+}
+
+interface Csr {
+  ptr: Int32Array;
+  ids: Int32Array;
+}
+
+/** The neighbours each node aggregates from: up to k most recent with time ≤ anchor (most recent first). */
+function neighbourLists(model: DeepModel, edge: EdgeType, nodes: Int32Array, anchor: number, k: number): Csr {
+  const dstTime = model.graph.tables[edge.dst]!.time;
+  const ptr = new Int32Array(nodes.length + 1);
+  const ends = new Int32Array(nodes.length);
+  for (let i = 0; i < nodes.length; i++) {
+    const v = nodes[i]!;
+    let n: number;
+    if (edge.kind === 'fk') {
+      const p = edge.parent![v]!;
+      n = p >= 0 && (dstTime === null || dstTime[p]! <= anchor) ? 1 : 0;
+    } else {
+      const start = edge.indptr![v]!;
+      const stop = edge.indptr![v + 1]!;
+      const end = dstTime === null ? stop : upperBound(edge.indices!, dstTime, start, stop, anchor);
+      ends[i] = end;
+      n = Math.min(k, end - start);
+    }
+    ptr[i + 1] = ptr[i]! + n;
+  }
+  const ids = new Int32Array(ptr[nodes.length]!);
+  for (let i = 0; i < nodes.length; i++) {
+    const n = ptr[i + 1]! - ptr[i]!;
+    if (n === 0) continue;
+    if (edge.kind === 'fk') ids[ptr[i]!] = edge.parent![nodes[i]!]!;
+    else for (let j = 0; j < n; j++) ids[ptr[i]! + j] = edge.indices![ends[i]! - 1 - j]!;
+  }
+  return { ptr, ids };
+}
+
+function encodeRows(model: DeepModel, type: string, nodes: Int32Array, anchor: number): Float32Array {
+  const C = model.spec.channels;
+  const f = model.features[type]!;
+  const out = new Float32Array(nodes.length * C);
+  for (let i = 0; i < nodes.length; i += ROW_CHUNK) {
+    const part = nodes.subarray(i, Math.min(nodes.length, i + ROW_CHUNK));
+    const num = new Float32Array(part.length * f.numDim);
+    const cat = new Int32Array(part.length * f.catCount);
+    f.gather(part, () => anchor, null, num, cat);
+    const t = tf.tidy(() => model.gnn.encode(type, num, cat, part.length));
+    out.set(t.dataSync() as Float32Array, i * C);
+    t.dispose();
+  }
+  return out;
+}
+
+/** Row chunks of a class: fixed-size for SAGE; for GAT grouped by degree so padding stays small. */
+function* chunks(c: NodeClass, order: Int32Array | null): Generator<Int32Array> {
+  const n = c.nodes.length;
+  if (!order) {
+    for (let i = 0; i < n; i += ROW_CHUNK) yield Int32Array.from({ length: Math.min(ROW_CHUNK, n - i) }, (_, k) => i + k);
+    return;
+  }
+  let start = 0;
+  while (start < n) {
+    let end = start;
+    let fmax = 1;
+    while (end < n && end - start < ROW_CHUNK) {
+      const f = Math.max(fmax, maxDegree(c, order[end]!));
+      if ((end - start + 1) * f > SLOT_BUDGET && end > start) break;
+      fmax = f;
+      end++;
+    }
+    yield order.subarray(start, end);
+    start = end;
+  }
+}
+
+function maxDegree(c: NodeClass, row: number): number {
+  let m = 1;
+  for (const e of c.edges) m = Math.max(m, e.ptr[row + 1]! - e.ptr[row]!);
+  return m;
+}
+
+function rowsByDegree(c: NodeClass): Int32Array {
+  const deg = Int32Array.from({ length: c.nodes.length }, (_, i) => maxDegree(c, i));
+  return Int32Array.from({ length: c.nodes.length }, (_, i) => i).sort((a, b) => deg[a]! - deg[b]! || a - b);
+}
+
+function gatherRows(h: Float32Array, rows: Int32Array, C: number): Float32Array {
+  const out = new Float32Array(rows.length * C);
+  for (let i = 0; i < rows.length; i++) {
+    const s = rows[i]! * C;
+    for (let j = 0; j < C; j++) out[i * C + j] = h[s + j]!;
+  }
+  return out;
+}
+
+/** One edge's neighbour block for a chunk of rows: the mean (SAGE) or a padded block (GAT). */
+function block(e: ClassEdge, chunk: Int32Array, hChild: Float32Array, C: number, attention: boolean): NeighbourBlock {
+  const n = chunk.length;
+  const degree = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    const r = chunk[i]!;
+    degree[i] = Math.log1p(Math.min(e.fanout, e.ptr[r + 1]! - e.ptr[r]!));
+  }
+  if (!attention) {
+    const mean = new Float32Array(n * C);
+    const acc = new Float32Array(C);
+    for (let i = 0; i < n; i++) {
+      const r = chunk[i]!;
+      const a = e.ptr[r]!;
+      const b = e.ptr[r + 1]!;
+      if (b === a) continue;
+      acc.fill(0);
+      for (let k = a; k < b; k++) {
+        const s = e.rows[k]! * C;
+        for (let j = 0; j < C; j++) acc[j] += hChild[s + j]!;
+      }
+      const inv = 1 / (b - a);
+      for (let j = 0; j < C; j++) mean[i * C + j] = acc[j]! * inv;
+    }
+    return { h: tf.tensor2d(mean, [n, C]), fanout: 1, weights: tf.ones([n, 1]), mask: tf.ones([n, 1]), degree: tf.tensor2d(degree, [n, 1]) };
+  }
+  let f = 1;
+  for (let i = 0; i < n; i++) f = Math.max(f, e.ptr[chunk[i]! + 1]! - e.ptr[chunk[i]!]!);
+  const hb = new Float32Array(n * f * C);
+  const mask = new Float32Array(n * f);
+  for (let i = 0; i < n; i++) {
+    const r = chunk[i]!;
+    for (let k = e.ptr[r]!, j = 0; k < e.ptr[r + 1]!; k++, j++) {
+      hb.set(hChild.subarray(e.rows[k]! * C, (e.rows[k]! + 1) * C), (i * f + j) * C);
+      mask[i * f + j] = 1;
+    }
+  }
+  return { h: tf.tensor2d(hb, [n * f, C]), fanout: f, weights: tf.tensor2d(mask, [n, f]), mask: tf.tensor2d(mask, [n, f]), degree: tf.tensor2d(degree, [n, 1]) };
+}
+
+function uniqueSorted(a: Int32Array): Int32Array {
+  const s = Int32Array.from(a).sort();
+  let n = 0;
+  for (let i = 0; i < s.length; i++) if (i === 0 || s[i] !== s[i - 1]) s[n++] = s[i]!;
+  return s.slice(0, n);
+}
+
+function concat(parts: Int32Array[]): Int32Array {
+  const out = new Int32Array(parts.reduce((a, p) => a + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+function binarySearch(sorted: Int32Array, v: number): number {
+  let lo = 0;
+  let hi = sorted.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const x = sorted[mid]!;
+    if (x === v) return mid;
+    if (x < v) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  throw new Error(`node ${v} missing from its class`);
+}

@@ -1,0 +1,74 @@
+/**
+ * Streams embeddings into a Parquet file: one row group per chunk of entities, so memory stays bounded at
+ * H&M scale. Columns: the entity's primary key under its own name and type, `embedding` as an Arrow
+ * fixed-size list of float32 (DuckDB reads it as FLOAT[]; `embedding::FLOAT[d]` gives the array type),
+ * `anchor_time` as a microsecond timestamp. Run id, dimension and fingerprints go into the file's
+ * key-value metadata. The file is written under a temporary name and renamed when complete, so a killed
+ * run leaves nothing at the output path.
+ */
+import * as arrow from 'apache-arrow';
+import { createWriteStream, renameSync, rmSync } from 'node:fs';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import * as pq from 'parquet-wasm/node';
+import { tempSibling } from '../util/atomic.js';
+
+export interface EmbeddingChunk {
+  /** primary-key values of the chunk's entities (an Arrow vector sliced from the keys) */
+  keys: arrow.Vector;
+  /** [rows × dim] */
+  embeddings: Float32Array;
+}
+
+export interface WriteOptions {
+  keyName: string;
+  dim: number;
+  /** epoch seconds */
+  anchorTime: number;
+  metadata: Record<string, string>;
+  rowGroupSize: number;
+}
+
+/** Writes every chunk the iterator yields; resolves when the file is complete and in place. */
+export async function writeEmbeddings(path: string, chunks: AsyncIterable<EmbeddingChunk>, opts: WriteOptions): Promise<{ rows: number }> {
+  const tmp = tempSibling(path);
+  let rows = 0;
+  const anchorMicros = BigInt(Math.round(opts.anchorTime * 1e6));
+  async function* batches(): AsyncGenerator<pq.RecordBatch> {
+    for await (const chunk of chunks) {
+      const n = chunk.keys.length;
+      rows += n;
+      const child = arrow.makeData({ type: new arrow.Float32(), length: n * opts.dim, data: chunk.embeddings });
+      const embType = new arrow.FixedSizeList(opts.dim, new arrow.Field('item', new arrow.Float32(), false));
+      const embedding = arrow.makeVector(arrow.makeData({ type: embType, length: n, child, nullCount: 0 }));
+      const anchor = arrow.makeVector(arrow.makeData({ type: new arrow.TimestampMicrosecond(), length: n, data: new BigInt64Array(n).fill(anchorMicros) }));
+      const table = new arrow.Table({ [opts.keyName]: chunk.keys, embedding, anchor_time: anchor });
+      for (const rb of pq.Table.fromIPCStream(arrow.tableToIPC(table, 'stream')).recordBatches()) yield rb;
+    }
+  }
+  const props = new pq.WriterPropertiesBuilder()
+    .setCompression(pq.Compression.SNAPPY)
+    .setDictionaryEnabled(false)
+    .setMaxRowGroupSize(opts.rowGroupSize)
+    .setKeyValueMetadata(new Map(Object.entries(opts.metadata)))
+    .build();
+  try {
+    // ReadableStream.from pulls one chunk at a time: computing the next waits until the last was encoded.
+    const bytes = await pq.transformParquetStream(ReadableStream.from(batches()), props);
+    await pipeline(Readable.fromWeb(bytes as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(tmp));
+    renameSync(tmp, path);
+    return { rows };
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+}
+
+/** Reads one column of a Parquet file into an Arrow vector (keys for the output, in file order). */
+export function readColumnVector(bytes: Uint8Array, column: string): arrow.Vector {
+  const wasmTable = pq.readParquet(bytes, { columns: [column] });
+  const table = arrow.tableFromIPC(wasmTable.intoIPCStream());
+  const v = table.getChild(column);
+  if (!v) throw new Error(`column ${column} missing`);
+  return v;
+}

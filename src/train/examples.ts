@@ -1,0 +1,218 @@
+/**
+ * Training tables: (entity node, anchor time, label) for each split, built in DuckDB from the graph's
+ * `rows.parquet` files.
+ *
+ * Entity tasks: every entity existing at each anchor (time ≤ anchor, for tables with a time column),
+ * filtered by WHERE (aggregates over past windows, the entity's own columns), labelled by the target
+ * aggregate over (anchor + a, anchor + b]. Fact tasks: each row at its own time, labelled by its target
+ * column, split by time at the val and test boundaries. Labels only ever come from after the anchor.
+ */
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { join } from 'node:path';
+import type { TaskSpec } from '../config/load.js';
+import { lit, q, queryValue, readColumns, withDuck } from '../data/duck.js';
+import { ConfigError, NotImplementedError, suggest } from '../errors.js';
+import type { GraphManifest } from '../graph/types.js';
+import { baselineSqlFeatures, type SqlFeatures } from './baseline.js';
+import type { TaskSplit } from './anchors.js';
+import type { Aggregate, CompareOp, Condition, Literal } from './pql.js';
+
+export interface Examples {
+  nodes: Int32Array;
+  anchors: Float64Array;
+  labels: Float32Array;
+}
+
+export interface TrainingTables {
+  train: Examples;
+  val: Examples;
+  test: Examples;
+  /** the no-graph baseline's DuckDB aggregates for the same examples, when asked for */
+  baseline?: SqlFeatures;
+}
+
+type SplitWhere = { train: string; val: string; test: string };
+
+export function rowsPath(graphDir: string, manifest: GraphManifest, table: string): string {
+  return join(graphDir, manifest.tables[table]!.rowsFile);
+}
+
+export interface TrainingTableOptions {
+  seed: number;
+  /** also compute the baseline's aggregates, leaving out these `table.column`s */
+  baselineExcluding?: Set<string>;
+}
+
+export async function buildTrainingTables(graphDir: string, manifest: GraphManifest, task: TaskSpec, split: TaskSplit, opts: TrainingTableOptions): Promise<TrainingTables> {
+  return withDuck(async ({ conn }) => {
+    const where = task.query.target.kind === 'entity' ? await entityExamples(conn, graphDir, manifest, task, split) : await factExamples(conn, graphDir, manifest, task, split);
+    const max = task.split.max_train_examples;
+    if (max) {
+      // A seeded subsample of the training rows, chosen in SQL so the baseline sees the same rows.
+      const n = Number(await queryValue(conn, `SELECT count(*) FROM examples WHERE ${where.train}`));
+      if (n > max) {
+        await conn.run(`DELETE FROM examples WHERE ${where.train} AND hash(anchor, node, ${opts.seed}) % ${n} >= ${max}`);
+      }
+    }
+    const tables: TrainingTables = { train: await readExamples(conn, where.train), val: await readExamples(conn, where.val), test: await readExamples(conn, where.test) };
+    if (opts.baselineExcluding) tables.baseline = await baselineSqlFeatures(conn, graphDir, manifest, task, opts.baselineExcluding, where);
+    return tables;
+  });
+}
+
+function literal(v: Literal): string {
+  if (typeof v === 'string') return lit(v);
+  if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE';
+  return String(v);
+}
+
+function op(o: CompareOp): string {
+  return o === '!=' ? '<>' : o;
+}
+
+/** Checks a column exists in a table's schema, with a did-you-mean. */
+function checkColumn(manifest: GraphManifest, table: string, column: string, what: string): void {
+  const cols = manifest.schema.tables[table]!.columns.map((c) => c.name);
+  if (!cols.includes(column)) throw new ConfigError(`${what}: ${table}.${column} is not a column (${suggest(column, cols)})`);
+}
+
+function aggregateSql(agg: Aggregate, alias: string): string {
+  const col = agg.column ? `f.${q(agg.column)}` : '*';
+  switch (agg.fn) {
+    case 'COUNT':
+      return `count(${col}) AS ${alias}`;
+    case 'EXISTS':
+      return `count(${col}) AS ${alias}`;
+    case 'SUM':
+      return `sum(${col})::DOUBLE AS ${alias}`;
+    case 'AVG':
+      return `avg(${col})::DOUBLE AS ${alias}`;
+    case 'MIN':
+      return `min(${col})::DOUBLE AS ${alias}`;
+    case 'MAX':
+      return `max(${col})::DOUBLE AS ${alias}`;
+  }
+}
+
+/** Value of an aggregate for an entity with no rows in the window: 0 for COUNT/SUM, NULL otherwise. */
+function aggregateValue(agg: Aggregate, alias: string): string {
+  switch (agg.fn) {
+    case 'COUNT':
+    case 'SUM':
+      return `coalesce(${alias}, 0)`;
+    case 'EXISTS':
+      return `(coalesce(${alias}, 0) > 0)`;
+    default:
+      return alias;
+  }
+}
+
+async function entityExamples(conn: DuckDBConnection, graphDir: string, manifest: GraphManifest, task: TaskSpec, split: TaskSplit): Promise<SplitWhere> {
+  const query = task.query;
+  if (query.target.kind !== 'entity') throw new Error('entityExamples needs an entity task');
+  const entity = query.entity.table;
+  const anchors = [...split.trainAnchors, split.valAnchor, split.testAnchor];
+  await conn.run(`CREATE OR REPLACE TEMP TABLE anchors AS SELECT unnest([${anchors.join(', ')}]::DOUBLE[]) AS anchor`);
+  const eRows = lit(rowsPath(graphDir, manifest, entity));
+  const eHasTime = manifest.tables[entity]!.timeFile !== null;
+
+  // Every aggregate (target and WHERE) becomes a grouped subquery keyed by (anchor, node).
+  const aggs: { agg: Aggregate; alias: string }[] = [{ agg: query.target.aggregate, alias: 'target' }];
+  const aliasOf = new Map<Aggregate, string>();
+  const collect = (c: Condition | null): void => {
+    if (!c) return;
+    if (c.kind === 'and' || c.kind === 'or') {
+      collect(c.left);
+      collect(c.right);
+    } else if (c.kind === 'not') collect(c.inner);
+    else if (c.left.kind === 'aggregate') {
+      const alias = `w${aggs.length}`;
+      aggs.push({ agg: c.left, alias });
+      aliasOf.set(c.left, alias);
+    }
+  };
+  collect(query.where);
+
+  const joins: string[] = [];
+  for (const { agg, alias } of aggs) {
+    if (agg.table === entity) throw new NotImplementedError(`aggregates over the entity table itself (${agg.fn}(${agg.table}…)) are not supported`, { hint: 'aggregate over a table with a foreign key to the entity' });
+    const fk = manifest.schema.tables[agg.table]!.foreignKeys.find((f) => f.target === entity)!;
+    if (agg.column) checkColumn(manifest, agg.table, agg.column, `tasks.${task.name}.query`);
+    const fRows = lit(rowsPath(graphDir, manifest, agg.table));
+    const fkCol = q(`__fk_${fk.column}`);
+    joins.push(
+      `LEFT JOIN (SELECT a.anchor, f.${fkCol} AS node, ${aggregateSql(agg, alias)} FROM anchors a JOIN read_parquet(${fRows}) f ` +
+        `ON f.__t > a.anchor + ${agg.start} AND f.__t <= a.anchor + ${agg.end} WHERE f.${fkCol} IS NOT NULL GROUP BY 1, 2) ${alias} ` +
+        `ON ${alias}.anchor = c.anchor AND ${alias}.node = c.node`,
+    );
+  }
+  const cond = (c: Condition): string => {
+    switch (c.kind) {
+      case 'and':
+        return `(${cond(c.left)} AND ${cond(c.right)})`;
+      case 'or':
+        return `(${cond(c.left)} OR ${cond(c.right)})`;
+      case 'not':
+        return `(NOT ${cond(c.inner)})`;
+      case 'compare': {
+        if (c.left.kind === 'aggregate') {
+          const alias = aliasOf.get(c.left)!;
+          return `(${aggregateValue(c.left, `${alias}.${alias}`)} ${op(c.op)} ${literal(c.value)})`;
+        }
+        if (c.left.table !== entity) {
+          throw new NotImplementedError(`WHERE on ${c.left.table}.${c.left.column}: only the entity table's own columns (${entity}) can be filtered directly`, { hint: 'use an aggregate over the other table instead' });
+        }
+        checkColumn(manifest, entity, c.left.column, `tasks.${task.name}.query`);
+        return `(e.${q(c.left.column)} ${op(c.op)} ${literal(c.value)})`;
+      }
+    }
+  };
+  const target = query.target;
+  const value = aggregateValue(target.aggregate, 'target.target');
+  const label = target.compare ? `CASE WHEN ${value} ${op(target.compare.op)} ${literal(target.compare.value)} THEN 1.0 ELSE 0.0 END` : `${value}::DOUBLE`;
+  const where = [query.where ? cond(query.where) : 'true', `${value} IS NOT NULL`].join(' AND ');
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE examples AS SELECT c.anchor, c.node, ${label} AS label FROM ` +
+      `(SELECT a.anchor, e.__node AS node FROM anchors a CROSS JOIN read_parquet(${eRows}) e ${eHasTime ? 'WHERE e.__t <= a.anchor' : ''}) c ` +
+      `JOIN read_parquet(${eRows}) e ON e.__node = c.node ${joins.join(' ')} WHERE ${where}`,
+  );
+  const trainMax = split.trainAnchors[split.trainAnchors.length - 1]!;
+  return { train: `anchor <= ${trainMax}`, val: `anchor = ${split.valAnchor}`, test: `anchor = ${split.testAnchor}` };
+}
+
+async function factExamples(conn: DuckDBConnection, graphDir: string, manifest: GraphManifest, task: TaskSpec, split: TaskSplit): Promise<SplitWhere> {
+  const query = task.query;
+  if (query.target.kind !== 'fact') throw new Error('factExamples needs a fact task');
+  const { table, column } = query.target.column;
+  checkColumn(manifest, table, column, `tasks.${task.name}.query`);
+  const c = query.target.compare;
+  const label = c ? `CASE WHEN ${q(column)} ${op(c.op)} ${literal(c.value)} THEN 1.0 ELSE 0.0 END` : `${q(column)}::DOUBLE`;
+  const filter = (cond: Condition | null): string => {
+    if (!cond) return 'true';
+    switch (cond.kind) {
+      case 'and':
+        return `(${filter(cond.left)} AND ${filter(cond.right)})`;
+      case 'or':
+        return `(${filter(cond.left)} OR ${filter(cond.right)})`;
+      case 'not':
+        return `(NOT ${filter(cond.inner)})`;
+      case 'compare':
+        if (cond.left.kind === 'aggregate' || cond.left.table !== table) {
+          throw new NotImplementedError('a fact-row task can filter on its own columns only', { hint: `use ${table}.<column> in WHERE` });
+        }
+        checkColumn(manifest, table, cond.left.column, `tasks.${task.name}.query`);
+        return `(${q(cond.left.column)} ${op(cond.op)} ${literal(cond.value)})`;
+    }
+  };
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE examples AS SELECT __t AS anchor, __node AS node, ${label} AS label FROM read_parquet(${lit(rowsPath(graphDir, manifest, table))}) ` +
+      `WHERE ${q(column)} IS NOT NULL AND ${filter(query.where)}`,
+  );
+  return { train: `anchor <= ${split.valAnchor}`, val: `anchor > ${split.valAnchor} AND anchor <= ${split.testAnchor}`, test: `anchor > ${split.testAnchor}` };
+}
+
+async function readExamples(conn: DuckDBConnection, where: string): Promise<Examples> {
+  const n = Number(await queryValue(conn, `SELECT count(*) FROM examples WHERE ${where}`));
+  const [anchors, nodes, labels] = await readColumns(conn, `SELECT anchor, node, label FROM examples WHERE ${where} ORDER BY anchor, node`, n, ['f64', 'i32', 'f32']);
+  return { nodes: nodes as Int32Array, anchors: anchors as Float64Array, labels: labels as Float32Array };
+}

@@ -1,0 +1,192 @@
+/**
+ * Evaluation metrics. Binary: AUROC (ties get the average rank), average precision (sklearn's step-wise
+ * definition, ties grouped), accuracy and F1 at threshold 0.5. Regression: MAE, RMSE, R².
+ */
+export interface BinaryMetrics {
+  auroc: number;
+  ap: number;
+  accuracy: number;
+  f1: number;
+  positive_rate: number;
+  n: number;
+}
+
+export interface RegressionMetrics {
+  mae: number;
+  rmse: number;
+  r2: number;
+  n: number;
+}
+
+export type Metrics = BinaryMetrics | RegressionMetrics;
+
+/** Indices sorted by descending score (stable). */
+function orderDesc(scores: ArrayLike<number>): Uint32Array {
+  const idx = new Uint32Array(scores.length);
+  for (let i = 0; i < idx.length; i++) idx[i] = i;
+  return idx.sort((a, b) => scores[b]! - scores[a]! || a - b);
+}
+
+export function auroc(labels: ArrayLike<number>, scores: ArrayLike<number>): number {
+  const n = labels.length;
+  const idx = orderDesc(scores);
+  let pos = 0;
+  for (let i = 0; i < n; i++) pos += labels[i]! > 0.5 ? 1 : 0;
+  const neg = n - pos;
+  if (pos === 0 || neg === 0) return Number.NaN;
+  // Mann-Whitney U over ascending ranks with ties averaged.
+  let rankSumPos = 0;
+  let i = 0;
+  while (i < n) {
+    let j = i;
+    while (j + 1 < n && scores[idx[j + 1]!] === scores[idx[i]!]) j++;
+    const ascRank = n - (i + j) / 2; // ranks are 1-based ascending; idx is descending
+    for (let k = i; k <= j; k++) if (labels[idx[k]!]! > 0.5) rankSumPos += ascRank;
+    i = j + 1;
+  }
+  return (rankSumPos - (pos * (pos + 1)) / 2) / (pos * neg);
+}
+
+export function averagePrecision(labels: ArrayLike<number>, scores: ArrayLike<number>): number {
+  const n = labels.length;
+  const idx = orderDesc(scores);
+  let totalPos = 0;
+  for (let i = 0; i < n; i++) totalPos += labels[i]! > 0.5 ? 1 : 0;
+  if (totalPos === 0) return Number.NaN;
+  let tp = 0;
+  let fp = 0;
+  let ap = 0;
+  let prevRecall = 0;
+  let i = 0;
+  while (i < n) {
+    let j = i;
+    while (j + 1 < n && scores[idx[j + 1]!] === scores[idx[i]!]) j++;
+    for (let k = i; k <= j; k++) {
+      if (labels[idx[k]!]! > 0.5) tp++;
+      else fp++;
+    }
+    const recall = tp / totalPos;
+    ap += (recall - prevRecall) * (tp / (tp + fp));
+    prevRecall = recall;
+    i = j + 1;
+  }
+  return ap;
+}
+
+/** Binary metrics from probabilities. */
+export function binaryMetrics(labels: ArrayLike<number>, probs: ArrayLike<number>): BinaryMetrics {
+  let tp = 0;
+  let fp = 0;
+  let fn = 0;
+  let correct = 0;
+  let pos = 0;
+  for (let i = 0; i < labels.length; i++) {
+    const y = labels[i]! > 0.5;
+    const p = probs[i]! >= 0.5;
+    if (y) pos++;
+    if (y === p) correct++;
+    if (p && y) tp++;
+    else if (p && !y) fp++;
+    else if (!p && y) fn++;
+  }
+  const n = labels.length;
+  return {
+    auroc: round(auroc(labels, probs)),
+    ap: round(averagePrecision(labels, probs)),
+    accuracy: round(n ? correct / n : Number.NaN),
+    f1: round(tp + fp + fn > 0 ? (2 * tp) / (2 * tp + fp + fn) : 0),
+    positive_rate: round(n ? pos / n : Number.NaN),
+    n,
+  };
+}
+
+export function regressionMetrics(labels: ArrayLike<number>, preds: ArrayLike<number>): RegressionMetrics {
+  const n = labels.length;
+  let mean = 0;
+  for (let i = 0; i < n; i++) mean += labels[i]!;
+  mean /= Math.max(1, n);
+  let ae = 0;
+  let se = 0;
+  let st = 0;
+  for (let i = 0; i < n; i++) {
+    const e = preds[i]! - labels[i]!;
+    ae += Math.abs(e);
+    se += e * e;
+    st += (labels[i]! - mean) ** 2;
+  }
+  return { mae: round(ae / n), rmse: round(Math.sqrt(se / n)), r2: round(st > 0 ? 1 - se / st : Number.NaN), n };
+}
+
+/** The metric early stopping and `runs list` use, and whether larger is better. */
+export function mainMetric(kind: 'binary' | 'regression'): { name: 'auroc' | 'mae'; higherIsBetter: boolean } {
+  return kind === 'binary' ? { name: 'auroc', higherIsBetter: true } : { name: 'mae', higherIsBetter: false };
+}
+
+/** ROC curve points (fpr, tpr), thinned to at most `max` points, for reports. */
+export function rocCurve(labels: ArrayLike<number>, scores: ArrayLike<number>, max = 200): [number, number][] {
+  const idx = orderDesc(scores);
+  let P = 0;
+  for (let i = 0; i < labels.length; i++) P += labels[i]! > 0.5 ? 1 : 0;
+  const N = labels.length - P;
+  const pts: [number, number][] = [[0, 0]];
+  let tp = 0;
+  let fp = 0;
+  for (let k = 0; k < idx.length; k++) {
+    if (labels[idx[k]!]! > 0.5) tp++;
+    else fp++;
+    if (k === idx.length - 1 || scores[idx[k + 1]!] !== scores[idx[k]!]) pts.push([N ? fp / N : 0, P ? tp / P : 0]);
+  }
+  return thin(pts, max);
+}
+
+/** Precision-recall points (recall, precision). */
+export function prCurve(labels: ArrayLike<number>, scores: ArrayLike<number>, max = 200): [number, number][] {
+  const idx = orderDesc(scores);
+  let P = 0;
+  for (let i = 0; i < labels.length; i++) P += labels[i]! > 0.5 ? 1 : 0;
+  const pts: [number, number][] = [];
+  let tp = 0;
+  let fp = 0;
+  for (let k = 0; k < idx.length; k++) {
+    if (labels[idx[k]!]! > 0.5) tp++;
+    else fp++;
+    if (k === idx.length - 1 || scores[idx[k + 1]!] !== scores[idx[k]!]) pts.push([P ? tp / P : 0, tp / (tp + fp)]);
+  }
+  return thin(pts, max);
+}
+
+/** Calibration: mean predicted vs observed positive rate in `bins` equal-width probability bins. */
+export function calibration(labels: ArrayLike<number>, probs: ArrayLike<number>, bins = 10): { bin: number; predicted: number; observed: number; count: number }[] {
+  const sumP = new Float64Array(bins);
+  const sumY = new Float64Array(bins);
+  const cnt = new Float64Array(bins);
+  for (let i = 0; i < labels.length; i++) {
+    const b = Math.min(bins - 1, Math.floor(probs[i]! * bins));
+    sumP[b]! += probs[i]!;
+    sumY[b]! += labels[i]! > 0.5 ? 1 : 0;
+    cnt[b]!++;
+  }
+  const out = [];
+  for (let b = 0; b < bins; b++) if (cnt[b]! > 0) out.push({ bin: b, predicted: round(sumP[b]! / cnt[b]!), observed: round(sumY[b]! / cnt[b]!), count: cnt[b]! });
+  return out;
+}
+
+function thin(pts: [number, number][], max: number): [number, number][] {
+  if (pts.length <= max) return pts.map(([a, b]) => [round(a), round(b)]);
+  const out: [number, number][] = [];
+  for (let i = 0; i < max; i++) {
+    const p = pts[Math.round((i * (pts.length - 1)) / (max - 1))]!;
+    out.push([round(p[0]), round(p[1])]);
+  }
+  return out;
+}
+
+export function round(x: number, digits = 4): number {
+  if (!Number.isFinite(x)) return x;
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}
+
+export function sigmoid(x: number): number {
+  return 1 / (1 + Math.exp(-x));
+}

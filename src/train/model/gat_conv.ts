@@ -1,0 +1,82 @@
+import * as tf from '@tensorflow/tfjs';
+import type { ParamStore } from './params.js';
+import type { NeighbourBlock } from './sage_conv.js';
+
+export interface GatConvArgs {
+  /** input and output width; must be divisible by `heads` */
+  channels: number;
+  /** attention heads; each attends with channels / heads features, outputs are concatenated */
+  heads: number;
+  /** incoming edge types */
+  edges: string[];
+  /** LeakyReLU slope of the attention logits (default 0.2, as in the paper) */
+  negativeSlope?: number;
+}
+
+/**
+ * Heterogeneous graph attention layer for one destination node type (Veličković et al., 2018, GAT; one
+ * attention per edge type, summed over edge types as PyG's `to_hetero` does):
+ *
+ *   α_ij^e,k = softmax_j( LeakyReLU( a_dst^e,k · W_e^k h_i + a_src^e,k · W_e^k h_j ) )   over sampled j
+ *   h_i'     = W_self h_i + Σ_e ( ‖_k Σ_j α_ij^e,k W_e^k h_j + w_e log(1 + |N_e(i)|) ) + b
+ *
+ * Attention weights sum to one, so like a mean they hide the neighbour count; the log-degree term
+ * restores it (see SageConv).
+ * Padded neighbour positions get −∞ logits (weight 0); a node with no neighbours of a type receives a
+ * zero message, never NaN.
+ *
+ * Shapes: self [n, C]; neighbours per edge [n·f_e, C] with mask [n, f_e] → [n, C].
+ */
+export class GatConv {
+  private readonly wSelf: tf.Variable;
+  private readonly b: tf.Variable;
+  private readonly wEdge: tf.Variable[];
+  private readonly aSrc: tf.Variable[];
+  private readonly aDst: tf.Variable[];
+  private readonly wDeg: tf.Variable;
+  private readonly headDim: number;
+
+  constructor(params: ParamStore, name: string, readonly args: GatConvArgs) {
+    if (args.channels % args.heads !== 0) {
+      throw new Error(`GAT: channels (${args.channels}) must be divisible by heads (${args.heads})`);
+    }
+    this.headDim = args.channels / args.heads;
+    this.wSelf = params.glorot(`${name}/w_self`, [args.channels, args.channels]);
+    this.b = params.zeros(`${name}/b`, [args.channels]);
+    this.wEdge = args.edges.map((e, i) => params.glorot(`${name}/e${i}/w`, [args.channels, args.channels]));
+    this.aSrc = args.edges.map((e, i) => params.glorot(`${name}/e${i}/a_src`, [args.heads, this.headDim]));
+    this.aDst = args.edges.map((e, i) => params.glorot(`${name}/e${i}/a_dst`, [args.heads, this.headDim]));
+    this.wDeg = params.glorot(`${name}/w_deg`, [Math.max(1, args.edges.length), args.channels]);
+  }
+
+  apply(self: tf.Tensor2D, neighbours: (NeighbourBlock | null)[]): tf.Tensor2D {
+    return tf.tidy(() => {
+      const n = self.shape[0];
+      const { heads } = this.args;
+      const hd = this.headDim;
+      let out = tf.matMul(self, this.wSelf).add(this.b) as tf.Tensor2D;
+      if (neighbours.length > 0) {
+        const deg = tf.concat(neighbours.map((nb) => nb?.degree ?? tf.zeros([n, 1])), 1);
+        out = out.add(tf.matMul(deg, this.wDeg)) as tf.Tensor2D;
+      }
+      neighbours.forEach((nb, e) => {
+        if (!nb) return;
+        const f = nb.fanout;
+        const wh = tf.matMul(nb.h, this.wEdge[e]!).reshape([n, f, heads, hd]);
+        const whSelf = tf.matMul(self, this.wEdge[e]!).reshape([n, 1, heads, hd]);
+        const logits = tf.leakyRelu(
+          wh.mul(this.aSrc[e]!).sum(-1).add(whSelf.mul(this.aDst[e]!).sum(-1)),
+          this.args.negativeSlope ?? 0.2,
+        ); // [n, f, heads]
+        const mask = nb.mask.reshape([n, f, 1]);
+        // Masked softmax over the neighbour axis; all-masked rows come out as zeros.
+        const masked = logits.add(mask.sub(1).mul(1e9));
+        const e_ = tf.exp(masked.sub(masked.max(1, true))).mul(mask);
+        const alpha = e_.div(e_.sum(1, true).add(1e-16)); // [n, f, heads]
+        const msg = wh.mul(alpha.reshape([n, f, heads, 1])).sum(1).reshape([n, heads * hd]);
+        out = out.add(msg) as tf.Tensor2D;
+      });
+      return out;
+    });
+  }
+}

@@ -1,0 +1,47 @@
+import * as tf from '@tensorflow/tfjs';
+import type { ParamStore } from './params.js';
+
+export interface NodeEncoderArgs {
+  /** width of the numeric feature vector (standardized values, null flags, time features) */
+  numDim: number;
+  /** code-space size of each categorical column (vocab + null + OOV) */
+  catSizes: number[];
+  /** width of each categorical embedding */
+  catDim: number;
+  /** output width */
+  channels: number;
+}
+
+/**
+ * Per-table input encoder: h = [x_num ‖ E[c_1] ‖ … ‖ E[c_k]] · W + b, with one embedding table E holding
+ * every categorical column's code space (codes arrive offset per column), so a node type costs one
+ * gather and one matmul whatever its column count. A table with no features gets a learned constant.
+ *
+ * Shapes: num [n, numDim], cat [n, k] int32 → [n, channels].
+ */
+export class NodeEncoder {
+  private readonly emb: tf.Variable | null;
+  private readonly w: tf.Variable | null;
+  private readonly b: tf.Variable;
+  readonly inDim: number;
+
+  constructor(params: ParamStore, name: string, readonly args: NodeEncoderArgs) {
+    const total = args.catSizes.reduce((a, b) => a + b, 0);
+    this.emb = total > 0 ? params.normal(`${name}/emb`, [total, args.catDim], 0.1) : null;
+    this.inDim = args.numDim + args.catSizes.length * args.catDim;
+    this.w = this.inDim > 0 ? params.glorot(`${name}/w`, [this.inDim, args.channels]) : null;
+    this.b = params.zeros(`${name}/b`, [args.channels]);
+  }
+
+  apply(num: tf.Tensor2D, cat: tf.Tensor2D): tf.Tensor2D {
+    return tf.tidy(() => {
+      const n = num.shape[0];
+      if (!this.w) return tf.tile(this.b.reshape([1, -1]), [n, 1]) as tf.Tensor2D;
+      const parts: tf.Tensor2D[] = [];
+      if (this.args.numDim > 0) parts.push(num);
+      if (this.emb) parts.push(tf.gather(this.emb, cat.reshape([-1])).reshape([n, this.args.catSizes.length * this.args.catDim]));
+      const x = parts.length === 1 ? parts[0]! : tf.concat(parts, 1);
+      return tf.matMul(x, this.w).add(this.b) as tf.Tensor2D;
+    });
+  }
+}

@@ -1,0 +1,486 @@
+/**
+ * `train`: one predictive task → a deep GNN run. Builds (or reuses) the graph, the training tables at the
+ * task's anchors, samples temporal computation trees per batch in TypeScript, trains with Adam on the
+ * chosen TF.js backend with early stopping on the validation metric, keeps the best checkpoint on disk at
+ * every improvement (so Ctrl-C leaves a usable run), and fits the no-graph baseline on the same examples.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { join } from 'node:path';
+import { selectBackend, type BackendInfo, type BackendRequest } from '../compute/backend.js';
+import type { Config, TaskSpec } from '../config/load.js';
+import { ArtifactError, ConfigError, DataError, suggest } from '../errors.js';
+import { buildGraph } from '../graph/build.js';
+import { Graph } from '../graph/graph.js';
+import { diffSchemas } from '../graph/schema_diff.js';
+import { createRunDir, newRunId, readManifest, readModelJson, resolveRun, saveWeights, writeManifest, writeModelJson, loadWeights, type RunManifestBase } from '../runs/store.js';
+import { writeJsonAtomic } from '../util/atomic.js';
+import { isoSeconds } from '../util/duration.js';
+import { info, warn } from '../util/log.js';
+import { Progress, formatRate } from '../util/progress.js';
+import { Rng } from '../util/rng.js';
+import { VERSION } from '../version.js';
+import { taskSplit, type TaskSplit } from './anchors.js';
+import { DeepModel } from './deep_model.js';
+import { buildTrainingTables, type Examples, type TrainingTables } from './examples.js';
+import { categoricalSizes, featureSpecFromGraph, numericDim, TableFeatures, type FeatureSpec } from './features.js';
+import { binaryMetrics, calibration, mainMetric, prCurve, regressionMetrics, rocCurve, type Metrics } from './metrics.js';
+import { bceWithLogits, fitMlp, standardizeColumns } from './mlp.js';
+import { convLayout, type ModelSpec } from './model/hetero_gnn.js';
+import { buildPlan } from './plan.js';
+import { Adam } from './optim.js';
+
+export interface TrainOptions {
+  cfg: Config;
+  task: string;
+  backend?: BackendRequest;
+  /** fine-tune: start from this run's weights and encoders */
+  initFrom?: string;
+  /** override model.epochs (tests, quick runs) */
+  epochs?: number;
+  /** skip the no-graph baseline (benchmarks) */
+  skipBaseline?: boolean;
+}
+
+export interface EpochRecord {
+  epoch: number;
+  loss: number;
+  val: Metrics;
+  seconds: number;
+  seeds_per_s: number;
+  /** seconds spent per phase in this epoch */
+  timing: { sample: number; gather: number; step: number };
+}
+
+export interface TrainMetrics {
+  task: string;
+  kind: 'binary' | 'regression';
+  main_metric: string;
+  val: Metrics;
+  test: Metrics;
+  baseline: { val: Metrics; test: Metrics; features: string[] } | null;
+  /** test main metric minus the baseline's (for MAE: baseline minus model, so positive is better) */
+  lift: number | null;
+  best_epoch: number;
+  epochs: EpochRecord[];
+  counts: { train: number; val: number; test: number };
+  anchors: { train: string[]; val: string; test: string };
+  curves?: { roc: [number, number][]; pr: [number, number][]; calibration: ReturnType<typeof calibration> };
+  baseline_curves?: { roc: [number, number][]; pr: [number, number][] };
+  parameters: { total: number; without_embeddings: number };
+}
+
+export interface TrainManifest extends RunManifestBase {
+  kind: 'train';
+  split: { window: number; train: string[]; val: string; test: string };
+  initFrom: string | null;
+  backendInfo: BackendInfo;
+}
+
+export interface TrainResult {
+  runId: string;
+  runDir: string;
+  status: 'complete' | 'interrupted';
+  metrics: TrainMetrics;
+  seconds: number;
+}
+
+/** Columns a task may never see: the fact target column, or the column its target aggregates. */
+export function targetExclusions(task: TaskSpec): { table: string; column: string; reason: string }[] {
+  const t = task.query.target;
+  if (t.kind === 'fact') return [{ table: t.column.table, column: t.column.column, reason: `target of task ${task.name}` }];
+  if (t.aggregate.column) return [{ table: t.aggregate.table, column: t.aggregate.column, reason: `aggregated by the target of task ${task.name}` }];
+  return [];
+}
+
+export async function train(opts: TrainOptions): Promise<TrainResult> {
+  const t0 = performance.now();
+  const { cfg } = opts;
+  const task = cfg.taskSpecs[opts.task];
+  if (!task) throw new ConfigError(`unknown task "${opts.task}"`, [], { where: '--task', hint: suggest(opts.task, Object.keys(cfg.taskSpecs)) });
+  const mc = task.model;
+  const seed = mc.seed ?? cfg.seed;
+  const backend = await selectBackend(opts.backend ?? 'auto');
+  info(`train: task ${task.name} on the ${backend.name} backend`);
+
+  const built = await buildGraph(cfg);
+  const graph = Graph.load(built.dir);
+  const range = graph.manifest.timeRange;
+  if (!range) throw new DataError('no table has a time_column, so there are no anchor times to train at', { hint: 'declare time_column on the fact tables' });
+  const split = taskSplit(task, { min: range[0], max: range[1] });
+  const exclusions = targetExclusions(task);
+  const excludedSet = new Set(exclusions.map((e) => `${e.table}.${e.column}`));
+
+  let tStage = performance.now();
+  const tables = await buildTrainingTables(built.dir, graph.manifest, task, split, { seed, baselineExcluding: opts.skipBaseline ? undefined : excludedSet });
+  const tablesSeconds = (performance.now() - tStage) / 1000;
+  checkTables(task, tables, split);
+  const kind = task.query.taskType;
+  info(`train: ${tables.train.nodes.length} train / ${tables.val.nodes.length} val / ${tables.test.nodes.length} test examples (${tablesSeconds.toFixed(1)}s)`);
+
+  // Encoders: fitted by the graph build, or inherited (and grown) from the run we fine-tune.
+  let featureSpec: FeatureSpec;
+  let init: { dir: string; id: string } | null = null;
+  if (opts.initFrom) {
+    const prev = resolveRun(cfg.artifactsDir, opts.initFrom, { kind: 'train' });
+    const prevManifest = readManifest<TrainManifest>(prev.dir);
+    const prevGraph = readGraphSchema(prevManifest);
+    const diff = diffSchemas(prevGraph, graph.manifest.schema);
+    const breaking = diff.filter((d) => !/column \S+ was added$/.test(d));
+    if (breaking.length) {
+      throw new ArtifactError(`cannot fine-tune from ${prev.id}: the data's schema changed`, { hint: `${breaking.join('; ')}. Train from scratch instead (omit --init-from).` });
+    }
+    for (const d of diff) warn(`fine-tuning: ${d}; the new column is not used by the fine-tuned model`);
+    featureSpec = growVocabularies(readModelJson<FeatureSpec>(prev.dir, 'features.json'), graph);
+    init = { dir: prev.dir, id: prev.id };
+  } else {
+    featureSpec = featureSpecFromGraph(graph, exclusions);
+  }
+
+  const plan = buildPlan(graph, task.query.entity.table, mc.num_neighbors);
+  let labelMean = 0;
+  let labelStd = 1;
+  if (kind === 'regression') {
+    const y = tables.train.labels;
+    labelMean = y.reduce((a, b) => a + b, 0) / y.length;
+    labelStd = Math.sqrt(y.reduce((a, b) => a + (b - labelMean) ** 2, 0) / y.length) || 1;
+  }
+  const spec: ModelSpec = {
+    encoder: mc.encoder,
+    layers: mc.layers,
+    channels: mc.channels,
+    heads: mc.heads,
+    dropout: mc.dropout,
+    norm: mc.norm,
+    skip: mc.skip,
+    categoricalDim: mc.categorical_dim,
+    root: task.query.entity.table,
+    fanouts: mc.num_neighbors,
+    sampling: mc.sampling,
+    types: Object.fromEntries(Object.entries(featureSpec.tables).map(([t, s]) => [t, { numDim: numericDim(s), catSizes: categoricalSizes(s) }])),
+    convs: convLayout(plan),
+    output: { kind, labelMean, labelStd },
+    loss: mc.loss ?? (kind === 'binary' ? 'bce' : 'l1'),
+  };
+  if ((kind === 'binary') !== (spec.loss === 'bce')) {
+    throw new ConfigError(`loss ${spec.loss} does not fit a ${kind} task`, [], { where: `tasks.${task.name}.model.loss`, hint: kind === 'binary' ? 'use bce' : 'use l1 or mse' });
+  }
+  if (mc.encoder === 'gat' && mc.channels % mc.heads !== 0) {
+    throw new ConfigError(`model.channels (${mc.channels}) must be divisible by model.heads (${mc.heads}) for GAT`, [], { hint: `e.g. channels: ${mc.heads * Math.ceil(mc.channels / mc.heads)}` });
+  }
+  const model = new DeepModel(graph, spec, featureSpec, seed);
+  if (init) {
+    const w = loadWeights(init.dir);
+    model.params.load(w.index, w.blob, { allowGrow: true });
+    info(`train: fine-tuning from ${init.id}`);
+  }
+
+  const runId = newRunId(task.name);
+  const runDir = createRunDir(cfg.artifactsDir, runId);
+  writeModelJson(runDir, 'spec.json', spec);
+  writeModelJson(runDir, 'features.json', featureSpec);
+  const manifest: TrainManifest = {
+    kind: 'train',
+    id: runId,
+    task: task.name,
+    status: 'running',
+    gnnctl: VERSION,
+    createdAt: new Date().toISOString(),
+    graph: { dir: built.dir, fingerprint: graph.manifest.fingerprint, schemaFingerprint: graph.manifest.schemaFingerprint },
+    graphSchema: graph.manifest.schema,
+    backend: backend.name,
+    backendInfo: backend,
+    seed,
+    config: { name: cfg.name, path: cfg.path, task: { query: task.query.text, split: task.split }, model: mc, data: cfg.data },
+    split: { window: split.window, train: split.trainAnchors.map(isoSeconds), val: isoSeconds(split.valAnchor), test: isoSeconds(split.testAnchor) },
+    initFrom: init?.id ?? null,
+    timings: { training_tables: round(tablesSeconds) },
+  };
+  writeManifest(runDir, manifest);
+
+  // Ctrl-C: finish the current step, keep the best checkpoint, evaluate it and mark the run interrupted.
+  const stop = { requested: false };
+  const onSigint = (): void => {
+    if (stop.requested) process.exit(130);
+    stop.requested = true;
+    warn('interrupt: stopping after this step; the best checkpoint is kept (Ctrl-C again to quit now)');
+  };
+  process.on('SIGINT', onSigint);
+  const optimizer = new Adam(model.params.vars, mc.lr);
+  try {
+    tStage = performance.now();
+    const loop = trainLoop(model, tables, opts.epochs ?? mc.epochs, mc.batch_size, mc.patience, mc.max_steps_per_epoch, seed, stop, runDir, optimizer);
+    manifest.timings.training = round((performance.now() - tStage) / 1000);
+
+    tStage = performance.now();
+    model.params.restore(loop.best);
+    const valPred = model.predict(tables.val);
+    const testPred = model.predict(tables.test);
+    const val = evaluate(kind, tables.val.labels, valPred);
+    const test = evaluate(kind, tables.test.labels, testPred);
+    manifest.timings.evaluation = round((performance.now() - tStage) / 1000);
+
+    tStage = performance.now();
+    const baseline = tables.baseline ? fitBaseline(model, task, tables, kind, seed) : null;
+    if (baseline) manifest.timings.baseline = round((performance.now() - tStage) / 1000);
+
+    const mm = mainMetric(kind);
+    const testMain = (test as unknown as Record<string, number>)[mm.name]!;
+    const baseMain = baseline ? (baseline.test as unknown as Record<string, number>)[mm.name]! : null;
+    const metrics: TrainMetrics = {
+      task: task.name,
+      kind,
+      main_metric: mm.name,
+      val,
+      test,
+      baseline: baseline ? { val: baseline.val, test: baseline.test, features: baseline.features } : null,
+      lift: baseMain === null ? null : round(mm.higherIsBetter ? testMain - baseMain : baseMain - testMain),
+      best_epoch: loop.bestEpoch,
+      epochs: loop.epochs,
+      counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
+      anchors: manifest.split,
+      parameters: { total: model.gnn.parameterCount(false), without_embeddings: model.gnn.parameterCount(true) },
+    };
+    if (kind === 'binary') {
+      metrics.curves = { roc: rocCurve(tables.test.labels, testPred), pr: prCurve(tables.test.labels, testPred), calibration: calibration(tables.test.labels, testPred) };
+      if (baseline) metrics.baseline_curves = { roc: rocCurve(tables.test.labels, baseline.testPred), pr: prCurve(tables.test.labels, baseline.testPred) };
+    }
+    writeJsonAtomic(join(runDir, 'metrics.json'), metrics);
+    const status = stop.requested ? 'interrupted' : 'complete';
+    manifest.status = status;
+    manifest.finishedAt = new Date().toISOString();
+    manifest.timings.total = round((performance.now() - t0) / 1000);
+    manifest.metrics = { val: val, test: test, baseline_test: baseline?.test ?? null, lift: metrics.lift };
+    writeManifest(runDir, manifest);
+    return { runId, runDir, status, metrics, seconds: (performance.now() - t0) / 1000 };
+  } catch (e) {
+    manifest.status = 'failed';
+    manifest.error = e instanceof Error ? e.message : String(e);
+    writeManifest(runDir, manifest);
+    throw e;
+  } finally {
+    process.off('SIGINT', onSigint);
+    model.dispose();
+  }
+}
+
+function readGraphSchema(m: TrainManifest): Graph['manifest']['schema'] {
+  const s = m.graphSchema as Graph['manifest']['schema'] | undefined;
+  if (!s) throw new ArtifactError(`run ${m.id} does not record its graph schema`, { hint: 'it was made by an older gnnctl; train from scratch' });
+  return s;
+}
+
+function checkTables(task: TaskSpec, t: TrainingTables, split: TaskSplit): void {
+  for (const [name, ex] of Object.entries({ train: t.train, val: t.val, test: t.test })) {
+    if (ex.nodes.length === 0) {
+      throw new DataError(`task ${task.name} has no ${name} examples`, {
+        hint: `anchors: train ${split.trainAnchors.map(isoSeconds).join(', ') || '-'}, val ${isoSeconds(split.valAnchor)}, test ${isoSeconds(split.testAnchor)}; check the WHERE filter and tasks.${task.name}.split`,
+      });
+    }
+  }
+  if (task.query.taskType === 'binary') {
+    const pos = t.train.labels.reduce((a, b) => a + b, 0);
+    if (pos === 0 || pos === t.train.labels.length) {
+      throw new DataError(`task ${task.name}: every training label is ${pos === 0 ? 0 : 1}, so there is nothing to learn`, { hint: 'check the query\'s comparison and window' });
+    }
+  }
+}
+
+/** Fine-tuning: keep the run's codes, append values the new graph has that the run never saw. */
+function growVocabularies(spec: FeatureSpec, graph: Graph): FeatureSpec {
+  const tables = Object.fromEntries(
+    Object.entries(spec.tables).map(([name, t]) => {
+      const g = graph.table(name);
+      return [
+        name,
+        {
+          ...t,
+          categorical: t.categorical.map((c) => {
+            const known = new Set(c.vocab);
+            const fresh = g.categorical.find((x) => x.meta.name === c.name)?.meta.vocab.filter((v) => !known.has(v)) ?? [];
+            if (fresh.length) info(`fine-tuning: ${name}.${c.name} gains ${fresh.length} new categorical value(s)`);
+            return { name: c.name, vocab: [...c.vocab, ...fresh] };
+          }),
+        },
+      ];
+    }),
+  );
+  return { ...spec, tables };
+}
+
+interface LoopResult {
+  best: Map<string, Float32Array>;
+  bestEpoch: number;
+  epochs: EpochRecord[];
+}
+
+function trainLoop(
+  model: DeepModel,
+  tables: TrainingTables,
+  epochs: number,
+  batchSize: number,
+  patience: number,
+  maxSteps: number | undefined,
+  seed: number,
+  stop: { requested: boolean },
+  runDir: string,
+  optimizer: Adam,
+): LoopResult {
+  const kind = model.spec.output.kind;
+  const { labelMean, labelStd } = model.spec.output;
+  const mm = mainMetric(kind);
+  const rng = new Rng(seed);
+  const train = tables.train;
+  const n = train.nodes.length;
+  const order = Uint32Array.from({ length: n }, (_, i) => i);
+  const seeds = new Int32Array(batchSize);
+  const anchors = new Float64Array(batchSize);
+  const labels = new Float32Array(batchSize);
+  const records: EpochRecord[] = [];
+  let best = model.params.snapshot();
+  let bestScore = -Infinity;
+  let bestEpoch = -1;
+  let stale = 0;
+  const progress = new Progress();
+  for (let epoch = 0; epoch < epochs && !stop.requested; epoch++) {
+    rng.shuffle(order);
+    const steps = Math.min(Math.ceil(n / batchSize), maxSteps ?? Infinity);
+    const timing = { sample: 0, gather: 0, step: 0 };
+    let lossSum = 0;
+    let seen = 0;
+    const tEpoch = performance.now();
+    progress.begin(`epoch ${epoch + 1}/${epochs}`, steps * batchSize);
+    for (let s = 0; s < steps && !stop.requested; s++) {
+      const m = Math.min(batchSize, n - s * batchSize);
+      for (let k = 0; k < m; k++) {
+        const r = order[s * batchSize + k]!;
+        seeds[k] = train.nodes[r]!;
+        anchors[k] = train.anchors[r]!;
+        labels[k] = kind === 'binary' ? train.labels[r]! : (train.labels[r]! - labelMean) / labelStd;
+      }
+      let t = performance.now();
+      const sampled = model.sampler.sample(seeds.subarray(0, m), anchors.subarray(0, m), rng);
+      timing.sample += performance.now() - t;
+      t = performance.now();
+      const arrays = model.arrays(sampled);
+      timing.gather += performance.now() - t;
+      t = performance.now();
+      const loss = optimizer.minimize(() => {
+        const { logits } = model.gnn.forward(model.plan, arrays, true);
+        const y = tf.tensor1d(labels.subarray(0, m));
+        if (model.spec.loss === 'bce') return bceWithLogits(logits!, y);
+        return (model.spec.loss === 'mse' ? tf.mean(tf.square(logits!.sub(y))) : tf.mean(tf.abs(logits!.sub(y)))) as tf.Scalar;
+      });
+      timing.step += performance.now() - t;
+      lossSum += loss * m;
+      seen += m;
+      progress.update(seen, `loss ${(lossSum / seen).toFixed(4)}`);
+    }
+    const seconds = (performance.now() - tEpoch) / 1000;
+    if (seen === 0) break;
+    const valPred = model.predict(tables.val);
+    const val = evaluate(kind, tables.val.labels, valPred);
+    const score = (val as unknown as Record<string, number>)[mm.name]! * (mm.higherIsBetter ? 1 : -1);
+    const record: EpochRecord = {
+      epoch: epoch + 1,
+      loss: round(lossSum / seen, 5),
+      val,
+      seconds: round(seconds),
+      seeds_per_s: Math.round(seen / seconds),
+      timing: { sample: round(timing.sample / 1000), gather: round(timing.gather / 1000), step: round(timing.step / 1000) },
+    };
+    records.push(record);
+    const improved = score > bestScore + 1e-6;
+    progress.end(
+      `epoch ${epoch + 1}/${epochs}: loss ${record.loss.toFixed(4)}, val ${mm.name} ${(val as unknown as Record<string, number>)[mm.name]!.toFixed(4)}${improved ? ' (best)' : ''}, ` +
+        `${formatRate(record.seeds_per_s)} seeds/s, ${record.seconds.toFixed(1)}s`,
+    );
+    if (improved) {
+      bestScore = score;
+      bestEpoch = epoch + 1;
+      best = model.params.snapshot();
+      const ser = model.params.serialize(best);
+      saveWeights(runDir, ser.index, ser.blob);
+      stale = 0;
+    } else if (++stale >= patience) {
+      info(`early stopping: no val improvement for ${patience} epoch(s)`);
+      break;
+    }
+  }
+  if (bestEpoch < 0) {
+    // Interrupted before the first epoch ended: keep the current weights so the run is still loadable.
+    const ser = model.params.serialize(best);
+    saveWeights(runDir, ser.index, ser.blob);
+  }
+  return { best, bestEpoch, epochs: records };
+}
+
+
+export function evaluate(kind: 'binary' | 'regression', labels: Float32Array, preds: Float32Array): Metrics {
+  return kind === 'binary' ? binaryMetrics(labels, preds) : regressionMetrics(labels, preds);
+}
+
+/** The no-graph baseline on the same examples: own features (numeric encoding + small categoricals one-hot) + DuckDB aggregates. */
+function fitBaseline(model: DeepModel, task: TaskSpec, tables: TrainingTables, kind: 'binary' | 'regression', seed: number) {
+  const sql = tables.baseline!;
+  const own = model.features[task.query.entity.table]!;
+  const build = (ex: Examples, agg: Float32Array) => {
+    const o = ownMatrix(own, ex);
+    const d = o.d + sql.names.length;
+    const n = ex.nodes.length;
+    const X = new Float32Array(n * d);
+    for (let i = 0; i < n; i++) {
+      X.set(o.X.subarray(i * o.d, (i + 1) * o.d), i * d);
+      X.set(agg.subarray(i * sql.names.length, (i + 1) * sql.names.length), i * d + o.d);
+    }
+    return { X, d };
+  };
+  const tr = build(tables.train, sql.train);
+  const va = build(tables.val, sql.val);
+  const te = build(tables.test, sql.test);
+  standardizeColumns(tr.X, tr.d, [va.X, te.X]);
+  const r = fitMlp(tr.d, { X: tr.X, y: tables.train.labels }, { X: va.X, y: tables.val.labels }, [va.X, te.X], { kind, seed });
+  const [valPred, testPred] = r.predictions as [Float32Array, Float32Array];
+  return {
+    val: evaluate(kind, tables.val.labels, valPred),
+    test: evaluate(kind, tables.test.labels, testPred),
+    testPred,
+    features: [...ownFeatureNames(own), ...sql.names],
+  };
+}
+
+const ONE_HOT_MAX = 50;
+
+function ownMatrix(f: TableFeatures, ex: Examples): { X: Float32Array; d: number } {
+  const n = ex.nodes.length;
+  const num = new Float32Array(n * f.numDim);
+  const cat = new Int32Array(n * f.catCount);
+  f.gather(ex.nodes, (i) => ex.anchors[i]!, null, num, cat);
+  const small = f.spec.categorical.map((c, i) => ({ i, size: c.vocab.length + 2 })).filter((c) => c.size <= ONE_HOT_MAX);
+  const oneHot = small.reduce((a, c) => a + c.size, 0);
+  const d = f.numDim + oneHot;
+  const X = new Float32Array(n * d);
+  for (let r = 0; r < n; r++) {
+    X.set(num.subarray(r * f.numDim, (r + 1) * f.numDim), r * d);
+    let o = r * d + f.numDim;
+    for (const c of small) {
+      const code = cat[r * f.catCount + c.i]! - f.catOffsets[c.i]!;
+      X[o + code] = 1;
+      o += c.size;
+    }
+  }
+  return { X, d: Math.max(d, 0) };
+}
+
+function ownFeatureNames(f: TableFeatures): string[] {
+  const names: string[] = [];
+  for (const c of f.spec.numeric) names.push(c.name, `${c.name}:null`);
+  for (const c of f.spec.timestamps) names.push(`${c}:age`, `${c}:null`);
+  if (f.spec.hasTime) names.push('time:log_age', 'time:age_years', 'time:week_sin', 'time:week_cos', 'time:hour_sin', 'time:hour_cos', 'time:dow_sin', 'time:dow_cos');
+  for (const c of f.spec.categorical) if (c.vocab.length + 2 <= ONE_HOT_MAX) names.push(`${c.name}:one_hot(${c.vocab.length + 2})`);
+  return names;
+}
+
+function round(x: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+}

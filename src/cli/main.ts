@@ -108,6 +108,21 @@ export function buildProgram(): Command {
     .action(action(async () => (await import('./commands/embed.js')).embedCommand as never));
 
   program
+    .command('distill')
+    .description('train the shallow serving model from fact rows + base-run embeddings + recent interactions')
+    .addOption(opt.config())
+    .option('--base <run>', 'base (deep) run: id, folder or latest:<task> (default: latest run of distillation.base)')
+    .option('--task <name>', 'serving task (default: distillation.task)')
+    .option('--embeddings <path>', 'embedding snapshots (file, folder or glob); default: computed from the base run')
+    .option('--epochs <n>', 'override distillation.epochs')
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.failUnder())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/distill.js')).distillCommand as never));
+
+  program
     .command('doctor')
     .description('show the tensor backend in use and why others were skipped, a matmul speed probe, and whether DuckDB and onnxruntime-node work')
     .addOption(opt.backend())

@@ -12,12 +12,17 @@ export interface WeightIndexEntry {
   offset: number;
 }
 
+let stores = 0;
+
 export class ParamStore {
   readonly vars = new Map<string, tf.Variable>();
   private readonly rng: Rng;
+  /** TF.js variable names are global: each store prefixes its own so two models can coexist. */
+  private readonly prefix: string;
 
   constructor(seed: number) {
     this.rng = new Rng(seed);
+    this.prefix = `p${stores++}/`;
   }
 
   /** Glorot-uniform weight [fanIn, fanOut] (or any shape; fans from the first and last dims). */
@@ -51,7 +56,9 @@ export class ParamStore {
     const size = shape.reduce((a, b) => a * b, 1);
     const data = new Float32Array(size);
     for (let i = 0; i < size; i++) data[i] = init();
-    const v = tf.variable(tf.tensor(data, shape, 'float32'), true, name);
+    const initial = tf.tensor(data, shape, 'float32');
+    const v = tf.variable(initial, true, `${this.prefix}${name}`);
+    initial.dispose();
     this.vars.set(name, v);
     return v;
   }

@@ -1,0 +1,54 @@
+import { parseBackendRequest } from '../../compute/backend.js';
+import { loadConfig } from '../../config/load.js';
+import { distill } from '../../distill/distill.js';
+import type { CommandOutput } from '../run.js';
+import { checkQualityGates, parseGates } from '../gates.js';
+
+export interface DistillCommandOptions {
+  config: string;
+  base?: string;
+  task?: string;
+  embeddings?: string;
+  backend?: string;
+  epochs?: string;
+  artifacts?: string;
+  failUnder?: string[];
+  cwd?: string;
+}
+
+export async function distillCommand(opts: DistillCommandOptions): Promise<CommandOutput> {
+  const gates = parseGates(opts.failUnder);
+  const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
+  const r = await distill({
+    cfg,
+    base: opts.base,
+    task: opts.task,
+    embeddings: opts.embeddings,
+    backend: parseBackendRequest(opts.backend),
+    epochs: opts.epochs === undefined ? undefined : Number(opts.epochs),
+    cwd: opts.cwd,
+  });
+  const m = r.metrics;
+  const result = {
+    run_id: r.runId,
+    run_dir: r.runDir,
+    task: m.task,
+    base_run: m.base_run,
+    seconds: Math.round(r.seconds * 10) / 10,
+    metrics: { val: m.val, test: m.test, teacher: m.teacher, teacher_ratio: m.teacher_ratio, ablations: m.ablations, student: m.student, teacher_model: m.teacher_model, embeddings: m.embeddings },
+    counts: m.counts,
+  };
+  checkQualityGates(gates, result.metrics, result);
+  const f = (x: unknown): string => {
+    const v = (x as Record<string, number> | null | undefined)?.auroc ?? (x as Record<string, number> | null | undefined)?.mae;
+    return v === undefined ? '-' : v.toFixed(4);
+  };
+  const text = [
+    `distilled run ${r.runId} in ${result.seconds}s: ${r.runDir}`,
+    `  test: distilled ${f(m.test)}  teacher ${f(m.teacher?.test)}${m.teacher_ratio ? ` (${(m.teacher_ratio * 100).toFixed(1)}%)` : ''}`,
+    `  ablations (test): features only ${f(m.ablations.features_only.test)}, embedding only ${f(m.ablations.embedding_only.test)}, RTI only ${f(m.ablations.rti_only.test)}`,
+    `  student ${m.student.parameters.toLocaleString('en-US')} parameters (${(m.student.bytes / 1024).toFixed(1)} KiB), teacher ${m.teacher_model.parameters_without_embeddings.toLocaleString('en-US')} without embedding tables; TF.js latency p50 ${m.student.latency_ms_p50} ms`,
+    `  embeddings: ${m.embeddings.source}, ${m.embeddings.snapshots.length} snapshots, coverage test ${(m.embeddings.coverage.test * 100).toFixed(1)}%`,
+  ].join('\n');
+  return { result, text };
+}

@@ -1,0 +1,197 @@
+/**
+ * The distilled model's training data, computed in DuckDB: for each fact row, its last N interactions on
+ * each hop path (window function + ASOF join, never a per-row JS loop), and its entities' embeddings as of
+ * the newest snapshot inside [t − max_embedding_offset, t − min_embedding_offset] (ASOF join over the
+ * snapshot files, or snapshots computed in memory on a fixed grid).
+ */
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { HopPath } from '../config/load.js';
+import { lit, q, queryRows, queryValue, readColumns, withDuck } from '../data/duck.js';
+import { embedExact, tableDepth } from '../embed/layerwise.js';
+import { ArtifactError, DataError } from '../errors.js';
+import type { Graph } from '../graph/graph.js';
+import { rowsPath } from '../train/examples.js';
+import type { DeepModel } from '../train/deep_model.js';
+import { info } from '../util/log.js';
+
+/**
+ * RTI element node ids per example, most recent first: [examples × maxLength], −1 where there is none.
+ * Examples are the fact rows `nodes`; elements are child rows sharing the fact row's parent with
+ * time < t − offset.
+ */
+export async function rtiElements(graph: Graph, hop: HopPath, nodes: Int32Array, offset: number): Promise<Int32Array> {
+  const N = hop.maxLength;
+  const out = new Int32Array(nodes.length * N).fill(-1);
+  if (nodes.length === 0) return out;
+  let lo = nodes[0]!;
+  let hi = nodes[0]!;
+  for (const v of nodes) {
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+  }
+  const m = graph.manifest;
+  const childFk = q(`__fk_${hop.childColumn}`);
+  const factFk = q(`__fk_${hop.factColumn}`);
+  await withDuck(async ({ conn }) => {
+    await conn.run(
+      `CREATE TEMP TABLE c AS SELECT __node AS node, __t AS t, ${childFk} AS k, row_number() OVER (PARTITION BY ${childFk} ORDER BY __t, __node) AS rn ` +
+        `FROM read_parquet(${lit(rowsPath(graph.dir, m, hop.childTable))}) WHERE ${childFk} IS NOT NULL`,
+    );
+    await conn.run(
+      `CREATE TEMP TABLE f AS SELECT __node AS ex, __t - ${offset} AS cut, ${factFk} AS k FROM read_parquet(${lit(rowsPath(graph.dir, m, hop.factTable))}) ` +
+        `WHERE __node >= ${lo} AND __node <= ${hi} AND ${factFk} IS NOT NULL`,
+    );
+    // The newest element strictly before the cut-off, then the N rows of the same parent ending there.
+    await conn.run('CREATE TEMP TABLE p AS SELECT f.ex, f.k, c.rn AS last FROM f ASOF JOIN c ON f.k = c.k AND f.cut > c.t');
+    const sql = `SELECT p.ex, (p.last - c.rn)::INTEGER AS pos, c.node FROM p JOIN c ON c.k = p.k AND c.rn > p.last - ${N} AND c.rn <= p.last`;
+    const n = Number(await queryValue(conn, `SELECT count(*) FROM (${sql})`));
+    const [ex, pos, el] = (await readColumns(conn, sql, n, ['i32', 'i32', 'i32'])) as Int32Array[];
+    // Example node → row in `nodes`.
+    const rowOf = new Int32Array(hi - lo + 1).fill(-1);
+    nodes.forEach((v, i) => (rowOf[v - lo] = i));
+    for (let i = 0; i < n; i++) {
+      const r = rowOf[ex![i]! - lo]!;
+      if (r >= 0) out[r * N + pos![i]!] = el![i]!;
+    }
+  });
+  return out;
+}
+
+export interface EntityEmbeddings {
+  /** [examples × dim] */
+  values: Float32Array;
+  /** 1 where no usable embedding exists (the model uses its learned fallback) */
+  missing: Float32Array;
+  /** snapshot anchors used (epoch seconds) */
+  anchors: number[];
+}
+
+/** Snapshot anchors on a fixed grid: multiples of the cadence since the epoch (midnight-aligned for whole days). */
+export function gridAnchor(t: number, cadence: number): number {
+  return Math.floor(t / cadence) * cadence;
+}
+
+/**
+ * Embeddings computed in memory with the base run's model: example i uses the grid snapshot
+ * a = grid(t_i − min_offset), valid when a ≥ t_i − max_offset and the entity existed at a. Each snapshot
+ * embeds only the entities its examples need (exact layer-wise inference).
+ */
+export function computedEmbeddings(
+  model: DeepModel,
+  parents: Int32Array,
+  times: Float64Array,
+  target: string,
+  offsets: { min: number; max: number; cadence: number },
+  degreeCap: number,
+): EntityEmbeddings {
+  const depth = tableDepth(model, target);
+  if (depth === null) {
+    throw new ArtifactError(`the base model has no representation of ${target}, so it cannot provide its embeddings`, {
+      hint: 'choose a base task whose model reaches that table (it must appear above the input layer of its tree)',
+    });
+  }
+  const C = model.spec.channels;
+  const n = parents.length;
+  const values = new Float32Array(n * C);
+  const missing = new Float32Array(n).fill(1);
+  const entityTime = model.graph.table(target).time;
+  const byAnchor = new Map<number, number[]>();
+  for (let i = 0; i < n; i++) {
+    const p = parents[i]!;
+    if (p < 0) continue;
+    const a = gridAnchor(times[i]! - offsets.min, offsets.cadence);
+    if (a < times[i]! - offsets.max) continue;
+    if (entityTime && entityTime[p]! > a) continue;
+    let list = byAnchor.get(a);
+    if (!list) byAnchor.set(a, (list = []));
+    list.push(i);
+  }
+  const anchors = [...byAnchor.keys()].sort((x, y) => x - y);
+  for (const a of anchors) {
+    const rows = byAnchor.get(a)!;
+    const unique = Int32Array.from(new Set(rows.map((i) => parents[i]!))).sort();
+    const emb = embedExact(model, target, depth, unique, a, degreeCap);
+    const rowOf = new Map<number, number>();
+    unique.forEach((v, k) => rowOf.set(v, k));
+    for (const i of rows) {
+      const k = rowOf.get(parents[i]!)!;
+      values.set(emb.subarray(k * C, (k + 1) * C), i * C);
+      missing[i] = 0;
+    }
+  }
+  info(`distill: ${anchors.length} embedding snapshots of ${target} computed (${n - missing.reduce((s, x) => s + x, 0)} of ${n} examples have one)`);
+  return { values, missing, anchors };
+}
+
+/** The Parquet files of `--embeddings PATH|DIR` (a file, a folder of snapshots, or a glob). */
+export function embeddingFiles(path: string): string[] {
+  if (/[*?[]/.test(path)) return [path];
+  if (!existsSync(path)) throw new DataError(`embeddings not found: ${path}`, { where: '--embeddings', hint: 'pass a file, a folder of snapshot folders, or a glob' });
+  if (statSync(path).isFile()) return [path];
+  const files: string[] = [];
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir)) {
+      if (e.startsWith('.')) continue;
+      const p = join(dir, e);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (/\.parquet$/.test(e)) files.push(p);
+    }
+  };
+  walk(path);
+  if (!files.length) throw new DataError(`no .parquet files under ${path}`, { where: '--embeddings' });
+  return files.sort();
+}
+
+/**
+ * Embeddings from snapshot files (key, embedding, anchor_time): ASOF join of each example's key and time
+ * (t − min_offset) with the snapshots, rejected when older than t − max_offset.
+ */
+export async function fileEmbeddings(
+  graph: Graph,
+  files: string[],
+  factTable: string,
+  keyColumn: string,
+  targetKey: string,
+  nodes: Int32Array,
+  offsets: { min: number; max: number },
+  dim: number,
+): Promise<EntityEmbeddings> {
+  const n = nodes.length;
+  const values = new Float32Array(n * dim);
+  const missing = new Float32Array(n).fill(1);
+  if (n === 0) return { values, missing, anchors: [] };
+  return withDuck(async ({ conn }) => {
+    const list = `[${files.map(lit).join(', ')}]`;
+    const cols = await queryRows<{ name: string }>(conn, `SELECT column_name AS name FROM (DESCRIBE SELECT * FROM read_parquet(${list}, union_by_name = true))`);
+    if (!cols.some((c) => c.name === targetKey) || !cols.some((c) => c.name === 'embedding')) {
+      throw new DataError(`the embedding files lack a "${targetKey}" or "embedding" column`, { where: files[0], hint: 'pass files written by `gnnctl embed` for the embedded table' });
+    }
+    await conn.run(`CREATE TEMP TABLE e AS SELECT CAST(${q(targetKey)} AS VARCHAR) AS k, embedding, epoch_us(anchor_time) / 1e6 AS a FROM read_parquet(${list}, union_by_name = true)`);
+    const dims = await queryRows<{ d: number }>(conn, 'SELECT DISTINCT len(embedding)::INTEGER AS d FROM e');
+    if (dims.length !== 1 || dims[0]!.d !== dim) {
+      throw new ArtifactError(`the embedding files have dimension ${dims.map((x) => x.d).join('/')}, the base run ${dim}`, { where: files[0], hint: 'use embeddings written with the base run' });
+    }
+    await conn.run(
+      `CREATE TEMP TABLE f AS SELECT __node AS ex, __t AS t, CAST(${q(keyColumn)} AS VARCHAR) AS k FROM read_parquet(${lit(rowsPath(graph.dir, graph.manifest, factTable))}) ` +
+        `WHERE __node >= ${nodes[0]} AND __node <= ${nodes[n - 1]}`,
+    );
+    const sql =
+      `SELECT f.ex, ${Array.from({ length: dim }, (_, j) => `e.embedding[${j + 1}]::DOUBLE`).join(', ')} ` +
+      `FROM f ASOF JOIN e ON f.k = e.k AND f.t - ${offsets.min} >= e.a WHERE e.a >= f.t - ${offsets.max} ORDER BY f.ex`;
+    const count = Number(await queryValue(conn, `SELECT count(*) FROM (${sql})`));
+    const arrays = await readColumns(conn, sql, count, ['i32', ...Array.from({ length: dim }, () => 'f32' as const)]);
+    const ex = arrays[0] as Int32Array;
+    const rowOf = new Map<number, number>();
+    nodes.forEach((v, i) => rowOf.set(v, i));
+    const anchorsSeen = (await queryRows<{ a: number }>(conn, 'SELECT DISTINCT a FROM e ORDER BY a')).map((r) => r.a);
+    for (let i = 0; i < count; i++) {
+      const r = rowOf.get(ex[i]!);
+      if (r === undefined) continue;
+      for (let j = 0; j < dim; j++) values[r * dim + j] = (arrays[j + 1] as Float32Array)[i]!;
+      missing[r] = 0;
+    }
+    return { values, missing, anchors: anchorsSeen };
+  });
+}

@@ -1,0 +1,496 @@
+/**
+ * `distill`: a shallow model for online serving, trained on each fact row of the serving task from the
+ * row's own columns, its entities' precomputed embeddings (from the base run, as of the newest snapshot
+ * the batch job would have published) and its recent interactions (RTI) — Kumo's "train, then distill".
+ * Reports the distilled model against the teacher (same task) and the features/embedding/RTI ablations.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { statSync } from 'node:fs';
+import { join } from 'node:path';
+import { selectBackend, type BackendRequest } from '../compute/backend.js';
+import type { Config, HopPath, TaskSpec } from '../config/load.js';
+import type { DistillationConfig } from '../config/schema.js';
+import { checkSchema } from '../embed/embed.js';
+import { ConfigError, DataError, suggest } from '../errors.js';
+import { buildGraph } from '../graph/build.js';
+import { Graph } from '../graph/graph.js';
+import type { GraphSchema } from '../graph/types.js';
+import { createRunDir, newRunId, readManifest, resolveRun, saveWeights, writeManifest, writeModelJson, type RunManifestBase } from '../runs/store.js';
+import { taskSplit } from '../train/anchors.js';
+import { DeepModel } from '../train/deep_model.js';
+import { buildTrainingTables, type Examples } from '../train/examples.js';
+import { binaryMetrics, calibration, prCurve, regressionMetrics, rocCurve, type Metrics } from '../train/metrics.js';
+import { bceWithLogits } from '../train/mlp.js';
+import { Adam } from '../train/optim.js';
+import type { TrainManifest } from '../train/trainer.js';
+import { writeJsonAtomic } from '../util/atomic.js';
+import { isoSeconds } from '../util/duration.js';
+import { info, warn } from '../util/log.js';
+import { Progress } from '../util/progress.js';
+import { Rng } from '../util/rng.js';
+import { VERSION } from '../version.js';
+import { computedEmbeddings, embeddingFiles, fileEmbeddings, rtiElements, type EntityEmbeddings } from './data.js';
+import { StudentFeatures, type StudentData } from './features.js';
+import { isIntegerType, type CategoricalSpec, type NumericSpec, type RtiSpec, type StudentSpec } from './spec.js';
+import { StudentModel } from './student.js';
+
+export interface DistillOptions {
+  cfg: Config;
+  /** the base (deep) run: id, folder or latest:<task>; default latest:<distillation.base> */
+  base?: string;
+  /** serving task override (default distillation.task) */
+  task?: string;
+  /** embedding snapshots: a file, folder or glob; default: computed in memory from the base run */
+  embeddings?: string;
+  backend?: BackendRequest;
+  epochs?: number;
+  cwd?: string;
+}
+
+export interface StudentMetrics {
+  val: Metrics;
+  test: Metrics;
+  best_epoch: number;
+}
+
+export interface DistillMetrics {
+  task: string;
+  kind: 'binary' | 'regression';
+  base_run: string;
+  base_task: string;
+  val: Metrics;
+  test: Metrics;
+  teacher: { val: Metrics; test: Metrics } | null;
+  ablations: Record<'features_only' | 'embedding_only' | 'rti_only', StudentMetrics>;
+  /** distilled test AUROC / teacher test AUROC */
+  teacher_ratio: number | null;
+  student: { parameters: number; bytes: number; latency_ms_p50: number; latency_ms_p99: number };
+  teacher_model: { parameters: number; parameters_without_embeddings: number; bytes: number };
+  embeddings: { source: 'computed' | 'files'; snapshots: string[]; coverage: { train: number; val: number; test: number } };
+  counts: { train: number; val: number; test: number };
+  epochs: { epoch: number; loss: number; val: Metrics }[];
+  best_epoch: number;
+  curves?: { roc: [number, number][]; pr: [number, number][]; calibration: ReturnType<typeof calibration> };
+}
+
+export interface DistillManifest extends RunManifestBase {
+  kind: 'distill';
+  baseRun: string;
+  baseTask: string;
+  embeddingsSource: string;
+}
+
+export interface DistillResult {
+  runId: string;
+  runDir: string;
+  metrics: DistillMetrics;
+  seconds: number;
+}
+
+export async function distill(opts: DistillOptions): Promise<DistillResult> {
+  const t0 = performance.now();
+  const { cfg } = opts;
+  const d = cfg.distillation;
+  if (!d) throw new ConfigError('the config has no `distillation` block', [], { hint: 'add distillation: { task, base, embedding_keys, real_time_interactions, … } (see the README)' });
+  const taskName = opts.task ?? d.task;
+  const task = cfg.taskSpecs[taskName];
+  if (!task) throw new ConfigError(`unknown task "${taskName}"`, [], { where: '--task', hint: suggest(taskName, Object.keys(cfg.taskSpecs)) });
+  if (task.query.target.kind !== 'fact') throw new ConfigError(`the serving task "${taskName}" is not a fact-row task`, [], { hint: 'distillation serves one prediction per fact row' });
+  const backend = await selectBackend(opts.backend ?? 'auto');
+  const baseRef = opts.base ?? `latest:${d.base}`;
+  const base = resolveRun(cfg.artifactsDir, baseRef, { kind: 'train', cwd: opts.cwd });
+  const baseManifest = readManifest<TrainManifest>(base.dir);
+
+  const built = await buildGraph(cfg);
+  const graph = Graph.load(built.dir);
+  checkSchema(base.id, baseManifest, graph);
+  const range = graph.manifest.timeRange!;
+  const split = taskSplit(task, { min: range[0], max: range[1] });
+  const seed = cfg.seed;
+  const tables = await buildTrainingTables(built.dir, graph.manifest, task, split, { seed });
+  tables.train = restrictTrain(tables.train, split.valAnchor - d.train_window, d.max_train_examples, seed);
+  for (const [k, ex] of Object.entries({ train: tables.train, val: tables.val, test: tables.test })) {
+    if (ex.nodes.length === 0) throw new DataError(`task ${taskName} has no ${k} rows for distillation`, { hint: 'check distillation.train_window and the task split' });
+  }
+  info(`distill: ${tables.train.nodes.length} train / ${tables.val.nodes.length} val / ${tables.test.nodes.length} test rows; base run ${base.id}`);
+
+  const teacherModel = DeepModel.load(base.dir, graph);
+  const spec = studentSpec(cfg, d, task, cfg.hopPaths, graph, teacherModel);
+  const all = concatExamples([tables.train, tables.val, tables.test]);
+  const ranges = { train: [0, tables.train.nodes.length], val: [tables.train.nodes.length, tables.train.nodes.length + tables.val.nodes.length], test: [tables.train.nodes.length + tables.val.nodes.length, all.nodes.length] } as const;
+
+  // Data: RTI element lists and embeddings per example, in the concatenated example order.
+  let t = performance.now();
+  const rti: Int32Array[] = [];
+  for (const hop of cfg.hopPaths) rti.push(await rtiForExamples(graph, hop, all.nodes, d.real_time_offset));
+  const timings: Record<string, number> = { rti: secs(t) };
+  t = performance.now();
+  const cadence = d.embedding_cadence ?? defaultCadence(d.min_embedding_offset, d.max_embedding_offset);
+  const embeddings: EntityEmbeddings[] = [];
+  for (const k of spec.embeddings) {
+    const parents = graph.edges.find((e) => e.kind === 'fk' && e.src === spec.factTable && e.meta.column === k.column)!.parent!;
+    const exParents = Int32Array.from(all.nodes, (v) => parents[v]!);
+    if (opts.embeddings) {
+      const files = embeddingFiles(opts.embeddings);
+      const targetKey = graph.manifest.schema.tables[k.target]!.primaryKey!.column;
+      embeddings.push(await embeddingsForExamples(graph, files, spec.factTable, k.column, targetKey, all, { min: d.min_embedding_offset, max: d.max_embedding_offset }, k.dim));
+    } else {
+      embeddings.push(computedEmbeddings(teacherModel, exParents, all.anchors, k.target, { min: d.min_embedding_offset, max: d.max_embedding_offset, cadence }, baseManifestCap(cfg, baseManifest)));
+    }
+  }
+  timings.embeddings = secs(t);
+  const data: StudentData = { nodes: all.nodes, anchors: all.anchors, embeddings, rti };
+
+  // Teacher predictions (the KD target, and the teacher's own test metric) when it was trained on this task.
+  const kind = task.query.taskType;
+  const sameTask = baseManifest.task === taskName;
+  let teacherPred: Float32Array | null = null;
+  if (sameTask) {
+    t = performance.now();
+    teacherPred = teacherModel.predict(all);
+    timings.teacher = secs(t);
+  }
+  const features = new StudentFeatures(graph, spec);
+  const labels = all.labels;
+  const runStudent = (variant: Partial<StudentSpec>, epochs: number, kdWeight: number) =>
+    trainStudent({ ...spec, ...variant }, features, data, labels, ranges, kind, teacherPred, kdWeight, { epochs, batchSize: d.batch_size, lr: d.lr, patience: d.patience, dropout: d.dropout, seed });
+
+  t = performance.now();
+  const epochs = opts.epochs ?? d.epochs;
+  const main = runStudent({}, epochs, sameTask && kind === 'binary' ? d.kd_weight : 0);
+  timings.student = secs(t);
+  t = performance.now();
+  const ablationEpochs = Math.max(1, Math.ceil(epochs * 0.67));
+  const ablations = {
+    features_only: summarize(runStudent({ useEmbeddings: false, useRti: false }, ablationEpochs, 0)),
+    embedding_only: summarize(runStudent({ useRti: false }, ablationEpochs, 0)),
+    rti_only: summarize(runStudent({ useEmbeddings: false }, ablationEpochs, 0)),
+  };
+  timings.ablations = secs(t);
+
+  const testLabels = labels.subarray(ranges.test[0], ranges.test[1]);
+  const evaluate = (l: Float32Array, p: Float32Array): Metrics => (kind === 'binary' ? binaryMetrics(l, p) : regressionMetrics(l, p));
+  const teacher = teacherPred
+    ? {
+        val: evaluate(labels.subarray(ranges.val[0], ranges.val[1]), teacherPred.subarray(ranges.val[0], ranges.val[1])),
+        test: evaluate(testLabels, teacherPred.subarray(ranges.test[0], ranges.test[1])),
+      }
+    : null;
+  const latency = measureLatency(main.model, features, data, ranges.test[0]);
+  const runId = newRunId(`${taskName}-distilled`);
+  const runDir = createRunDir(cfg.artifactsDir, runId);
+  const ser = main.model.params.serialize(main.best);
+  saveWeights(runDir, ser.index, ser.blob);
+  writeModelJson(runDir, 'student.json', spec);
+  const teacherBytes = statSync(join(base.dir, 'model', 'weights.bin')).size;
+  const metrics: DistillMetrics = {
+    task: taskName,
+    kind,
+    base_run: base.id,
+    base_task: baseManifest.task,
+    val: main.val,
+    test: main.test,
+    teacher,
+    ablations,
+    teacher_ratio: teacher && kind === 'binary' ? round((main.test as { auroc: number }).auroc / (teacher.test as { auroc: number }).auroc) : null,
+    student: { parameters: main.model.parameterCount(), bytes: ser.blob.byteLength, latency_ms_p50: latency.p50, latency_ms_p99: latency.p99 },
+    teacher_model: { parameters: teacherModel.gnn.parameterCount(false), parameters_without_embeddings: teacherModel.gnn.parameterCount(true), bytes: teacherBytes },
+    embeddings: {
+      source: opts.embeddings ? 'files' : 'computed',
+      snapshots: [...new Set(embeddings.flatMap((e) => e.anchors))].sort((a, b) => a - b).map(isoSeconds),
+      coverage: Object.fromEntries(
+        (['train', 'val', 'test'] as const).map((k) => [k, round(embeddings.length ? 1 - mean(embeddings[0]!.missing.subarray(ranges[k][0], ranges[k][1])) : 0)]),
+      ) as DistillMetrics['embeddings']['coverage'],
+    },
+    counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
+    epochs: main.epochs,
+    best_epoch: main.bestEpoch,
+  };
+  if (kind === 'binary') metrics.curves = { roc: rocCurve(testLabels, main.testPred), pr: prCurve(testLabels, main.testPred), calibration: calibration(testLabels, main.testPred) };
+  writeJsonAtomic(join(runDir, 'metrics.json'), metrics);
+  const manifest: DistillManifest = {
+    kind: 'distill',
+    id: runId,
+    task: taskName,
+    status: 'complete',
+    gnnctl: VERSION,
+    createdAt: new Date().toISOString(),
+    finishedAt: new Date().toISOString(),
+    graph: { dir: built.dir, fingerprint: graph.manifest.fingerprint, schemaFingerprint: graph.manifest.schemaFingerprint },
+    graphSchema: graph.manifest.schema as GraphSchema,
+    backend: backend.name,
+    seed,
+    config: { name: cfg.name, path: cfg.path, distillation: d, task: { query: task.query.text, split: task.split } },
+    baseRun: base.id,
+    baseTask: baseManifest.task,
+    embeddingsSource: opts.embeddings ?? 'computed',
+    split: { val: isoSeconds(split.valAnchor), test: isoSeconds(split.testAnchor), train_from: isoSeconds(split.valAnchor - d.train_window) },
+    timings: { ...timings, total: secs(t0) },
+    metrics: { test: main.test, teacher_test: teacher?.test ?? null, ablations_test: Object.fromEntries(Object.entries(ablations).map(([k, v]) => [k, v.test])) },
+  };
+  writeManifest(runDir, manifest);
+  main.model.dispose();
+  teacherModel.dispose();
+  return { runId, runDir, metrics, seconds: secs(t0) };
+}
+
+function baseManifestCap(cfg: Config, m: TrainManifest): number {
+  return cfg.taskSpecs[m.task]?.model.exact_degree_cap ?? 1000;
+}
+
+/** Grid spacing of computed snapshots: at most a week, at most half the usable age range, whole days when ≥ 1 day. */
+export function defaultCadence(minOffset: number, maxOffset: number): number {
+  const c = Math.min(7 * 86400, (maxOffset - minOffset) / 2);
+  return c >= 86400 ? Math.floor(c / 86400) * 86400 : Math.max(60, Math.floor(c / 60) * 60);
+}
+
+function restrictTrain(ex: Examples, from: number, max: number | undefined, seed: number): Examples {
+  let idx = Array.from({ length: ex.nodes.length }, (_, i) => i).filter((i) => ex.anchors[i]! > from);
+  if (max && idx.length > max) {
+    const rng = new Rng(seed ^ 0xd157);
+    idx = Array.from(rng.shuffle(Uint32Array.from(idx)).subarray(0, max)).sort((a, b) => a - b);
+  }
+  return { nodes: Int32Array.from(idx, (i) => ex.nodes[i]!), anchors: Float64Array.from(idx, (i) => ex.anchors[i]!), labels: Float32Array.from(idx, (i) => ex.labels[i]!) };
+}
+
+function concatExamples(parts: Examples[]): Examples {
+  const n = parts.reduce((a, p) => a + p.nodes.length, 0);
+  const out: Examples = { nodes: new Int32Array(n), anchors: new Float64Array(n), labels: new Float32Array(n) };
+  let o = 0;
+  for (const p of parts) {
+    out.nodes.set(p.nodes, o);
+    out.anchors.set(p.anchors, o);
+    out.labels.set(p.labels, o);
+    o += p.nodes.length;
+  }
+  return out;
+}
+
+/** RTI lists for examples in any order (the DuckDB pass wants them sorted). */
+async function rtiForExamples(graph: Graph, hop: HopPath, nodes: Int32Array, offset: number): Promise<Int32Array> {
+  const order = Int32Array.from({ length: nodes.length }, (_, i) => i).sort((a, b) => nodes[a]! - nodes[b]!);
+  const sorted = Int32Array.from(order, (i) => nodes[i]!);
+  const lists = await rtiElements(graph, hop, sorted, offset);
+  const N = hop.maxLength;
+  const out = new Int32Array(lists.length);
+  order.forEach((orig, k) => out.set(lists.subarray(k * N, (k + 1) * N), orig * N));
+  return out;
+}
+
+async function embeddingsForExamples(
+  graph: Graph,
+  files: string[],
+  factTable: string,
+  keyColumn: string,
+  targetKey: string,
+  all: Examples,
+  offsets: { min: number; max: number },
+  dim: number,
+): Promise<EntityEmbeddings> {
+  const order = Int32Array.from({ length: all.nodes.length }, (_, i) => i).sort((a, b) => all.nodes[a]! - all.nodes[b]!);
+  const sorted = Int32Array.from(order, (i) => all.nodes[i]!);
+  const e = await fileEmbeddings(graph, files, factTable, keyColumn, targetKey, sorted, offsets, dim);
+  const values = new Float32Array(e.values.length);
+  const missing = new Float32Array(e.missing.length);
+  order.forEach((orig, k) => {
+    values.set(e.values.subarray(k * dim, (k + 1) * dim), orig * dim);
+    missing[orig] = e.missing[k]!;
+  });
+  return { values, missing, anchors: e.anchors };
+}
+
+/** The student's fields from the graph schema: fact columns, embedding keys, RTI paths. */
+export function studentSpec(cfg: Config, d: DistillationConfig, task: TaskSpec, hops: HopPath[], graph: Graph, teacher: DeepModel): StudentSpec {
+  const factTable = task.query.entity.table;
+  const target = task.query.target.kind === 'fact' ? task.query.target.column.column : '';
+  const schema = graph.manifest.schema;
+  let offset = 0;
+  const columnsOf = (table: string, exclude: Set<string>): { numeric: NumericSpec[]; categorical: CategoricalSpec[] } => {
+    const tm = graph.manifest.tables[table]!;
+    const types = new Map(schema.tables[table]!.columns.map((c) => [c.name, c.type]));
+    const numeric = tm.numeric.filter((c) => !exclude.has(c.name)).map((c) => ({ column: c.name, mean: c.mean, std: c.std, type: types.get(c.name)! }));
+    const categorical: CategoricalSpec[] = [];
+    for (const c of tm.categorical) {
+      if (exclude.has(c.name)) continue;
+      const type = types.get(c.name)!;
+      if (!isIntegerType(type) && type !== 'VARCHAR') {
+        warn(`distill: ${table}.${c.name} (${type}) is categorical but neither text nor integer; the distilled model leaves it out`);
+        continue;
+      }
+      categorical.push({ column: c.name, vocab: c.vocab, type, offset });
+      offset += c.vocab.length + 2;
+    }
+    return { numeric, categorical };
+  };
+  const fact = columnsOf(factTable, new Set([target]));
+  const factSchema = schema.tables[factTable]!;
+  const embeddings = d.embedding_keys.map((key) => {
+    const column = key.slice(factTable.length + 1);
+    const fk = factSchema.foreignKeys.find((f) => f.column === column)!;
+    return { column, target: fk.target, type: fk.type, dim: teacher.spec.channels };
+  });
+  const rti: RtiSpec[] = hops.map((hop) => {
+    const child = schema.tables[hop.childTable]!;
+    const cols = columnsOf(hop.childTable, new Set(hop.childTable === factTable ? [target] : []));
+    const sameKeys = child.foreignKeys.filter((f) => f.column !== hop.childColumn && factSchema.foreignKeys.some((g) => g.column === f.column && g.target === f.target));
+    return {
+      path: hop.text,
+      childTable: hop.childTable,
+      childKey: hop.childColumn,
+      factKey: hop.factColumn,
+      maxLength: hop.maxLength,
+      timeColumn: child.timeColumn!,
+      numeric: cols.numeric,
+      categorical: cols.categorical,
+      ratios: cols.numeric.filter((c) => fact.numeric.some((f) => f.column === c.column)).map((c) => c.column),
+      sameKeys: sameKeys.map((f) => ({ column: f.column, target: f.target, type: f.type })),
+    };
+  });
+  return {
+    task: task.name,
+    factTable,
+    timeColumn: factSchema.timeColumn!,
+    primaryKey: factSchema.primaryKey ? { column: factSchema.primaryKey.column, target: factTable, type: factSchema.primaryKey.type } : null,
+    numeric: fact.numeric,
+    categorical: fact.categorical,
+    categoricalSize: offset,
+    categoricalDim: d.categorical_dim,
+    embeddings,
+    rti,
+    projDim: d.projection_dim,
+    elementDim: d.element_dim,
+    hidden: [d.hidden, Math.max(2, Math.floor(d.hidden / 2))],
+    useEmbeddings: embeddings.length > 0,
+    useRti: rti.length > 0,
+  };
+}
+
+interface TrainedStudent {
+  model: StudentModel;
+  best: Map<string, Float32Array>;
+  val: Metrics;
+  test: Metrics;
+  testPred: Float32Array;
+  bestEpoch: number;
+  epochs: { epoch: number; loss: number; val: Metrics }[];
+}
+
+function summarize(s: TrainedStudent): StudentMetrics {
+  s.model.dispose();
+  return { val: s.val, test: s.test, best_epoch: s.bestEpoch };
+}
+
+function trainStudent(
+  spec: StudentSpec,
+  features: StudentFeatures,
+  data: StudentData,
+  labels: Float32Array,
+  ranges: { train: readonly [number, number]; val: readonly [number, number]; test: readonly [number, number] },
+  kind: 'binary' | 'regression',
+  teacher: Float32Array | null,
+  kdWeight: number,
+  o: { epochs: number; batchSize: number; lr: number; patience: number; dropout: number; seed: number },
+): TrainedStudent {
+  const model = new StudentModel(spec, o.seed, o.dropout);
+  const optimizer = new Adam(model.params.vars, o.lr);
+  const rng = new Rng(o.seed);
+  const [a, b] = ranges.train;
+  const order = Int32Array.from({ length: b - a }, (_, i) => a + i);
+  let labelMean = 0;
+  let labelStd = 1;
+  if (kind === 'regression') {
+    const y = labels.subarray(a, b);
+    labelMean = y.reduce((s, v) => s + v, 0) / y.length;
+    labelStd = Math.sqrt(y.reduce((s, v) => s + (v - labelMean) ** 2, 0) / y.length) || 1;
+  }
+  const predict = (lo: number, hi: number): Float32Array => {
+    const out = new Float32Array(hi - lo);
+    for (let i = lo; i < hi; i += 4096) {
+      const j = Math.min(hi, i + 4096);
+      const batch = features.batch(data, Int32Array.from({ length: j - i }, (_, k) => i + k));
+      const r = tf.tidy(() => model.forward(batch, false));
+      const v = r.dataSync() as Float32Array;
+      r.dispose();
+      for (let k = 0; k < v.length; k++) out[i - lo + k] = kind === 'binary' ? 1 / (1 + Math.exp(-v[k]!)) : v[k]! * labelStd + labelMean;
+    }
+    return out;
+  };
+  const score = (m: Metrics): number => (kind === 'binary' ? (m as { auroc: number }).auroc : -(m as { mae: number }).mae);
+  const evaluate = (lo: number, hi: number, p: Float32Array): Metrics => (kind === 'binary' ? binaryMetrics(labels.subarray(lo, hi), p) : regressionMetrics(labels.subarray(lo, hi), p));
+  const y = new Float32Array(o.batchSize);
+  const soft = new Float32Array(o.batchSize);
+  let best = model.params.snapshot();
+  let bestScore = -Infinity;
+  let bestEpoch = 0;
+  let bestVal: Metrics | null = null;
+  let stale = 0;
+  const epochs: { epoch: number; loss: number; val: Metrics }[] = [];
+  const progress = new Progress();
+  for (let epoch = 1; epoch <= o.epochs; epoch++) {
+    rng.shuffle(order);
+    let lossSum = 0;
+    progress.begin(`distill epoch ${epoch}/${o.epochs}`, order.length);
+    for (let i = 0; i < order.length; i += o.batchSize) {
+      const rows = order.subarray(i, Math.min(order.length, i + o.batchSize));
+      const m = rows.length;
+      for (let k = 0; k < m; k++) {
+        y[k] = kind === 'binary' ? labels[rows[k]!]! : (labels[rows[k]!]! - labelMean) / labelStd;
+        soft[k] = teacher ? teacher[rows[k]!]! : 0;
+      }
+      const batch = features.batch(data, rows);
+      const loss = optimizer.minimize(() => {
+        const logits = model.forward(batch, true);
+        const yt = tf.tensor1d(y.subarray(0, m));
+        if (kind === 'regression') return tf.mean(tf.abs(logits.sub(yt))) as tf.Scalar;
+        const hard = bceWithLogits(logits, yt);
+        if (!teacher || kdWeight === 0) return hard;
+        return hard.mul(1 - kdWeight).add(bceWithLogits(logits, tf.tensor1d(soft.subarray(0, m))).mul(kdWeight)) as tf.Scalar;
+      });
+      lossSum += loss * m;
+      progress.update(i + m, `loss ${(lossSum / (i + m)).toFixed(4)}`);
+    }
+    const val = evaluate(ranges.val[0], ranges.val[1], predict(ranges.val[0], ranges.val[1]));
+    epochs.push({ epoch, loss: round(lossSum / order.length), val });
+    const sc = score(val);
+    const improved = sc > bestScore + 1e-6;
+    progress.end(`distill epoch ${epoch}/${o.epochs}: loss ${(lossSum / order.length).toFixed(4)}, val ${kind === 'binary' ? 'auroc' : 'mae'} ${Math.abs(sc).toFixed(4)}${improved ? ' (best)' : ''}`);
+    if (improved) {
+      bestScore = sc;
+      best = model.params.snapshot();
+      bestEpoch = epoch;
+      bestVal = val;
+      stale = 0;
+    } else if (++stale >= o.patience) break;
+  }
+  model.params.restore(best);
+  const testPred = predict(ranges.test[0], ranges.test[1]);
+  return { model, best, val: bestVal!, test: evaluate(ranges.test[0], ranges.test[1], testPred), testPred, bestEpoch, epochs };
+}
+
+/** Single-example latency of the TF.js student (features included), p50/p99 over a few hundred calls. */
+function measureLatency(model: StudentModel, features: StudentFeatures, data: StudentData, row: number): { p50: number; p99: number } {
+  const times: number[] = [];
+  for (let i = 0; i < 300; i++) {
+    const t = performance.now();
+    const r = tf.tidy(() => model.forward(features.batch(data, [row]), false));
+    r.dataSync();
+    r.dispose();
+    if (i >= 50) times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: round(times[Math.floor(times.length * 0.5)]!), p99: round(times[Math.floor(times.length * 0.99)]!) };
+}
+
+function mean(a: Float32Array): number {
+  let s = 0;
+  for (const v of a) s += v;
+  return a.length ? s / a.length : 0;
+}
+
+function secs(t: number): number {
+  return Math.round((performance.now() - t) / 10) / 100;
+}
+
+function round(x: number): number {
+  return Math.round(x * 1e4) / 1e4;
+}

@@ -123,6 +123,21 @@ export function buildProgram(): Command {
     .action(action(async () => (await import('./commands/distill.js')).distillCommand as never));
 
   program
+    .command('export')
+    .description('distilled run → Triton model repository (config.pbtxt + ONNX with the embeddings inside)')
+    .addOption(opt.config())
+    .requiredOption('-r, --run <run>', 'distilled run: id, folder or latest:<task>')
+    .option('--embeddings <path...>', 'embedding files/folders (default: embed each key table now with the base run)')
+    .option('--out <dir>', 'model repository (default: artifacts/model_repository)')
+    .option('--name <name>', 'model name (default: export.name)')
+    .option('--version <n>', 'version number (default: last + 1)')
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/export.js')).exportCommand as never));
+
+  program
     .command('doctor')
     .description('show the tensor backend in use and why others were skipped, a matmul speed probe, and whether DuckDB and onnxruntime-node work')
     .addOption(opt.backend())

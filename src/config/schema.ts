@@ -119,6 +119,10 @@ export const distillationSchema = z
       .describe('hop path → max length, e.g. transactions.customer_id->customers.customer_id->transactions.customer_id: 32'),
     embedding_cadence: durationSchema.optional().describe('spacing of embedding anchors (default: min(7 days, half the offset range))'),
     kd_weight: z.number().min(0).max(1).default(0.5).describe('knowledge-distillation weight when the base task is the serving task'),
+    exclude_columns: z
+      .array(z.string())
+      .default([])
+      .describe('<table>.<column>s the serving request will not carry (the student neither reads nor declares them)'),
     train_window: durationSchema.default(8 * 7 * 86400).describe('train on the fact rows of this period before the validation window'),
     max_train_examples: z.number().int().positive().optional().describe('subsample training rows to at most this many (seeded)'),
     hidden: z.number().int().min(4).default(32).describe('width of the first head layer (the second is half)'),

@@ -116,6 +116,11 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
 
   const teacherModel = DeepModel.load(base.dir, graph);
   const spec = studentSpec(cfg, d, task, cfg.hopPaths, graph, teacherModel);
+  if (spec.output.kind === 'regression') {
+    const y = tables.train.labels;
+    spec.output.labelMean = y.reduce((a, b) => a + b, 0) / y.length;
+    spec.output.labelStd = Math.sqrt(y.reduce((a, b) => a + (b - spec.output.labelMean) ** 2, 0) / y.length) || 1;
+  }
   const all = concatExamples([tables.train, tables.val, tables.test]);
   const ranges = { train: [0, tables.train.nodes.length], val: [tables.train.nodes.length, tables.train.nodes.length + tables.val.nodes.length], test: [tables.train.nodes.length + tables.val.nodes.length, all.nodes.length] } as const;
 
@@ -322,7 +327,14 @@ export function studentSpec(cfg: Config, d: DistillationConfig, task: TaskSpec, 
     }
     return { numeric, categorical };
   };
-  const fact = columnsOf(factTable, new Set([target]));
+  const excluded = (table: string): Set<string> => new Set(d.exclude_columns.filter((c) => c.startsWith(`${table}.`)).map((c) => c.slice(table.length + 1)));
+  for (const c of d.exclude_columns) {
+    const [t, col] = [c.slice(0, c.indexOf('.')), c.slice(c.indexOf('.') + 1)];
+    if (!schema.tables[t]?.columns.some((x) => x.name === col)) {
+      throw new ConfigError(`distillation.exclude_columns: ${c} is not a column`, [], { hint: t in schema.tables ? suggest(col, schema.tables[t]!.columns.map((x) => x.name)) : suggest(t, Object.keys(schema.tables)) });
+    }
+  }
+  const fact = columnsOf(factTable, new Set([target, ...excluded(factTable)]));
   const factSchema = schema.tables[factTable]!;
   const embeddings = d.embedding_keys.map((key) => {
     const column = key.slice(factTable.length + 1);
@@ -331,8 +343,11 @@ export function studentSpec(cfg: Config, d: DistillationConfig, task: TaskSpec, 
   });
   const rti: RtiSpec[] = hops.map((hop) => {
     const child = schema.tables[hop.childTable]!;
-    const cols = columnsOf(hop.childTable, new Set(hop.childTable === factTable ? [target] : []));
-    const sameKeys = child.foreignKeys.filter((f) => f.column !== hop.childColumn && factSchema.foreignKeys.some((g) => g.column === f.column && g.target === f.target));
+    const skip = excluded(hop.childTable);
+    const cols = columnsOf(hop.childTable, new Set([...(hop.childTable === factTable ? [target] : []), ...skip]));
+    const sameKeys = child.foreignKeys.filter(
+      (f) => f.column !== hop.childColumn && !skip.has(f.column) && !excluded(factTable).has(f.column) && factSchema.foreignKeys.some((g) => g.column === f.column && g.target === f.target),
+    );
     return {
       path: hop.text,
       childTable: hop.childTable,
@@ -362,6 +377,7 @@ export function studentSpec(cfg: Config, d: DistillationConfig, task: TaskSpec, 
     hidden: [d.hidden, Math.max(2, Math.floor(d.hidden / 2))],
     useEmbeddings: embeddings.length > 0,
     useRti: rti.length > 0,
+    output: { kind: task.query.taskType, labelMean: 0, labelStd: 1 },
   };
 }
 
@@ -396,13 +412,7 @@ function trainStudent(
   const rng = new Rng(o.seed);
   const [a, b] = ranges.train;
   const order = Int32Array.from({ length: b - a }, (_, i) => a + i);
-  let labelMean = 0;
-  let labelStd = 1;
-  if (kind === 'regression') {
-    const y = labels.subarray(a, b);
-    labelMean = y.reduce((s, v) => s + v, 0) / y.length;
-    labelStd = Math.sqrt(y.reduce((s, v) => s + (v - labelMean) ** 2, 0) / y.length) || 1;
-  }
+  const { labelMean, labelStd } = spec.output;
   const predict = (lo: number, hi: number): Float32Array => {
     const out = new Float32Array(hi - lo);
     for (let i = lo; i < hi; i += 4096) {

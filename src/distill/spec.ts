@@ -83,6 +83,8 @@ export interface StudentSpec {
   hidden: number[];
   useEmbeddings: boolean;
   useRti: boolean;
+  /** binary: probability = sigmoid(logit); regression: prediction = logit · labelStd + labelMean */
+  output: { kind: 'binary' | 'regression'; labelMean: number; labelStd: number };
 }
 
 export const LOG_RATIO_EPS = 1e-6;

@@ -81,8 +81,9 @@ export function parseShard(text: string | undefined): { index: number; count: nu
   return { index, count };
 }
 
-export function defaultEmbeddingDir(artifactsDir: string, runId: string, anchor: number): string {
-  return join(artifactsDir, 'embeddings', runId, isoSeconds(anchor).replace(/[-:]/g, ''));
+/** `artifacts/embeddings/<run-id>/<anchor>/<table>/`: one folder per snapshot and table (a run may embed several). */
+export function defaultEmbeddingDir(artifactsDir: string, runId: string, anchor: number, table: string): string {
+  return join(artifactsDir, 'embeddings', runId, isoSeconds(anchor).replace(/[-:]/g, ''), table);
 }
 
 export async function embed(opts: EmbedOptions): Promise<EmbedResult> {
@@ -121,7 +122,7 @@ export async function embed(opts: EmbedOptions): Promise<EmbedResult> {
     const lo = opts.shard ? Math.floor((existing * opts.shard.index) / opts.shard.count) : 0;
     const hi = opts.shard ? Math.floor((existing * (opts.shard.index + 1)) / opts.shard.count) : existing;
 
-    const outDir = opts.out ? dirname(resolve(opts.cwd ?? process.cwd(), opts.out)) : defaultEmbeddingDir(cfg.artifactsDir, run.id, anchor);
+    const outDir = opts.out ? dirname(resolve(opts.cwd ?? process.cwd(), opts.out)) : defaultEmbeddingDir(cfg.artifactsDir, run.id, anchor, table);
     const fileName = opts.out
       ? resolve(opts.cwd ?? process.cwd(), opts.out)
       : join(outDir, opts.shard ? `part-${String(opts.shard.index).padStart(5, '0')}-of-${String(opts.shard.count).padStart(5, '0')}.parquet` : 'embeddings.parquet');

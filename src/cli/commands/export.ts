@@ -1,0 +1,33 @@
+import { parseBackendRequest } from '../../compute/backend.js';
+import { loadConfig } from '../../config/load.js';
+import { UsageError } from '../../errors.js';
+import { exportModel } from '../../export/export.js';
+import type { CommandOutput } from '../run.js';
+
+export interface ExportCommandOptions {
+  config: string;
+  run: string;
+  embeddings?: string[];
+  out?: string;
+  name?: string;
+  version?: string;
+  backend?: string;
+  artifacts?: string;
+  cwd?: string;
+}
+
+export async function exportCommand(opts: ExportCommandOptions): Promise<CommandOutput> {
+  const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
+  let version: number | undefined;
+  if (opts.version !== undefined) {
+    version = Number(opts.version);
+    if (!Number.isInteger(version) || version < 1) throw new UsageError('bad --version', { value: opts.version, hint: 'a positive integer (Triton version folders are numbers)' });
+  }
+  const r = await exportModel({ cfg, run: opts.run, embeddings: opts.embeddings, out: opts.out, name: opts.name, version, backend: parseBackendRequest(opts.backend), cwd: opts.cwd });
+  const text = [
+    `exported ${r.model} version ${r.version} in ${r.seconds}s: ${r.dir}`,
+    `  model.onnx ${(r.model_bytes / 2 ** 20).toFixed(1)} MiB; embeddings ${Object.entries(r.embedding_rows).map(([t, n]) => `${t} ${n.toLocaleString('en-US')} rows @ ${r.embedding_anchor[t]}`).join(', ')}`,
+    r.parity ? `  parity with the trained model on ${r.parity.examples} rows: max |Δ| ${r.parity.maxAbsDiff.toExponential(2)}, batch-1 vs batch |Δ| ${r.parity.maxBatchDiff.toExponential(2)}` : '  parity check skipped',
+  ].join('\n');
+  return { result: r, text };
+}

@@ -1,0 +1,356 @@
+/**
+ * `export`: a distilled run → a Triton model repository that NVIDIA Triton (onnxruntime backend) and
+ * `gnnctl serve` load as they are:
+ *
+ *   <out>/<name>/config.pbtxt
+ *   <out>/<name>/<version>/model.onnx            (+ model.onnx.data past the 2 GB protobuf limit)
+ *   <out>/<name>/<version>/embeddings.<table>.parquet, manifest.json, README.md
+ *
+ * The entity embeddings are baked into the graph (LabelEncoder → Gather, unknown keys → the student's
+ * learned fallback). Embeddings from another base run, another graph schema or of another dimension are
+ * refused. The version folder is assembled under a temporary name, checked (onnxruntime loads it and
+ * agrees with TF.js), then renamed into place: a server polling the repository never sees half a version.
+ */
+import * as arrow from 'apache-arrow';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import * as pq from 'parquet-wasm/node';
+import { selectBackend, type BackendRequest } from '../compute/backend.js';
+import type { Config } from '../config/load.js';
+import { lit, queryRows, withDuck } from '../data/duck.js';
+import type { DistillManifest } from '../distill/distill.js';
+import type { StudentSpec } from '../distill/spec.js';
+import { StudentModel } from '../distill/student.js';
+import { embed } from '../embed/embed.js';
+import { embeddingFiles } from '../distill/data.js';
+import { ArtifactError, DataError, UsageError } from '../errors.js';
+import { buildGraph } from '../graph/build.js';
+import { Graph } from '../graph/graph.js';
+import { loadWeights, readManifest, readModelJson, resolveRun } from '../runs/store.js';
+import { tempSibling, writeFileAtomic, writeJsonAtomic } from '../util/atomic.js';
+import { hashFile } from '../util/hash.js';
+import { info } from '../util/log.js';
+import { VERSION } from '../version.js';
+import { writeModelConfig, type TritonModelConfig } from './pbtxt.js';
+import { checkParity, rawRequests, type ParityReport } from './parity.js';
+import { buildStudentOnnx, elemTypeOf, outputName, requestInputs, type EntityTable } from './student_onnx.js';
+import type { Vocabulary } from './onnx/ops/lookup.js';
+
+export interface ExportOptions {
+  cfg: Config;
+  /** the distilled run: id, folder or latest:<task> */
+  run: string;
+  /** embedding files or folders (default: embed each key table at the newest time with the base run) */
+  embeddings?: string[];
+  out?: string;
+  name?: string;
+  version?: number;
+  backend?: BackendRequest;
+  /** examples for the built-in TF.js ↔ onnxruntime check (0 skips it) */
+  parityExamples?: number;
+  cwd?: string;
+}
+
+export interface ExportResult {
+  repository: string;
+  model: string;
+  version: number;
+  dir: string;
+  model_bytes: number;
+  embedding_rows: Record<string, number>;
+  embedding_anchor: Record<string, string>;
+  parity: ParityReport | null;
+  seconds: number;
+}
+
+interface EmbeddingSource {
+  table: string;
+  files: string[];
+  anchor: string;
+  runId: string;
+  fingerprint: string;
+  dim: number;
+  key: string;
+}
+
+const ONNX_TYPE_TO_TRITON = { FLOAT: 'TYPE_FP32', INT64: 'TYPE_INT64', STRING: 'TYPE_STRING' } as const;
+
+export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
+  const t0 = performance.now();
+  const { cfg } = opts;
+  await selectBackend(opts.backend ?? 'auto');
+  const run = resolveRun(cfg.artifactsDir, opts.run, { kind: 'distill', cwd: opts.cwd });
+  const manifest = readManifest<DistillManifest>(run.dir);
+  if (manifest.kind !== 'distill') throw new UsageError(`run ${run.id} is a ${manifest.kind} run; export takes a distilled run`, { where: '--run', hint: 'run `gnnctl distill` first and pass its run id' });
+  const spec = readModelJson<StudentSpec>(run.dir, 'student.json');
+  const { index, blob } = loadWeights(run.dir);
+  const weights = new Map(index.map((e) => [e.name, blob.subarray(e.offset, e.offset + e.shape.reduce((a, b) => a * b, 1))]));
+
+  const built = await buildGraph(cfg);
+  const graph = Graph.load(built.dir);
+  const sources = await embeddingSources(opts, cfg, manifest, spec);
+  const entities: EntityTable[] = spec.embeddings.map((k) => readEntityTable(sources.find((s) => s.table === k.target)!, k.type));
+  const keyVocabularies = await targetKeys(graph, [...new Set(spec.rti.flatMap((r) => r.sameKeys.map((k) => k.target)))]);
+
+  const name = opts.name ?? cfg.export.name;
+  const repo = opts.out ?? join(cfg.artifactsDir, 'model_repository');
+  const modelDir = join(repo, name);
+  mkdirSync(modelDir, { recursive: true });
+  const version = opts.version ?? nextVersion(modelDir);
+  const versionDir = join(modelDir, String(version));
+  if (existsSync(versionDir)) throw new UsageError(`version ${version} of ${name} already exists`, { where: versionDir, hint: 'omit --version to use the next one' });
+
+  const g = buildStudentOnnx({
+    spec,
+    weights,
+    entities,
+    keyVocabularies,
+    kind: spec.output.kind,
+    labelMean: spec.output.labelMean,
+    labelStd: spec.output.labelStd,
+    metadata: { 'gnnctl.distilled_run': run.id, 'gnnctl.base_run': manifest.baseRun, 'gnnctl.graph_fingerprint': manifest.graph.schemaFingerprint, 'gnnctl.version': VERSION },
+  });
+  const tmp = tempSibling(versionDir);
+  let parity: ParityReport | null = null;
+  try {
+    mkdirSync(tmp, { recursive: true });
+    const files = g.toFiles(tmp);
+    for (const s of sources) {
+      if (s.files.length === 1) copyFileSync(s.files[0]!, join(tmp, `embeddings.${s.table}.parquet`));
+      else s.files.forEach((f, i) => copyFileSync(f, join(tmp, `embeddings.${s.table}.part-${String(i).padStart(5, '0')}.parquet`)));
+    }
+    const nParity = opts.parityExamples ?? 256;
+    if (nParity > 0) parity = await selfCheck(cfg, graph, spec, run.dir, files.modelPath, entities, nParity);
+    const hashes: Record<string, string> = {};
+    for (const f of readdirSync(tmp)) hashes[f] = await hashFile(join(tmp, f));
+    const lineage = {
+      kind: 'export',
+      gnnctl: VERSION,
+      created_at: new Date().toISOString(),
+      model: name,
+      version,
+      task: spec.task,
+      distilled_run: run.id,
+      base_run: manifest.baseRun,
+      graph_fingerprint: manifest.graph.schemaFingerprint,
+      data_fingerprint: graph.manifest.fingerprint,
+      max_embedding_offset_seconds: cfg.distillation?.max_embedding_offset ?? null,
+      embeddings: sources.map((s) => ({ table: s.table, anchor_time: s.anchor, run_id: s.runId, rows: entities[spec.embeddings.findIndex((k) => k.target === s.table)]?.keys.length ?? 0, sources: s.files })),
+      inputs: requestInputs(spec).map((i) => ({ name: i.name, datatype: tritonType(i.elemType).replace('TYPE_', ''), shape: i.sequence ? [-1, -1, 1] : [-1, 1] })),
+      output: outputName(spec.output.kind),
+      parity,
+      files: hashes,
+    };
+    writeJsonAtomic(join(tmp, 'manifest.json'), lineage);
+    writeFileAtomic(join(tmp, 'README.md'), readme(spec, name, version, lineage.embeddings));
+    // config.pbtxt first, so a server that picks up the new version reads a matching config.
+    writeFileAtomic(join(modelDir, 'config.pbtxt'), writeModelConfig(modelConfig(cfg, spec, name)));
+    renameSync(tmp, versionDir);
+    info(`export: ${name} version ${version} → ${versionDir}`);
+    return {
+      repository: repo,
+      model: name,
+      version,
+      dir: versionDir,
+      model_bytes: files.modelBytes + (files.dataBytes ?? 0),
+      embedding_rows: Object.fromEntries(spec.embeddings.map((k, i) => [k.target, entities[i]!.keys.length])),
+      embedding_anchor: Object.fromEntries(sources.map((s) => [s.table, s.anchor])),
+      parity,
+      seconds: Math.round((performance.now() - t0) / 10) / 100,
+    };
+  } catch (e) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+function tritonType(t: 'FLOAT' | 'INT64' | 'STRING' | string): string {
+  return ONNX_TYPE_TO_TRITON[t as keyof typeof ONNX_TYPE_TO_TRITON] ?? 'TYPE_STRING';
+}
+
+export function modelConfig(cfg: Config, spec: StudentSpec, name: string): TritonModelConfig {
+  const inputs = requestInputs(spec);
+  return {
+    name,
+    platform: 'onnxruntime_onnx',
+    max_batch_size: cfg.export.max_batch_size,
+    input: inputs.map((i) => ({ name: i.name, data_type: tritonType(i.elemType) as never, dims: i.sequence ? [-1, 1] : [1] })),
+    output: [{ name: outputName(spec.output.kind), data_type: 'TYPE_FP32', dims: [1] }],
+    dynamic_batching: { max_queue_delay_microseconds: cfg.export.max_queue_delay_microseconds },
+    instance_group: [{ count: cfg.export.instances, kind: 'KIND_CPU' }],
+    parameters: Object.fromEntries(inputs.filter((i) => i.sequence && i.padValue !== undefined).map((i) => [`pad_value:${i.name}`, { string_value: i.padValue! }])),
+  };
+}
+
+function nextVersion(modelDir: string): number {
+  const versions = readdirSync(modelDir)
+    .filter((d) => /^\d+$/.test(d) && statSync(join(modelDir, d)).isDirectory())
+    .map(Number);
+  return versions.length ? Math.max(...versions) + 1 : 1;
+}
+
+/** Embedding files per key table: given (newest snapshot per table) or computed now with the base run. */
+async function embeddingSources(opts: ExportOptions, cfg: Config, manifest: DistillManifest, spec: StudentSpec): Promise<EmbeddingSource[]> {
+  const tables = [...new Set(spec.embeddings.map((k) => k.target))];
+  const sources: EmbeddingSource[] = [];
+  if (!opts.embeddings?.length) {
+    for (const table of tables) {
+      const r = await embed({ cfg, run: manifest.baseRun, table, mode: 'exact', cwd: opts.cwd });
+      sources.push(await describeFiles(table, [r.path]));
+    }
+  } else {
+    const files = opts.embeddings.flatMap((p) => embeddingFiles(p));
+    const meta = await Promise.all(files.map(async (f) => ({ f, m: await parquetMetadata(f) })));
+    for (const table of tables) {
+      const mine = meta.filter((x) => x.m.table === table);
+      if (!mine.length) throw new DataError(`no embeddings of ${table} among ${opts.embeddings.join(', ')}`, { where: '--embeddings', hint: `embed it: gnnctl embed --run ${manifest.baseRun} --table ${table}` });
+      const newest = mine.map((x) => x.m.anchor_time ?? '').sort().pop()!;
+      sources.push(await describeFiles(table, mine.filter((x) => x.m.anchor_time === newest).map((x) => x.f)));
+    }
+  }
+  for (const s of sources) {
+    const k = spec.embeddings.find((e) => e.target === s.table)!;
+    if (s.fingerprint !== manifest.graph.schemaFingerprint) {
+      throw new ArtifactError(`version skew: embeddings of ${s.table} (${s.files[0]}) have graph fingerprint ${s.fingerprint}, the distilled run ${manifest.id} has ${manifest.graph.schemaFingerprint}`, {
+        hint: 'embed with a run trained on the same data schema, or re-run distill',
+      });
+    }
+    if (s.dim !== k.dim) {
+      throw new ArtifactError(`version skew: embeddings of ${s.table} have dimension ${s.dim}, the distilled run expects ${k.dim}`, { where: s.files[0], hint: `use embeddings of the base run ${manifest.baseRun}` });
+    }
+    if (s.runId !== manifest.baseRun) {
+      throw new ArtifactError(`version skew: embeddings of ${s.table} come from run ${s.runId}, the distilled run was trained on embeddings of ${manifest.baseRun}`, {
+        where: s.files[0],
+        hint: `embed with ${manifest.baseRun}, or distill again from ${s.runId}`,
+      });
+    }
+  }
+  return sources;
+}
+
+async function parquetMetadata(file: string): Promise<Record<string, string>> {
+  return withDuck(async ({ conn }) => {
+    const rows = await queryRows<{ k: string; v: string }>(conn, `SELECT decode(key) AS k, decode(value) AS v FROM parquet_kv_metadata(${lit(file)})`);
+    return Object.fromEntries(rows.filter((r) => r.k !== 'ARROW:schema').map((r) => [r.k, r.v]));
+  });
+}
+
+async function describeFiles(table: string, files: string[]): Promise<EmbeddingSource> {
+  const m = await parquetMetadata(files[0]!);
+  if (!m.run_id || !m.graph_fingerprint) throw new DataError(`${files[0]} is not an embedding file written by gnnctl (no run_id/graph_fingerprint metadata)`, { where: '--embeddings' });
+  return { table, files, anchor: m.anchor_time ?? '', runId: m.run_id, fingerprint: m.graph_fingerprint, dim: Number(m.dim), key: m.key ?? '' };
+}
+
+/** Keys and vectors of an embedding snapshot (all part files), straight from Arrow buffers. */
+function readEntityTable(s: EmbeddingSource, keyType: string): EntityTable {
+  const keys: (string | bigint)[] = [];
+  const chunks: Float32Array[] = [];
+  for (const f of s.files) {
+    const table = arrow.tableFromIPC(pq.readParquet(new Uint8Array(readFileSync(f)), { columns: [s.key, 'embedding'] }).intoIPCStream());
+    const kv = table.getChild(s.key)!;
+    for (const k of kv) keys.push(typeof k === 'bigint' ? k : String(k));
+    const emb = table.getChild('embedding')!;
+    for (const d of emb.data) {
+      const child = d.children[0]!;
+      chunks.push((child.values as Float32Array).subarray(child.offset + d.offset * s.dim, child.offset + (d.offset + d.length) * s.dim));
+    }
+  }
+  const vectors = new Float32Array(keys.length * s.dim);
+  let o = 0;
+  for (const c of chunks) {
+    vectors.set(c, o);
+    o += c.length;
+  }
+  const integer = elemTypeOf(keyType) === 'INT64';
+  const vocab: Vocabulary = integer ? keys.map((k) => BigInt(k)) : keys.map(String);
+  if (new Set(vocab as ArrayLike<unknown> as unknown[]).size !== vocab.length) throw new DataError(`duplicate keys in the embeddings of ${s.table}`, { where: s.files.join(', '), hint: 'shards must be disjoint; re-run embed' });
+  return { keys: vocab, vectors, dim: s.dim };
+}
+
+/** Primary keys of tables in node order (the ids the same-entity flags compare). */
+async function targetKeys(graph: Graph, tables: string[]): Promise<Record<string, Vocabulary>> {
+  const out: Record<string, Vocabulary> = {};
+  for (const t of tables) {
+    const pk = graph.manifest.schema.tables[t]!.primaryKey!;
+    const col = arrow.tableFromIPC(
+      pq.readParquet(new Uint8Array(readFileSync(join(graph.dir, graph.manifest.tables[t]!.rowsFile))), { columns: [pk.column] }).intoIPCStream(),
+    ).getChild(pk.column)!;
+    const vals = Array.from(col as Iterable<unknown>);
+    out[t] = elemTypeOf(pk.type) === 'INT64' ? vals.map((v) => BigInt(v as number | bigint)) : vals.map(String);
+  }
+  return out;
+}
+
+/** TF.js student vs onnxruntime on the newest fact rows of the data. */
+async function selfCheck(cfg: Config, graph: Graph, spec: StudentSpec, runDir: string, modelPath: string, entities: EntityTable[], n: number): Promise<ParityReport> {
+  const f = graph.table(spec.factTable);
+  const count = Math.min(n, f.rows);
+  const nodes = Int32Array.from({ length: count }, (_, i) => f.rows - count + i);
+  const student = new StudentModel(spec, 0, 0);
+  try {
+    const { index, blob } = loadWeights(runDir);
+    student.params.load(index, blob);
+    const { requests, data } = await rawRequests(graph, spec, cfg.hopPaths, cfg.distillation?.real_time_offset ?? 0, nodes, entities);
+    const report = await checkParity(modelPath, spec, student, graph, requests, data, outputName(spec.output.kind), { batch: 256, singles: 16 });
+    if (!(report.maxAbsDiff <= 1e-4) || report.nonFinite > 0 || !(report.maxBatchDiff <= 1e-5)) {
+      throw new ArtifactError(`the exported model disagrees with the trained one (max |Δ| ${report.maxAbsDiff}, batch |Δ| ${report.maxBatchDiff}, non-finite ${report.nonFinite})`, {
+        hint: 'this is a bug in gnnctl export; please report it with the run folder',
+      });
+    }
+    return report;
+  } finally {
+    student.dispose();
+  }
+}
+
+function readme(spec: StudentSpec, name: string, version: number, embeddings: { table: string; anchor_time: string; rows: number }[]): string {
+  const inputs = requestInputs(spec);
+  const sample = {
+    inputs: inputs.map((i) => ({
+      name: i.name,
+      datatype: tritonType(i.elemType).replace('TYPE_', '').replace('FP32', 'FP32').replace('STRING', 'BYTES'),
+      shape: i.sequence ? [1, 2, 1] : [1, 1],
+      data: sampleData(i.elemType, i.sequence ? 2 : 1, i.name),
+    })),
+  };
+  return [
+    `# ${name} (version ${version})`,
+    '',
+    `Distilled gnnctl model for task \`${spec.task}\`: one prediction per \`${spec.factTable}\` row from the row's own`,
+    'fields, precomputed entity embeddings (baked into model.onnx; unknown keys get a learned fallback) and the',
+    'entity\'s most recent interactions. Served by NVIDIA Triton (onnxruntime backend) or `gnnctl serve`.',
+    '',
+    '## Inputs',
+    '',
+    '| name | datatype | shape | meaning |',
+    '|---|---|---|---|',
+    ...inputs.map((i) => `| \`${i.name}\` | ${tritonType(i.elemType).replace('TYPE_', '').replace('STRING', 'BYTES')} | ${i.sequence ? '[batch, seq, 1]' : '[batch, 1]'} | ${i.doc} |`),
+    '',
+    `Timestamps are INT64 nanoseconds since the epoch. Sequence inputs hold the last interactions (any length,`,
+    'including 0); all sequence inputs of one request have the same length.',
+    '',
+    '## Output',
+    '',
+    `\`${outputName(spec.output.kind)}\` FP32 [batch, 1]${spec.output.kind === 'binary' ? ': the probability of the positive class' : ''}.`,
+    '',
+    '## Embeddings',
+    '',
+    ...embeddings.map((e) => `- ${e.table}: ${e.rows} rows, anchor ${e.anchor_time}`),
+    '',
+    '## Sample request (KServe V2)',
+    '',
+    '```json',
+    JSON.stringify(sample, null, 1),
+    '```',
+    '',
+    `    curl -s localhost:8000/v2/models/${name}/infer -d @request.json`,
+    '',
+  ].join('\n');
+}
+
+function sampleData(t: string, n: number, name: string): unknown[] {
+  const now = 1_600_000_000_000_000_000;
+  if (t === 'STRING') return Array.from({ length: n }, (_, i) => `key-${i}`);
+  if (t === 'INT64') return Array.from({ length: n }, (_, i) => (/time|t_dat|date/.test(name) ? now - i * 86_400_000_000_000 : 1));
+  return Array.from({ length: n }, (_, i) => 0.05 + 0.01 * i);
+}

@@ -1,0 +1,189 @@
+/**
+ * Parity between the TF.js student and the exported ONNX model: both are fed the same examples — TF.js
+ * through the training feature path (graph arrays), onnxruntime through raw request tensors rebuilt from
+ * the rows — and must agree within a tolerance. Export runs it as a self-check; tests run it on 1,000
+ * examples at batch 1 and batch 256.
+ */
+import * as tf from '@tensorflow/tfjs';
+import * as ort from 'onnxruntime-node';
+import { join } from 'node:path';
+import type { HopPath } from '../config/load.js';
+import { lit, q, readStrings, withDuck } from '../data/duck.js';
+import { rtiElements } from '../distill/data.js';
+import { StudentFeatures, type StudentData } from '../distill/features.js';
+import { isIntegerType, type CategoricalSpec, type StudentSpec } from '../distill/spec.js';
+import type { StudentModel } from '../distill/student.js';
+import type { Graph } from '../graph/graph.js';
+import { INT64_MIN } from './onnx/ops/time.js';
+import { elemTypeOf, requestInputs, type EntityTable } from './student_onnx.js';
+
+export interface ParityReport {
+  examples: number;
+  maxAbsDiff: number;
+  /** ORT at batch 1 vs ORT at the full batch */
+  maxBatchDiff: number;
+  nonFinite: number;
+}
+
+/** Raw request tensors for a set of fact rows, in the layout `requestInputs` declares. */
+export interface RawRequests {
+  n: number;
+  /** input name → flat values ([n] or [n × seq]) */
+  values: Map<string, Float32Array | BigInt64Array | string[]>;
+  /** per sequence input: length per example (all equal here: the batch is padded to maxLength) */
+  seq: number;
+}
+
+/** Builds raw requests and matching student data for fact rows `nodes` (anchor = the row time). */
+export async function rawRequests(
+  graph: Graph,
+  spec: StudentSpec,
+  hops: HopPath[],
+  realTimeOffset: number,
+  nodes: Int32Array,
+  entities: EntityTable[],
+): Promise<{ requests: RawRequests; data: StudentData }> {
+  const n = nodes.length;
+  const f = graph.table(spec.factTable);
+  const values = new Map<string, Float32Array | BigInt64Array | string[]>();
+  const anchors = Float64Array.from(nodes, (v) => f.time![v]!);
+  const ns = (s: number): bigint => BigInt(Math.round(s)) * 1_000_000_000n;
+  values.set('anchor_time', BigInt64Array.from(anchors, ns));
+  values.set(`${spec.factTable}.${spec.timeColumn}`, BigInt64Array.from(anchors, ns));
+  const fks = new Map(graph.edges.filter((e) => e.kind === 'fk').map((e) => [`${e.src}.${e.meta.column}`, e]));
+  const keysOf = await keyColumns(graph, [...new Set([...spec.embeddings.map((k) => k.target), ...spec.rti.flatMap((r) => r.sameKeys.map((k) => k.target)), ...(spec.primaryKey ? [spec.factTable] : [])])]);
+  const keyValues = (table: string, fkTable: string, column: string, rows: Int32Array, type: string): string[] | BigInt64Array => {
+    const parent = fks.get(`${fkTable}.${column}`)!.parent!;
+    const keys = keysOf.get(table)!;
+    const raw = Array.from(rows, (v) => (v < 0 ? '' : parent[v]! < 0 ? '\u0000unknown' : keys[parent[v]!]!));
+    return elemTypeOf(type) === 'INT64' ? BigInt64Array.from(raw, (k) => (k === '' || k.startsWith('\u0000') ? -987654321n : BigInt(k))) : raw;
+  };
+  if (spec.primaryKey) {
+    const keys = keysOf.get(spec.factTable)!;
+    const raw = Array.from(nodes, (v) => keys[v]!);
+    values.set(`${spec.factTable}.${spec.primaryKey.column}`, elemTypeOf(spec.primaryKey.type) === 'INT64' ? BigInt64Array.from(raw, (k) => BigInt(k)) : raw);
+  }
+  for (const c of spec.numeric) values.set(`${spec.factTable}.${c.column}`, Float32Array.from(nodes, (v) => f.numeric.find((x) => x.meta.name === c.column)!.values[v]!));
+  for (const c of spec.categorical) values.set(`${spec.factTable}.${c.column}`, rawCategorical(f.categorical.find((x) => x.meta.name === c.column)!, c, nodes));
+  for (const k of spec.embeddings) values.set(`${spec.factTable}.${k.column}`, keyValues(k.target, spec.factTable, k.column, nodes, k.type));
+  for (const r of spec.rti) for (const k of r.sameKeys) values.set(`${spec.factTable}.${k.column}`, keyValues(k.target, spec.factTable, k.column, nodes, k.type));
+
+  const rti: Int32Array[] = [];
+  let seq = 0;
+  for (const [i, r] of spec.rti.entries()) {
+    const hop = hops.find((h) => h.text === r.path)!;
+    const lists = await rtiElements(graph, hop, nodes, realTimeOffset);
+    rti.push(lists);
+    const N = r.maxLength;
+    seq = N;
+    const c = graph.table(r.childTable);
+    values.set(`${r.path}:${r.timeColumn}`, BigInt64Array.from(lists, (el) => (el < 0 ? INT64_MIN : ns(c.time![el]!))));
+    for (const col of r.numeric) {
+      const arr = c.numeric.find((x) => x.meta.name === col.column)!.values;
+      values.set(`${r.path}:${col.column}`, Float32Array.from(lists, (el) => (el < 0 ? 0 : arr[el]!)));
+    }
+    for (const col of r.categorical) values.set(`${r.path}:${col.column}`, rawCategorical(c.categorical.find((x) => x.meta.name === col.column)!, col, lists));
+    for (const k of r.sameKeys) values.set(`${r.path}:${k.column}`, keyValues(k.target, r.childTable, k.column, lists, k.type));
+    void i;
+  }
+
+  // The student side sees the export's embedding tables, looked up by the same keys.
+  const embeddings = spec.embeddings.map((k, j) => {
+    const t = entities[j]!;
+    const index = new Map<string, number>();
+    Array.from(t.keys as ArrayLike<string | bigint>).forEach((key, r) => index.set(String(key), r));
+    const raw = values.get(`${spec.factTable}.${k.column}`)!;
+    const out = new Float32Array(n * t.dim);
+    const missing = new Float32Array(n);
+    for (let i = 0; i < n; i++) {
+      const r = index.get(String((raw as ArrayLike<string | bigint>)[i]));
+      if (r === undefined) missing[i] = 1;
+      else out.set(t.vectors.subarray(r * t.dim, (r + 1) * t.dim), i * t.dim);
+    }
+    return { values: out, missing };
+  });
+  return { requests: { n, values, seq }, data: { nodes, anchors, embeddings, rti } };
+}
+
+function rawCategorical(col: { meta: { vocab: string[] }; codes: Int32Array }, c: CategoricalSpec, rows: Int32Array): string[] | BigInt64Array {
+  const raw = Array.from(rows, (v) => {
+    if (v < 0) return '';
+    const code = col.codes[v]!;
+    return code === 0 ? '' : code === 1 ? '\u0000unknown' : col.meta.vocab[code - 2]!;
+  });
+  return isIntegerType(c.type) ? BigInt64Array.from(raw, (x) => (x === '' ? 0n : x.startsWith('\u0000') ? -987654321n : BigInt(x))) : raw;
+}
+
+async function keyColumns(graph: Graph, tables: string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  await withDuck(async ({ conn }) => {
+    for (const t of tables) {
+      const pk = graph.manifest.schema.tables[t]!.primaryKey!.column;
+      const keys = await readStrings(conn, `SELECT CAST(${q(pk)} AS VARCHAR) FROM read_parquet(${lit(join(graph.dir, graph.manifest.tables[t]!.rowsFile))}) ORDER BY __node`);
+      out.set(t, keys.map((k) => k ?? ''));
+    }
+  });
+  return out;
+}
+
+/** ORT feeds for rows [lo, hi) of the raw requests. */
+export function feeds(spec: StudentSpec, req: RawRequests, lo: number, hi: number): Record<string, ort.Tensor> {
+  const m = hi - lo;
+  const out: Record<string, ort.Tensor> = {};
+  for (const inp of requestInputs(spec)) {
+    const v = req.values.get(inp.name);
+    if (!v) throw new Error(`parity: no values for input ${inp.name}`);
+    const width = inp.sequence ? req.seq : 1;
+    const dims = inp.sequence ? [m, width, 1] : [m, 1];
+    const slice = v.slice(lo * width, hi * width);
+    if (inp.elemType === 'STRING') out[inp.name] = new ort.Tensor('string', slice as string[], dims);
+    else if (inp.elemType === 'INT64') out[inp.name] = new ort.Tensor('int64', slice as BigInt64Array, dims);
+    else out[inp.name] = new ort.Tensor('float32', slice as Float32Array, dims);
+  }
+  return out;
+}
+
+/** Compares the TF.js student with the ONNX model on the given requests. */
+export async function checkParity(
+  modelPath: string,
+  spec: StudentSpec,
+  student: StudentModel,
+  graph: Graph,
+  req: RawRequests,
+  data: StudentData,
+  outputName: string,
+  opts: { batch: number; singles: number },
+): Promise<ParityReport> {
+  const features = new StudentFeatures(graph, spec);
+  const rows = Int32Array.from({ length: req.n }, (_, i) => i);
+  const o = spec.output;
+  const t = tf.tidy(() => {
+    const raw = student.forward(features.batch(data, rows), false);
+    return o.kind === 'binary' ? tf.sigmoid(raw) : raw.mul(o.labelStd).add(o.labelMean);
+  });
+  const expected = t.dataSync() as Float32Array;
+  t.dispose();
+  const session = await ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1 });
+  try {
+    let maxAbsDiff = 0;
+    let nonFinite = 0;
+    const got = new Float32Array(req.n);
+    for (let i = 0; i < req.n; i += opts.batch) {
+      const j = Math.min(req.n, i + opts.batch);
+      const r = await session.run(feeds(spec, req, i, j));
+      got.set(r[outputName]!.data as Float32Array, i);
+    }
+    for (let i = 0; i < req.n; i++) {
+      if (!Number.isFinite(got[i]!)) nonFinite++;
+      maxAbsDiff = Math.max(maxAbsDiff, Math.abs(got[i]! - expected[i]!));
+    }
+    let maxBatchDiff = 0;
+    for (let i = 0; i < Math.min(opts.singles, req.n); i++) {
+      const r = await session.run(feeds(spec, req, i, i + 1));
+      maxBatchDiff = Math.max(maxBatchDiff, Math.abs((r[outputName]!.data as Float32Array)[0]! - got[i]!));
+    }
+    return { examples: req.n, maxAbsDiff, maxBatchDiff, nonFinite };
+  } finally {
+    await session.release();
+  }
+}

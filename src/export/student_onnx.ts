@@ -1,0 +1,231 @@
+/**
+ * The distilled model as an ONNX graph, built op by op from the student's spec and trained weights. It
+ * reads raw request fields (DESIGN.md's export contract) and computes the features of `distill/spec.ts`
+ * and the network of `distill/student.ts` — the same formulas, in float32, so onnxruntime and TF.js agree
+ * to ~1e-6.
+ *
+ * Inputs: `anchor_time` INT64 [b, 1] (ns since the epoch); fact columns `<table>.<column>` [b, 1] (FLOAT
+ * for numbers, INT64 for integer codes and keys, STRING for text codes and keys, INT64 ns for the time
+ * column); RTI columns `<hop path>:<column>` [b, seq, 1] with a variable `seq` (0 allowed). Padded RTI
+ * slots carry INT64 min in the time column and are masked. Output: `probability` FLOAT [b, 1] (binary
+ * tasks) or `prediction` (regression).
+ */
+import { attr } from './onnx/attributes.js';
+import { ML_DOMAIN, OnnxGraphBuilder } from './onnx/OnnxGraphBuilder.js';
+import { cast, concat, floatScalar, int64s, squeeze } from './onnx/ops/basic.js';
+import { dense } from './onnx/ops/dense.js';
+import { lookupIndex, type Vocabulary } from './onnx/ops/lookup.js';
+import { maskedAttentionPool, maskedMeanPool } from './onnx/ops/pooling.js';
+import { standardize } from './onnx/ops/standardize.js';
+import { INT64_MIN, relativeTime } from './onnx/ops/time.js';
+import type { ElemType } from './onnx/types.js';
+import { DELTA_CAP_DAYS, LOG_RATIO_CLIP, LOG_RATIO_EPS, elementNumericDim, factNumericDim, headInputDim, isIntegerType, type CategoricalSpec, type StudentSpec } from '../distill/spec.js';
+
+export interface EntityTable {
+  /** keys in row order (strings, or bigints for integer keys) */
+  keys: Vocabulary;
+  /** [rows × dim] */
+  vectors: Float32Array;
+  dim: number;
+}
+
+export interface StudentOnnxInputs {
+  spec: StudentSpec;
+  weights: Map<string, Float32Array>;
+  /** per embedding key (spec.embeddings order) */
+  entities: EntityTable[];
+  /** primary keys of tables referenced by same-entity flags, by table name */
+  keyVocabularies: Record<string, Vocabulary>;
+  kind: 'binary' | 'regression';
+  labelMean?: number;
+  labelStd?: number;
+  metadata?: Record<string, string>;
+}
+
+/** A request input: name, ONNX element type, whether it is a sequence ([b, seq, 1]) or a row field ([b, 1]). */
+export interface RequestInput {
+  name: string;
+  elemType: ElemType;
+  sequence: boolean;
+  /** what a serving layer pads this input with when batching sequences of different lengths */
+  padValue?: string;
+  doc: string;
+}
+
+export function elemTypeOf(duckType: string): ElemType {
+  if (isIntegerType(duckType)) return 'INT64';
+  if (/^(FLOAT|DOUBLE|REAL|DECIMAL|BOOLEAN)/.test(duckType)) return 'FLOAT';
+  if (/^(TIMESTAMP|DATE)/.test(duckType)) return 'INT64';
+  return 'STRING';
+}
+
+/** Every request input the model declares, in a stable order. */
+export function requestInputs(spec: StudentSpec): RequestInput[] {
+  const f = spec.factTable;
+  const out: RequestInput[] = [{ name: 'anchor_time', elemType: 'INT64', sequence: false, doc: 'request time, ns since the epoch' }];
+  const seen = new Set<string>(['anchor_time']);
+  const add = (i: RequestInput): void => {
+    if (seen.has(i.name)) return;
+    seen.add(i.name);
+    out.push(i);
+  };
+  if (spec.primaryKey) add({ name: `${f}.${spec.primaryKey.column}`, elemType: elemTypeOf(spec.primaryKey.type), sequence: false, doc: 'the row\'s primary key (accepted, not used)' });
+  add({ name: `${f}.${spec.timeColumn}`, elemType: 'INT64', sequence: false, doc: 'row time, ns since the epoch' });
+  for (const c of spec.numeric) add({ name: `${f}.${c.column}`, elemType: 'FLOAT', sequence: false, doc: 'numeric (NaN = missing)' });
+  for (const c of spec.categorical) add({ name: `${f}.${c.column}`, elemType: categoricalType(c), sequence: false, doc: 'categorical' });
+  for (const k of spec.embeddings) add({ name: `${f}.${k.column}`, elemType: elemTypeOf(k.type), sequence: false, doc: `key of ${k.target} (embedding lookup)` });
+  for (const r of spec.rti) for (const k of r.sameKeys) add({ name: `${f}.${k.column}`, elemType: elemTypeOf(k.type), sequence: false, doc: `key of ${k.target}` });
+  for (const r of spec.rti) {
+    add({ name: `${r.path}:${r.timeColumn}`, elemType: 'INT64', sequence: true, padValue: INT64_MIN.toString(), doc: 'element time, ns since the epoch (INT64 min = padding)' });
+    for (const c of r.numeric) add({ name: `${r.path}:${c.column}`, elemType: 'FLOAT', sequence: true, padValue: '0', doc: 'numeric' });
+    for (const c of r.categorical) add({ name: `${r.path}:${c.column}`, elemType: categoricalType(c), sequence: true, padValue: categoricalType(c) === 'STRING' ? '' : '0', doc: 'categorical' });
+    for (const k of r.sameKeys) add({ name: `${r.path}:${k.column}`, elemType: elemTypeOf(k.type), sequence: true, padValue: elemTypeOf(k.type) === 'STRING' ? '' : '0', doc: `key of ${k.target}` });
+  }
+  return out;
+}
+
+function categoricalType(c: CategoricalSpec): ElemType {
+  return isIntegerType(c.type) ? 'INT64' : 'STRING';
+}
+
+export function outputName(kind: 'binary' | 'regression'): string {
+  return kind === 'binary' ? 'probability' : 'prediction';
+}
+
+export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
+  const { spec, weights } = inp;
+  const w = (name: string): Float32Array => {
+    const v = weights.get(name);
+    if (!v) throw new Error(`student weights lack ${name}`);
+    return v;
+  };
+  const g = new OnnxGraphBuilder({ graphName: `${spec.task}_distilled`, docString: `gnnctl distilled model for task ${spec.task}` });
+  const inputs = requestInputs(spec);
+  const names = new Map<string, string>();
+  for (const i of inputs) names.set(i.name, g.addInput(i.name, i.elemType, i.sequence ? ['batch', 'seq', 1] : ['batch', 1], i.doc));
+  const f = spec.factTable;
+  const input = (n: string): string => names.get(n)!;
+  const catTable = g.constant(w('cat/emb'), [Math.max(1, spec.categoricalSize), spec.categoricalDim], { name: 'categorical.embeddings' });
+  const anchor = input('anchor_time');
+
+  // Fact numerics: (z, null) per column, then the clock features of the row time.
+  const factNum: string[] = [];
+  for (const c of spec.numeric) {
+    const s = standardize(g, input(`${f}.${c.column}`), { mean: Float32Array.of(c.mean), std: Float32Array.of(c.std), name: `fact.${c.column}` });
+    factNum.push(s.value, s.isNull);
+  }
+  factNum.push(...clock(g, input(`${f}.${spec.timeColumn}`)));
+  const parts: string[] = [concat(g, factNum, 1)];
+  for (const c of spec.categorical) parts.push(categoricalEmbedding(g, input(`${f}.${c.column}`), c, catTable, spec.categoricalDim, false));
+
+  if (spec.useEmbeddings) {
+    spec.embeddings.forEach((k, i) => {
+      const t = inp.entities[i]!;
+      const rows = t.keys.length;
+      const index = lookupIndex(g, input(`${f}.${k.column}`), t.keys, rows, `entity.${k.target}.lookup`);
+      const table = new Float32Array((rows + 1) * k.dim);
+      table.set(t.vectors);
+      table.set(w(`emb${i}/fallback`), rows * k.dim);
+      const vec = g.op('Gather', [g.constant(table, [rows + 1, k.dim], { name: `entity.${k.target}.table` }), squeeze(g, index, [1])], { axis: attr.int(0) });
+      const missing = cast(g, g.op('Equal', [index, g.constant(BigInt64Array.of(BigInt(rows)), [], { name: `entity.${k.target}.fallback_row` })]), 'FLOAT');
+      parts.push(dense(g, vec, { kernel: w(`emb${i}/proj_w`), bias: w(`emb${i}/proj_b`), inputDim: k.dim, units: spec.projDim, name: `entity.${k.target}.proj` }), missing);
+    });
+  }
+
+  if (spec.useRti) {
+    spec.rti.forEach((r, i) => {
+      const p = r.path;
+      const t = squeeze(g, input(`${p}:${r.timeColumn}`), [2]);
+      const rel = relativeTime(g, t, anchor, { name: `rti${i}.reltime` });
+      const delta = g.op('Max', [rel.value, floatScalar(g, 0, 'zero')]);
+      const cols: string[] = [];
+      for (const c of r.numeric) {
+        const s = standardize(g, squeeze(g, input(`${p}:${c.column}`), [2]), { mean: Float32Array.of(c.mean), std: Float32Array.of(c.std), name: `rti${i}.${c.column}` });
+        cols.push(s.value, s.isNull);
+      }
+      cols.push(g.op('Div', [g.op('Log', [g.op('Add', [delta, floatScalar(g, 1, 'one')])]), floatScalar(g, 5, 'five')]));
+      cols.push(g.op('Div', [g.op('Min', [delta, floatScalar(g, DELTA_CAP_DAYS, 'delta_cap')]), floatScalar(g, DELTA_CAP_DAYS, 'delta_cap')]));
+      for (const c of r.ratios) cols.push(logRatio(g, input(`${f}.${c}`), squeeze(g, input(`${p}:${c}`), [2])));
+      for (const k of r.sameKeys) {
+        const vocab = inp.keyVocabularies[k.target]!;
+        const fi = lookupSigned(g, input(`${f}.${k.column}`), vocab, -1n, `same.${k.column}.fact`);
+        const ei = lookupSigned(g, squeeze(g, input(`${p}:${k.column}`), [2]), vocab, -2n, `same.${k.column}.rti${i}`);
+        cols.push(cast(g, g.op('Equal', [fi, ei]), 'FLOAT'));
+      }
+      // [b, s] columns → [b, s, ed], in the order features.ts writes them.
+      let x = g.op('Concat', cols.map((c) => g.op('Unsqueeze', [c, int64s(g, [2], 'axes')])), { axis: attr.int(2) });
+      const cats = r.categorical.map((c) => categoricalEmbedding(g, squeeze(g, input(`${p}:${c.column}`), [2]), c, catTable, spec.categoricalDim, true));
+      if (cats.length) x = g.op('Concat', [x, ...cats], { axis: attr.int(2) });
+      const inDim = elementNumericDim(r) + r.categorical.length * spec.categoricalDim;
+      const h = dense(g, x, { kernel: w(`rti${i}/w`), bias: w(`rti${i}/b`), inputDim: inDim, units: spec.elementDim, activation: 'relu', name: `rti${i}.element` });
+      const mean = maskedMeanPool(g, h, rel.mask);
+      const att = maskedAttentionPool(g, h, rel.mask, { weight: w(`rti${i}/att_w`), bias: w(`rti${i}/att_b`)[0]!, name: `rti${i}.attention` });
+      const count = g.op('ReduceSum', [rel.mask, int64s(g, [1], 'axes')], { keepdims: attr.int(1) });
+      const countFeat = g.op('Div', [g.op('Log', [g.op('Add', [count, floatScalar(g, 1, 'one')])]), floatScalar(g, Math.log1p(r.maxLength), `rti${i}.log_max`)]);
+      parts.push(mean, att, countFeat);
+    });
+  }
+
+  let x = g.op('Concat', parts, { axis: attr.int(1) });
+  const dims = [headInputDim(spec), ...spec.hidden, 1];
+  for (let l = 0; l < dims.length - 1; l++) {
+    x = dense(g, x, { kernel: w(`head/w${l}`), bias: w(`head/b${l}`), inputDim: dims[l]!, units: dims[l + 1]!, activation: l < dims.length - 2 ? 'relu' : 'linear', name: `head.${l}` });
+  }
+  const out =
+    inp.kind === 'binary'
+      ? g.op('Sigmoid', [x])
+      : g.op('Add', [g.op('Mul', [x, floatScalar(g, inp.labelStd ?? 1, 'label_std')]), floatScalar(g, inp.labelMean ?? 0, 'label_mean')]);
+  g.addOutput(outputName(inp.kind), 'FLOAT', ['batch', 1], { from: out });
+  for (const [k, v] of Object.entries(inp.metadata ?? {})) g.setMetadata(k, v);
+  return g;
+}
+
+/** sin/cos of hour of day and day of week from INT64 ns times [b, 1]: four [b, 1] FLOAT columns. */
+function clock(g: OnnxGraphBuilder, t: string): string[] {
+  const dayNs = g.constant(BigInt64Array.of(86_400_000_000_000n), [], { name: 'ns_per_day' });
+  const hourNs = g.constant(Float64Array.of(3_600e9), [], { name: 'ns_per_hour' });
+  const hour = cast(g, g.op('Div', [cast(g, g.op('Mod', [t, dayNs]), 'DOUBLE'), hourNs]), 'FLOAT');
+  const dow = cast(g, g.op('Mod', [g.op('Div', [t, dayNs]), g.constant(BigInt64Array.of(7n), [], { name: 'seven' })]), 'FLOAT');
+  const h = g.op('Mul', [hour, floatScalar(g, (2 * Math.PI) / 24, 'two_pi_over_24')]);
+  const d = g.op('Mul', [dow, floatScalar(g, (2 * Math.PI) / 7, 'two_pi_over_7')]);
+  return [g.op('Sin', [h]), g.op('Cos', [h]), g.op('Sin', [d]), g.op('Cos', [d])];
+}
+
+/** Raw categorical values → offset code (0 null/"", 1 unknown, 2 + i vocab[i]) → embedding row, flattened. */
+function categoricalEmbedding(g: OnnxGraphBuilder, v: string, c: CategoricalSpec, table: string, dim: number, sequence: boolean): string {
+  const integer = isIntegerType(c.type);
+  const keys = integer ? c.vocab.map((x) => BigInt(x)) : ['', ...c.vocab];
+  const values = integer ? c.vocab.map((_, i) => BigInt(c.offset + 2 + i)) : [BigInt(c.offset), ...c.vocab.map((_, i) => BigInt(c.offset + 2 + i))];
+  const code = g.op(
+    'LabelEncoder',
+    [v],
+    {
+      ...(integer ? { keys_int64s: attr.ints(BigInt64Array.from(keys as bigint[])) } : { keys_strings: attr.strings(keys as string[]) }),
+      values_int64s: attr.ints(BigInt64Array.from(values)),
+      default_int64: attr.int(c.offset + 1),
+    },
+    { domain: ML_DOMAIN, name: `cat.${c.column}.${c.offset}` },
+  );
+  // [b, 1] → [b, 1, dim] → [b, dim] for row fields; [b, s] → [b, s, dim] for sequences.
+  const e = g.op('Gather', [table, code], { axis: attr.int(0) });
+  return sequence ? e : squeeze(g, e, [1]);
+}
+
+/** Key → row index in `vocab`, or `missing` (negative) for unknown keys. */
+function lookupSigned(g: OnnxGraphBuilder, keys: string, vocab: Vocabulary, missing: bigint, name: string): string {
+  const idx = lookupIndex(g, keys, vocab, vocab.length, name);
+  const unknown = g.op('Equal', [idx, g.constant(BigInt64Array.of(BigInt(vocab.length)), [], { name: `${name}.size` })]);
+  return g.op('Where', [unknown, g.constant(BigInt64Array.of(missing), [], { name: `${name}.missing` }), idx]);
+}
+
+/** clip(log(|x_f| + ε) − log(|x_e| + ε), ±5), 0 when either is NaN. x_f [b, 1], x_e [b, s] → [b, s]. */
+function logRatio(g: OnnxGraphBuilder, xf: string, xe: string): string {
+  const eps = floatScalar(g, LOG_RATIO_EPS, 'log_ratio_eps');
+  const lf = g.op('Log', [g.op('Add', [g.op('Abs', [xf]), eps])]);
+  const le = g.op('Log', [g.op('Add', [g.op('Abs', [xe]), eps])]);
+  const r = g.op('Clip', [g.op('Sub', [lf, le]), floatScalar(g, -LOG_RATIO_CLIP, 'neg_clip'), floatScalar(g, LOG_RATIO_CLIP, 'pos_clip')]);
+  const nan = g.op('Or', [g.op('IsNaN', [xf]), g.op('IsNaN', [xe])]);
+  return g.op('Where', [nan, floatScalar(g, 0, 'zero'), r]);
+}
+
+export { factNumericDim };

@@ -138,6 +138,43 @@ export function buildProgram(): Command {
     .action(action(async () => (await import('./commands/export.js')).exportCommand as never));
 
   program
+    .command('pipeline')
+    .description('graph → train → embed → distill → export → serve smoke request; reuses unchanged stages')
+    .addOption(opt.config())
+    .option('--force', 'redo every stage even when its artifact exists')
+    .option('--epochs <n>', 'override the deep model\'s epochs')
+    .option('--distill-epochs <n>', 'override the student\'s epochs')
+    .option('--no-smoke', 'skip the serve smoke request')
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.failUnder())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/pipeline.js')).pipelineCommand as never));
+
+  program
+    .command('refresh')
+    .description('daily job: embeddings from the deployed base run at the newest data → next model version (no retraining)')
+    .addOption(opt.config())
+    .option('--model-repository <dir>', 'model repository (default: artifacts/model_repository)')
+    .option('--run <run>', 'distilled run to serve (default: the one the latest version came from)')
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/pipeline.js')).refreshCommand as never));
+
+  program
+    .command('check')
+    .description('embedding age and schema fingerprints of a model repository; exit 4 when stale or skewed')
+    .option('--model-repository <dir>', 'model repository (default: artifacts/model_repository)')
+    .option('-c, --config <file>', 'config: compare with the current data (and use its newest time as "now")')
+    .option('--now <time>', 'reference time: ISO time, or "clock" (default: newest data time with --config, else the clock)')
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .action(action(async () => (await import('./commands/pipeline.js')).checkCommand as never));
+
+  program
     .command('doctor')
     .description('show the tensor backend in use and why others were skipped, a matmul speed probe, and whether DuckDB and onnxruntime-node work')
     .addOption(opt.backend())

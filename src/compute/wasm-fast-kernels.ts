@@ -84,6 +84,17 @@ export function registerFastWasmKernels(): string[] {
   const origConcat = tf.getKernel(tf.Concat, 'wasm')!;
   const concatFn = origConcat.kernelFunc as unknown as KernelFn;
   const fastConcat: KernelFn = (args) => concat(args) ?? concatFn(args);
+  // Identity runs for every tensor the gradient tape keeps; as shipped it copies. Sharing the buffer (with
+  // a reference count, as wasm's own Reshape and the cpu backend's Identity do) is safe: TF.js never
+  // mutates a tensor's data in place.
+  const origIdentity = tf.getKernel(tf.Identity, 'wasm')!;
+  const identityFn = origIdentity.kernelFunc as unknown as KernelFn;
+  const fastIdentity: KernelFn = (args) => {
+    const x = args.inputs.x as tf.TensorInfo;
+    if (x.dtype === 'string') return identityFn(args);
+    (args.backend as BackendWasm).incRef(x.dataId);
+    return { dataId: x.dataId, shape: x.shape, dtype: x.dtype };
+  };
   const origSum = tf.getKernel(tf.Sum, 'wasm')!;
   const sumFn = origSum.kernelFunc as unknown as KernelFn;
   const fastSum: KernelFn = (args) => sumLeading(args) ?? sumFn(args);
@@ -94,6 +105,7 @@ export function registerFastWasmKernels(): string[] {
     [origSplit, fastSplit],
     [origConcat, fastConcat],
     [origSum, fastSum],
+    [origIdentity, fastIdentity],
   ] as const) {
     tf.unregisterKernel(orig.kernelName, 'wasm');
     tf.registerKernel({ ...orig, kernelFunc: fn as never });
@@ -102,7 +114,7 @@ export function registerFastWasmKernels(): string[] {
   return [...REPLACED];
 }
 
-const REPLACED = ['Transpose', 'BatchMatMul', 'SplitV', 'Concat', 'Sum'] as const;
+const REPLACED = ['Transpose', 'BatchMatMul', 'SplitV', 'Concat', 'Sum', 'Identity'] as const;
 
 /** An Int32 view of a 4-byte tensor's data on the wasm heap (bits only: floats are copied exactly). */
 function view(backend: BackendWasm, t: tf.TensorInfo): Int32Array {

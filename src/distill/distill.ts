@@ -24,6 +24,7 @@ import { bceWithLogits } from '../train/mlp.js';
 import { Adam } from '../train/optim.js';
 import type { TrainManifest } from '../train/trainer.js';
 import { writeJsonAtomic } from '../util/atomic.js';
+import { hashValue } from '../util/hash.js';
 import { isoSeconds } from '../util/duration.js';
 import { info, warn } from '../util/log.js';
 import { Progress } from '../util/progress.js';
@@ -75,6 +76,8 @@ export interface DistillMetrics {
 
 export interface DistillManifest extends RunManifestBase {
   kind: 'distill';
+  /** identity of what was distilled: same key → same model */
+  runKey: string;
   baseRun: string;
   baseTask: string;
   embeddingsSource: string;
@@ -228,6 +231,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
     config: { name: cfg.name, path: cfg.path, distillation: d, task: { query: task.query.text, split: task.split } },
     baseRun: base.id,
     baseTask: baseManifest.task,
+    runKey: distillRunKey(cfg, d, taskName, base.id, graph.manifest.fingerprint, opts),
     embeddingsSource: opts.embeddings ?? 'computed',
     split: { val: isoSeconds(split.valAnchor), test: isoSeconds(split.testAnchor), train_from: isoSeconds(split.valAnchor - d.train_window) },
     timings: { ...timings, total: secs(t0) },
@@ -237,6 +241,10 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   main.model.dispose();
   teacherModel.dispose();
   return { runId, runDir, metrics, seconds: secs(t0) };
+}
+
+export function distillRunKey(cfg: Config, d: DistillationConfig, task: string, baseRun: string, dataFingerprint: string, opts: Pick<DistillOptions, 'embeddings' | 'epochs'>): string {
+  return hashValue({ v: VERSION, d, task, baseRun, data: dataFingerprint, seed: cfg.seed, embeddings: opts.embeddings ?? null, epochs: opts.epochs ?? null, hops: cfg.hopPaths });
 }
 
 function baseManifestCap(cfg: Config, m: TrainManifest): number {

@@ -250,7 +250,8 @@ function block(e: ClassEdge, chunk: Int32Array, hChild: Float32Array, C: number,
       const inv = 1 / (b - a);
       for (let j = 0; j < C; j++) mean[i * C + j] = acc[j]! * inv;
     }
-    return { h: tf.tensor2d(mean, [n, C]), fanout: 1, weights: tf.ones([n, 1]), mask: tf.ones([n, 1]), degree: tf.tensor2d(degree, [n, 1]) };
+    const rows = tf.tensor1d(Int32Array.from({ length: n }, (_, i) => i), 'int32');
+    return { table: tf.tensor2d(mean, [n, C]), index: rows, fanout: 1, weights: tf.ones([n]), mask: tf.ones([n]), degree: tf.tensor2d(degree, [n, 1]) };
   }
   let f = 1;
   for (let i = 0; i < n; i++) f = Math.max(f, e.ptr[chunk[i]! + 1]! - e.ptr[chunk[i]!]!);
@@ -263,7 +264,8 @@ function block(e: ClassEdge, chunk: Int32Array, hChild: Float32Array, C: number,
       mask[i * f + j] = 1;
     }
   }
-  return { h: tf.tensor2d(hb, [n * f, C]), fanout: f, weights: tf.tensor2d(mask, [n, f]), mask: tf.tensor2d(mask, [n, f]), degree: tf.tensor2d(degree, [n, 1]) };
+  const index = tf.tensor1d(Int32Array.from({ length: n * f }, (_, i) => i), 'int32');
+  return { table: tf.tensor2d(hb, [n * f, C]), index, fanout: f, weights: tf.tensor1d(mask), mask: tf.tensor1d(mask), degree: tf.tensor2d(degree, [n, 1]) };
 }
 
 function uniqueSorted(a: Int32Array): Int32Array {

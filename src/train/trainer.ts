@@ -14,6 +14,7 @@ import { Graph } from '../graph/graph.js';
 import { diffSchemas } from '../graph/schema_diff.js';
 import { createRunDir, newRunId, readManifest, readModelJson, resolveRun, saveWeights, writeManifest, writeModelJson, loadWeights, type RunManifestBase } from '../runs/store.js';
 import { writeJsonAtomic } from '../util/atomic.js';
+import { hashValue } from '../util/hash.js';
 import { isoSeconds } from '../util/duration.js';
 import { info, warn } from '../util/log.js';
 import { Progress, formatRate } from '../util/progress.js';
@@ -71,6 +72,8 @@ export interface TrainMetrics {
 
 export interface TrainManifest extends RunManifestBase {
   kind: 'train';
+  /** identity of what was trained: same key → same model (pipeline re-runs reuse such a run) */
+  runKey: string;
   split: { window: number; train: string[]; val: string; test: string };
   initFrom: string | null;
   backendInfo: BackendInfo;
@@ -193,6 +196,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     config: { name: cfg.name, path: cfg.path, task: { query: task.query.text, split: task.split }, model: mc, data: cfg.data },
     split: { window: split.window, train: split.trainAnchors.map(isoSeconds), val: isoSeconds(split.valAnchor), test: isoSeconds(split.testAnchor) },
     initFrom: init?.id ?? null,
+    runKey: trainRunKey(cfg, task, graph.manifest.fingerprint, opts),
     timings: { training_tables: round(tablesSeconds) },
   };
   writeManifest(runDir, manifest);
@@ -261,6 +265,11 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     process.off('SIGINT', onSigint);
     model.dispose();
   }
+}
+
+/** Everything that determines a training run's result: config of the task, data, seed, code version. */
+export function trainRunKey(cfg: Config, task: TaskSpec, dataFingerprint: string, opts: Pick<TrainOptions, 'initFrom' | 'epochs'>): string {
+  return hashValue({ v: VERSION, data: dataFingerprint, query: task.query.text, split: task.split, model: task.model, seed: cfg.seed, init: opts.initFrom ?? null, epochs: opts.epochs ?? null });
 }
 
 function readGraphSchema(m: TrainManifest): Graph['manifest']['schema'] {

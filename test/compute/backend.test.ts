@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
 import { parseBackendRequest, selectBackend, type BackendInfo, type NativeLoader } from '../../src/compute/backend.js';
+import { FUSED_KERNELS } from '../../src/compute/fused.js';
 import { probeMatmul } from '../../src/compute/probe.js';
 import { UsageError } from '../../src/errors.js';
 import { takeWarnings } from '../../src/util/log.js';
@@ -20,7 +21,9 @@ describe('selectBackend on this machine (no tfjs-node)', () => {
     expect(info.simd).toBe(true);
     expect(info.threads).toBe(1);
     expect(info.addedKernels).toContain('UnsortedSegmentSum');
-    expect(info.replacedKernels).toEqual(['GatherV2', 'Transpose', 'BatchMatMul', 'SplitV', 'Concat', 'Sum']);
+    // The fused ops (fused.ts) follow the kernels wasm lacks.
+    expect(info.addedKernels!.slice(-FUSED_KERNELS.length)).toEqual([...FUSED_KERNELS]);
+    expect(info.replacedKernels).toEqual(['GatherV2', 'Transpose', 'BatchMatMul', 'SplitV', 'Concat', 'Sum', 'Identity']);
     expect(info.tfjsVersion).toBe('4.22.0');
     expect(info.reasons.map((r) => [r.backend, r.status])).toEqual([
       ['@tensorflow/tfjs-node-gpu', 'skipped'],
@@ -72,6 +75,7 @@ describe('selectBackend on this machine (no tfjs-node)', () => {
     expect(tf.getBackend()).toBe('cpu');
     expect(reason(info, 'cpu')).toEqual({ backend: 'cpu', status: 'active', why: 'requested with --backend cpu; ~30× slower than wasm' });
     expect(reason(info, '@tensorflow/tfjs-backend-wasm').status).toBe('available');
+    expect(info.addedKernels).toEqual([...FUSED_KERNELS]);
     expect(takeWarnings()).toEqual([expect.stringMatching(/cpu backend is active: it is ~30× slower than wasm/)]);
     const p = probeMatmul({ seconds: 0.05 });
     expect(p.backend).toBe('cpu');

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
+import { gatherAttention } from '../../compute/fused.js';
 import type { ParamStore } from './params.js';
 import type { NeighbourBlock } from './sage_conv.js';
 
@@ -25,7 +26,8 @@ export interface GatConvArgs {
  * Padded neighbour positions get −∞ logits (weight 0); a node with no neighbours of a type receives a
  * zero message, never NaN.
  *
- * Shapes: self [n, C]; neighbours per edge [n·f_e, C] with mask [n, f_e] → [n, C].
+ * Shapes: self [n, C]; per edge a table of child rows [m, C] with an index and mask over n·f_e
+ * neighbour positions → [n, C].
  */
 export class GatConv {
   private readonly wSelf: tf.Variable;
@@ -60,20 +62,14 @@ export class GatConv {
         out = out.add(tf.matMul(deg, this.wDeg)) as tf.Tensor2D;
       }
       neighbours.forEach((nb, e) => {
-        if (!nb) return;
-        const f = nb.fanout;
-        const wh = tf.matMul(nb.h, this.wEdge[e]!).reshape([n, f, heads, hd]);
-        const whSelf = tf.matMul(self, this.wEdge[e]!).reshape([n, 1, heads, hd]);
-        const logits = tf.leakyRelu(
-          wh.mul(this.aSrc[e]!).sum(-1).add(whSelf.mul(this.aDst[e]!).sum(-1)),
-          this.args.negativeSlope ?? 0.2,
-        ); // [n, f, heads]
-        const mask = nb.mask.reshape([n, f, 1]);
-        // Masked softmax over the neighbour axis; all-masked rows come out as zeros.
-        const masked = logits.add(mask.sub(1).mul(1e9));
-        const e_ = tf.exp(masked.sub(masked.max(1, true))).mul(mask);
-        const alpha = e_.div(e_.sum(1, true).add(1e-16)); // [n, f, heads]
-        const msg = wh.mul(alpha.reshape([n, f, heads, 1])).sum(1).reshape([n, heads * hd]);
+        if (!nb || nb.table.shape[0] === 0) return;
+        // Project each child row once (not once per neighbour position), score it per head, then let the
+        // fused kernel do the masked softmax over each node's neighbours and the weighted sum.
+        const m = nb.table.shape[0];
+        const xw = tf.matMul(nb.table, this.wEdge[e]!) as tf.Tensor2D;
+        const src = xw.reshape([m, heads, hd]).mul(this.aSrc[e]!).sum(-1) as tf.Tensor2D;
+        const dst = tf.matMul(self, this.wEdge[e]!).reshape([n, heads, hd]).mul(this.aDst[e]!).sum(-1) as tf.Tensor2D;
+        const msg = gatherAttention(xw, src, dst, nb.index, nb.mask, { fanout: nb.fanout, heads, negativeSlope: this.args.negativeSlope ?? 0.2 });
         out = out.add(msg) as tf.Tensor2D;
       });
       return out;

@@ -12,6 +12,7 @@
  * layer-(L − d) representation of a tree rooted at that table (see `embed/`).
  */
 import * as tf from '@tensorflow/tfjs';
+import { dropout } from '../../compute/fused.js';
 import type { BatchArrays } from '../batch.js';
 import type { Fanout, Plan } from '../plan.js';
 import { slotsAtLayer } from '../plan.js';
@@ -114,20 +115,19 @@ export class HeteroGnn {
       slotIdx.forEach((i, k) => (h[i] = parts[k] as tf.Tensor2D));
     }
 
-    const blocks = (slot: number, hPrev: (tf.Tensor2D | null)[], edges: string[], attention: boolean): (NeighbourBlock | null)[] =>
+    const blocks = (slot: number, hPrev: (tf.Tensor2D | null)[], edges: string[]): (NeighbourBlock | null)[] =>
       edges.map((edge) => {
         const c = plan.slots[slot]!.children.find((x) => plan.slots[x]!.edge === edge);
         if (c === undefined) return null;
         const n = batch.positions[slot]!.length;
         const f = plan.slots[c]!.fanout;
         const child = hPrev[c]!;
-        // Child rows per (parent row, neighbour); a slot with no valid row contributes zeros.
-        const hc = child.shape[0] === 0 ? tf.zeros([n * f, C]) : tf.gather(child, tf.tensor1d(batch.childIndex[c]!, 'int32'));
         return {
-          h: hc as tf.Tensor2D,
+          table: child,
+          index: tf.tensor1d(batch.childIndex[c]!, 'int32'),
           fanout: f,
-          weights: tf.tensor2d(attention ? batch.masks[c]! : batch.weights[c]!, [n, f]),
-          mask: tf.tensor2d(batch.masks[c]!, [n, f]),
+          weights: tf.tensor1d(batch.weights[c]!),
+          mask: tf.tensor1d(batch.masks[c]!),
           degree: tf.tensor2d(batch.degrees[c]!, [n, 1]),
         };
       });
@@ -145,7 +145,7 @@ export class HeteroGnn {
         const outs = this.layer(
           l,
           type,
-          slots.map((s) => ({ self: h[s]!, blocks: blocks(s, h, this.edgesOf(l, type), this.spec.encoder === 'gat') })),
+          slots.map((s) => ({ self: h[s]!, blocks: blocks(s, h, this.edgesOf(l, type)) })),
           training,
         );
         slots.forEach((s, k) => (next[s] = outs[k]!));
@@ -194,7 +194,7 @@ export class HeteroGnn {
     if (norm) out = norm.apply(out);
     if (l < this.spec.layers) {
       out = tf.relu(out);
-      if (training && this.spec.dropout > 0) out = tf.dropout(out, this.spec.dropout, undefined, this.dropoutSeed++) as tf.Tensor2D;
+      if (training && this.spec.dropout > 0) out = dropout(out, this.spec.dropout, this.dropoutSeed++);
     }
     const parts = groups.length === 1 ? [out] : tf.split(out, groups.map((g) => g.self.shape[0]), 0);
     return parts.map((p, k) => (this.spec.skip ? (p.add(groups[k]!.self) as tf.Tensor2D) : (p as tf.Tensor2D)));
@@ -203,7 +203,7 @@ export class HeteroGnn {
   head(embedding: tf.Tensor2D, training: boolean): tf.Tensor1D {
     let x: tf.Tensor2D = tf.relu(embedding);
     x = tf.relu(tf.matMul(x, this.head1w).add(this.head1b)) as tf.Tensor2D;
-    if (training && this.spec.dropout > 0) x = tf.dropout(x, this.spec.dropout, undefined, this.dropoutSeed++) as tf.Tensor2D;
+    if (training && this.spec.dropout > 0) x = dropout(x, this.spec.dropout, this.dropoutSeed++);
     return tf.matMul(x, this.head2w).add(this.head2b).reshape([-1]) as tf.Tensor1D;
   }
 

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
+import { layerNorm } from '../../compute/fused.js';
 import type { ParamStore } from './params.js';
 
 /**
@@ -15,10 +16,8 @@ export class LayerNorm {
     this.beta = params.zeros(`${name}/beta`, [dim]);
   }
 
+  /** One fused kernel forward and one backward where the backend has them (see compute/fused.ts). */
   apply(x: tf.Tensor2D): tf.Tensor2D {
-    return tf.tidy(() => {
-      const { mean, variance } = tf.moments(x, -1, true);
-      return x.sub(mean).mul(tf.rsqrt(variance.add(this.eps))).mul(this.gamma).add(this.beta) as tf.Tensor2D;
-    });
+    return layerNorm(x, this.gamma as tf.Tensor1D, this.beta as tf.Tensor1D, this.eps);
   }
 }

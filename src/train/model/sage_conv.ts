@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
+import { gatherWeightedSum } from '../../compute/fused.js';
 import type { ParamStore } from './params.js';
 
 export interface SageConvArgs {
@@ -20,8 +21,9 @@ export interface SageConvArgs {
  * neighbours are masked: padded positions have weight 0 and a node with no neighbours of a type gets a
  * zero mean and degree term 0.
  *
- * Shapes: self [n, C]; neighbours per edge [n·f_e, C] with weights [n, f_e] (mask / count) and
- * degrees [n, 1] → [n, C].
+ * Shapes: self [n, C]; per edge a table of child rows [m, C] with an index and weights (mask / count)
+ * over n·f_e neighbour positions and degrees [n, 1] → [n, C]. The masked mean is one fused
+ * gather-weighted-sum (one kernel forward, one backward).
  */
 export class SageConv {
   private readonly w: tf.Variable;
@@ -38,14 +40,7 @@ export class SageConv {
     const n = self.shape[0];
     const degrees: tf.Tensor2D[] = neighbours.map((nb) => nb?.degree ?? tf.zeros([n, 1]));
     for (const nb of neighbours) {
-      if (!nb) {
-        parts.push(tf.zeros([n, this.args.channels]));
-      } else if (nb.fanout === 1) {
-        parts.push(nb.h.mul(nb.weights) as tf.Tensor2D);
-      } else {
-        const x = nb.h.reshape([n, nb.fanout, this.args.channels]);
-        parts.push(x.mul(nb.weights.reshape([n, nb.fanout, 1])).sum(1) as tf.Tensor2D);
-      }
+      parts.push(nb ? gatherWeightedSum(nb.table, nb.index, nb.weights, nb.fanout) : tf.zeros([n, this.args.channels]));
     }
     return tf.concat([...parts, ...degrees], 1);
   }
@@ -58,13 +53,15 @@ export class SageConv {
 
 /** The sampled neighbours of a slot's nodes over one edge type. */
 export interface NeighbourBlock {
-  /** neighbour representations, [n · fanout, C] */
-  h: tf.Tensor2D;
+  /** the child slot's rows, [m, C] */
+  table: tf.Tensor2D;
+  /** int32 [n · fanout]: the row of each neighbour position (any row where the mask is 0) */
+  index: tf.Tensor1D;
   fanout: number;
-  /** [n, fanout] (or [n, 1] when fanout is 1): mask / max(1, count) for mean, or the plain mask for attention */
-  weights: tf.Tensor2D;
-  /** [n, fanout] 0/1 validity (attention needs the mask itself) */
-  mask: tf.Tensor2D;
+  /** [n · fanout]: mask / max(1, count), the mean's weights */
+  weights: tf.Tensor1D;
+  /** [n · fanout]: 0/1 validity (attention needs the mask itself) */
+  mask: tf.Tensor1D;
   /** [n, 1]: log(1 + number of valid neighbours) */
   degree: tf.Tensor2D;
 }

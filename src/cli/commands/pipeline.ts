@@ -1,0 +1,93 @@
+import { parseBackendRequest } from '../../compute/backend.js';
+import { loadConfig } from '../../config/load.js';
+import { QualityGateError, UsageError } from '../../errors.js';
+import { checkRepository } from '../../pipeline/check.js';
+import { formatPipeline, runPipeline } from '../../pipeline/pipeline.js';
+import { refresh } from '../../pipeline/refresh.js';
+import { parseTime } from '../../train/anchors.js';
+import { join, resolve } from 'node:path';
+import type { CommandOutput } from '../run.js';
+import { checkQualityGates, parseGates } from '../gates.js';
+
+export interface PipelineCommandOptions {
+  config: string;
+  backend?: string;
+  force?: boolean;
+  epochs?: string;
+  distillEpochs?: string;
+  smoke?: boolean;
+  artifacts?: string;
+  failUnder?: string[];
+  cwd?: string;
+}
+
+function int(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new UsageError(`bad ${flag}`, { value: v, hint: 'a positive integer' });
+  return n;
+}
+
+export async function pipelineCommand(opts: PipelineCommandOptions): Promise<CommandOutput> {
+  const gates = parseGates(opts.failUnder);
+  const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
+  const r = await runPipeline({
+    cfg,
+    backend: parseBackendRequest(opts.backend),
+    force: opts.force,
+    epochs: int(opts.epochs, '--epochs'),
+    distillEpochs: int(opts.distillEpochs, '--distill-epochs'),
+    noSmoke: opts.smoke === false,
+    cwd: opts.cwd,
+  });
+  checkQualityGates(gates, r.metrics, r);
+  return { result: r, text: formatPipeline(r) };
+}
+
+export interface RefreshCommandOptions {
+  config: string;
+  modelRepository?: string;
+  run?: string;
+  backend?: string;
+  artifacts?: string;
+  cwd?: string;
+}
+
+export async function refreshCommand(opts: RefreshCommandOptions): Promise<CommandOutput> {
+  const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
+  const r = await refresh({
+    cfg,
+    modelRepository: opts.modelRepository ? resolve(opts.cwd ?? process.cwd(), opts.modelRepository) : undefined,
+    run: opts.run,
+    backend: parseBackendRequest(opts.backend),
+    cwd: opts.cwd,
+  });
+  const text = `refreshed ${r.model}: version ${r.version}${r.previous_version ? ` (was ${r.previous_version})` : ''} in ${r.seconds}s with embeddings as of ${Object.values(r.embedding_anchor).join(', ')}: ${r.dir}`;
+  return { result: r, text };
+}
+
+export interface CheckCommandOptions {
+  modelRepository?: string;
+  config?: string;
+  now?: string;
+  artifacts?: string;
+  json?: boolean;
+  cwd?: string;
+}
+
+export async function checkCommand(opts: CheckCommandOptions): Promise<CommandOutput> {
+  const cfg = opts.config ? loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd }) : undefined;
+  const repo = opts.modelRepository ? resolve(opts.cwd ?? process.cwd(), opts.modelRepository) : join(cfg?.artifactsDir ?? resolve(opts.cwd ?? process.cwd(), opts.artifacts ?? 'artifacts'), 'model_repository');
+  const now = opts.now === undefined ? undefined : opts.now === 'clock' ? Date.now() / 1000 : parseTime(opts.now, '--now');
+  const r = await checkRepository(repo, cfg, now);
+  const text = [
+    `${r.ok ? 'OK' : 'FAILED'}: ${repo} (reference time ${r.reference_time}, from the ${r.reference})`,
+    ...r.checks.map((c) => `  ${c.ok ? '✓' : '✗'} ${c.model} v${c.version} ${c.check.padEnd(13)} ${c.detail}`),
+  ].join('\n');
+  if (!r.ok) {
+    // The findings are the point of a failed check: print them before the error (JSON carries them in `result`).
+    if (!opts.json) process.stdout.write(`${text}\n`);
+    throw new QualityGateError(`${r.checks.filter((c) => !c.ok).length} check(s) failed`, { result: r });
+  }
+  return { result: r, text };
+}

@@ -1,0 +1,112 @@
+/**
+ * `check`: the health of a model repository — the staleness and version-skew failures production GNN
+ * serving suffers. For the latest version of each model:
+ *
+ * - embedding age: reference time − embedding anchor must not exceed `max_embedding_offset` (the oldest
+ *   embedding the model was trained to accept). The reference time is the newest time in the current data
+ *   when a config is given (so a backfill over old data is judged against that data), else the clock;
+ * - schema: the model's graph fingerprint, the one written into each embedding file, and (with a config)
+ *   the current data's must all agree;
+ * - integrity: every file listed in the version manifest exists and has the recorded hash.
+ *
+ * Any failed check makes the command exit non-zero (4).
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Config } from '../config/load.js';
+import { lit, queryRows, withDuck } from '../data/duck.js';
+import { ArtifactError } from '../errors.js';
+import { buildGraph } from '../graph/build.js';
+import { formatDuration } from '../util/duration.js';
+import { hashFile } from '../util/hash.js';
+import { latestVersion } from './refresh.js';
+
+export interface CheckItem {
+  model: string;
+  version: number;
+  check: 'embedding_age' | 'schema' | 'integrity';
+  ok: boolean;
+  detail: string;
+}
+
+export interface CheckResult {
+  ok: boolean;
+  reference_time: string;
+  reference: 'data' | 'clock';
+  checks: CheckItem[];
+}
+
+interface ExportManifest {
+  model: string;
+  version: number;
+  graph_fingerprint: string;
+  max_embedding_offset_seconds: number | null;
+  embeddings: { table: string; anchor_time: string }[];
+  files: Record<string, string>;
+}
+
+export async function checkRepository(repo: string, cfg?: Config, now?: number): Promise<CheckResult> {
+  if (!existsSync(repo)) throw new ArtifactError(`model repository not found: ${repo}`, { hint: 'pass --model-repository DIR (e.g. artifacts/model_repository)' });
+  let currentFingerprint: string | null = null;
+  let reference = now ?? Date.now() / 1000;
+  let referenceKind: CheckResult['reference'] = 'clock';
+  if (cfg) {
+    const g = await buildGraph(cfg);
+    currentFingerprint = g.manifest.schemaFingerprint;
+    if (now === undefined && g.manifest.timeRange) {
+      reference = g.manifest.timeRange[1];
+      referenceKind = 'data';
+    }
+  }
+  const checks: CheckItem[] = [];
+  const models = readdirSync(repo).filter((d) => !d.startsWith('.') && existsSync(join(repo, d, 'config.pbtxt')));
+  if (models.length === 0) throw new ArtifactError(`no models in ${repo} (no <name>/config.pbtxt)`, { hint: 'export one first' });
+  for (const model of models) {
+    const version = latestVersion(join(repo, model));
+    if (version === null) {
+      checks.push({ model, version: 0, check: 'integrity', ok: false, detail: 'no complete version folder' });
+      continue;
+    }
+    const dir = join(repo, model, String(version));
+    const m = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as ExportManifest;
+    const add = (check: CheckItem['check'], ok: boolean, detail: string): void => {
+      checks.push({ model, version, check, ok, detail });
+    };
+
+    const maxAge = m.max_embedding_offset_seconds;
+    for (const e of m.embeddings) {
+      const age = reference - Date.parse(e.anchor_time) / 1000;
+      if (maxAge === null) add('embedding_age', true, `${e.table}: anchor ${e.anchor_time} (no max_embedding_offset recorded)`);
+      else add('embedding_age', age <= maxAge, `${e.table}: embeddings are ${formatAge(age)} old at ${new Date(reference * 1000).toISOString()}; the model accepts at most ${formatDuration(maxAge)}${age > maxAge ? ' — run `gnnctl refresh`' : ''}`);
+    }
+
+    for (const f of Object.keys(m.files).filter((x) => /^embeddings\..*\.parquet$/.test(x))) {
+      const fp = await embeddingFingerprint(join(dir, f));
+      add('schema', fp === m.graph_fingerprint, `${f}: graph fingerprint ${fp ?? 'missing'} vs model ${m.graph_fingerprint}`);
+    }
+    if (currentFingerprint !== null) {
+      add('schema', currentFingerprint === m.graph_fingerprint, `current data: graph fingerprint ${currentFingerprint} vs model ${m.graph_fingerprint}${currentFingerprint === m.graph_fingerprint ? '' : ' — the data schema changed: retrain and export'}`);
+    }
+
+    const bad: string[] = [];
+    for (const [f, h] of Object.entries(m.files)) {
+      const p = join(dir, f);
+      if (!existsSync(p)) bad.push(`${f} missing`);
+      else if ((await hashFile(p)) !== h) bad.push(`${f} changed`);
+    }
+    add('integrity', bad.length === 0, bad.length ? bad.join(', ') : `${Object.keys(m.files).length} files match their recorded hashes`);
+  }
+  return { ok: checks.every((c) => c.ok), reference_time: new Date(reference * 1000).toISOString(), reference: referenceKind, checks };
+}
+
+async function embeddingFingerprint(file: string): Promise<string | null> {
+  return withDuck(async ({ conn }) => {
+    const rows = await queryRows<{ v: string }>(conn, `SELECT decode(value) AS v FROM parquet_kv_metadata(${lit(file)}) WHERE decode(key) = 'graph_fingerprint'`);
+    return rows[0]?.v ?? null;
+  });
+}
+
+function formatAge(seconds: number): string {
+  const d = seconds / 86400;
+  return d >= 1 ? `${d.toFixed(1)} days` : `${(seconds / 3600).toFixed(1)} hours`;
+}

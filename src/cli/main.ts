@@ -174,6 +174,19 @@ export function buildProgram(): Command {
     .addOption(opt.json())
     .action(action(async () => (await import('./commands/pipeline.js')).checkCommand as never));
 
+  const config = program.command('config').description('config file tools');
+  config
+    .command('validate')
+    .description('check a config (YAML, schema, cross-field rules) without touching data')
+    .addOption(opt.config())
+    .addOption(opt.json())
+    .action(action(async () => (await import('./commands/config.js')).configValidateCommand as never));
+  config
+    .command('reference')
+    .description('print the config reference (Markdown, generated from the schema)')
+    .addOption(opt.json())
+    .action(action(async () => (await import('./commands/config.js')).configReferenceCommand as never));
+
   program
     .command('doctor')
     .description('show the tensor backend in use and why others were skipped, a matmul speed probe, and whether DuckDB and onnxruntime-node work')

@@ -152,14 +152,14 @@ export const exportSchema = z
 
 export const configSchema = z
   .object({
-    name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "-" and "."'),
-    seed: z.number().int().default(0),
+    name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "-" and "."').describe('project name (graph artifact folders are named after it)'),
+    seed: z.number().int().default(0).describe('seed of every random choice: sampling, shuffling, initialization'),
     artifacts: z.string().optional().describe('artifact folder (default: ./artifacts; --artifacts overrides)'),
-    data: dataSchema,
-    tasks: z.record(z.string(), taskSchema).default({}),
-    model: modelSchema.default(modelSchema.parse({})),
-    distillation: distillationSchema.optional(),
-    export: exportSchema.default(exportSchema.parse({})),
+    data: dataSchema.describe('the tables and how they link'),
+    tasks: z.record(z.string(), taskSchema).default({}).describe('predictive tasks by name'),
+    model: modelSchema.default(modelSchema.parse({})).describe('the deep model (per-task overrides under tasks.<name>.model)'),
+    distillation: distillationSchema.optional().describe('the shallow serving model (Kumo field names)'),
+    export: exportSchema.default(exportSchema.parse({})).describe('the Triton model repository'),
   })
   .strict();
 

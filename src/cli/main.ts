@@ -188,6 +188,22 @@ export function buildProgram(): Command {
     .action(action(async () => (await import('./commands/config.js')).configReferenceCommand as never));
 
   program
+    .command('report')
+    .description('self-contained HTML report of a train or distill run (metrics, curves, calibration, ablations, freshness); opens offline')
+    .argument('<run>', 'run id, run folder, or latest:<task>')
+    .option('--out <file>', 'output file (default: <run dir>/report.html)')
+    .option('-c, --config <file>', 'config (for its artifacts folder)')
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(
+      action(async () => {
+        const { reportCommand } = await import('./commands/report.js');
+        return (o: Opts) => reportCommand({ ...o, run: String((o._args as string[])[0]) });
+      }),
+    );
+
+  program
     .command('doctor')
     .description('show the tensor backend in use and why others were skipped, a matmul speed probe, and whether DuckDB and onnxruntime-node work')
     .addOption(opt.backend())

@@ -92,6 +92,7 @@ export interface DistillResult {
 
 export async function distill(opts: DistillOptions): Promise<DistillResult> {
   const t0 = performance.now();
+  const startedAt = new Date().toISOString();
   const { cfg } = opts;
   const d = cfg.distillation;
   if (!d) throw new ConfigError('the config has no `distillation` block', [], { hint: 'add distillation: { task, base, embedding_keys, real_time_interactions, … } (see the README)' });
@@ -206,8 +207,12 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
     embeddings: {
       source: opts.embeddings ? 'files' : 'computed',
       snapshots: [...new Set(embeddings.flatMap((e) => e.anchors))].sort((a, b) => a - b).map(isoSeconds),
+      // Share of examples with a usable snapshot, averaged over the embedding keys.
       coverage: Object.fromEntries(
-        (['train', 'val', 'test'] as const).map((k) => [k, round(embeddings.length ? 1 - mean(embeddings[0]!.missing.subarray(ranges[k][0], ranges[k][1])) : 0)]),
+        (['train', 'val', 'test'] as const).map((k) => [
+          k,
+          round(embeddings.length ? embeddings.reduce((a, e) => a + 1 - mean(e.missing.subarray(ranges[k][0], ranges[k][1])), 0) / embeddings.length : 0),
+        ]),
       ) as DistillMetrics['embeddings']['coverage'],
     },
     counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
@@ -222,7 +227,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
     task: taskName,
     status: 'complete',
     gnnctl: VERSION,
-    createdAt: new Date().toISOString(),
+    createdAt: startedAt,
     finishedAt: new Date().toISOString(),
     graph: { dir: built.dir, fingerprint: graph.manifest.fingerprint, schemaFingerprint: graph.manifest.schemaFingerprint },
     graphSchema: graph.manifest.schema as GraphSchema,

@@ -237,7 +237,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       val,
       test,
       baseline: baseline ? { val: baseline.val, test: baseline.test, features: baseline.features } : null,
-      lift: baseMain === null ? null : round(mm.higherIsBetter ? testMain - baseMain : baseMain - testMain),
+      lift: baseMain === null ? null : round(mm.higherIsBetter ? testMain - baseMain : baseMain - testMain, 4),
       best_epoch: loop.bestEpoch,
       epochs: loop.epochs,
       counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },

@@ -1,0 +1,79 @@
+/**
+ * `renderReport(runDir)`: a train or distill run folder → one self-contained HTML page (inline CSS and
+ * SVG, no script or URL), for reading offline, attaching to a CI job or printing.
+ *
+ * Sections (each a `<section id=…>`; the header is `<header id="header">`):
+ *
+ * | id            | train | distill | shows                                                          |
+ * |---------------|-------|---------|----------------------------------------------------------------|
+ * | `headline`    | ✓     | ✓       | test metrics; lift over the no-graph baseline / ratio to teacher |
+ * | `training`    | ✓     | ✓       | loss and validation metrics per epoch, best epoch marked        |
+ * | `curves`      | binary | binary | ROC and PR (model vs baseline on the same axes)                 |
+ * | `calibration` | binary | binary | reliability diagram, examples per bin, ECE                      |
+ * | `ablations`   |       | ✓       | features / embedding / RTI only vs distilled vs teacher         |
+ * | `size`        |       | ✓       | student vs teacher parameters, bytes, latency                   |
+ * | `freshness`   |       | ✓       | embedding snapshots, coverage, age of exported embeddings       |
+ * | `throughput`  | ✓     |         | seconds per epoch in sample / gather / step, seeds/s            |
+ * | `data`        | ✓     | ✓       | examples per split, anchor times                                |
+ * | `details`     | ✓     | ✓       | stage timings, baseline features, resolved config              |
+ */
+import { VERSION } from '../version.js';
+import { loadReportData, type LoadOptions, type ReportData } from './model.js';
+import { page } from './page.js';
+import { calibrationSection, rocPrSection } from './sections/curves.js';
+import { dataSection, detailsSection } from './sections/data.js';
+import { ablationsSection, freshnessSection, sizeSection } from './sections/distill.js';
+import { headerSection, type RenderContext } from './sections/header.js';
+import { headlineSection } from './sections/headline.js';
+import { throughputSection } from './sections/throughput.js';
+import { trainingSection } from './sections/training.js';
+
+export { loadReportData, type ReportData } from './model.js';
+
+export interface RenderOptions extends LoadOptions {
+  /** the time the report is made at (embedding ages are measured against it); default: now */
+  now?: Date;
+}
+
+export interface RenderedReport {
+  html: string;
+  runId: string;
+  kind: 'train' | 'distill';
+  /** ids of the sections in page order, header first */
+  sections: string[];
+}
+
+export function renderReport(runDir: string, opts: RenderOptions = {}): RenderedReport {
+  return renderReportData(loadReportData(runDir, opts), opts.now ?? new Date());
+}
+
+/** Renders already-loaded data (tests and other commands can build `ReportData` themselves). */
+export function renderReportData(data: ReportData, now: Date = new Date()): RenderedReport {
+  const ctx: RenderContext = { data, now, version: VERSION };
+  const sections: { id: string; title: string; html: string }[] = [];
+  const add = (id: string, title: string, html: string | null): void => {
+    if (html !== null) sections.push({ id, title, html });
+  };
+  add('headline', 'Headline', headlineSection(data));
+  add('training', 'Training curves', trainingSection(data));
+  add('curves', 'ROC & PR', rocPrSection(data));
+  add('calibration', 'Calibration', calibrationSection(data));
+  if (data.kind === 'distill') {
+    add('ablations', 'Ablations', ablationsSection(data));
+    add('size', 'Size & latency', sizeSection(data));
+    add('freshness', 'Embedding freshness', freshnessSection(data, now));
+  } else {
+    add('throughput', 'Throughput', throughputSection(data));
+  }
+  add('data', 'Counts & anchors', dataSection(data));
+  add('details', 'Run details', detailsSection(data));
+
+  const h = data.header;
+  const html = page({
+    title: `${h.task} ${data.kind} report · ${h.id}`,
+    description: `gnnctl ${data.kind} run ${h.id} (task ${h.task}, ${h.status})`,
+    header: headerSection(ctx, sections.map(({ id, title }) => ({ id, title }))),
+    sections: sections.map((s) => s.html),
+  });
+  return { html, runId: h.id, kind: data.kind, sections: ['header', ...sections.map((s) => s.id)] };
+}

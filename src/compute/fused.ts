@@ -304,8 +304,9 @@ export function gatherAttentionComposite(
     const wh = tf.gather(xw, safe).reshape([n, f, heads, hd]);
     const logits = tf.leakyRelu(tf.gather(src, safe).reshape([n, f, heads]).add(dst.reshape([n, 1, heads])), args.negativeSlope ?? 0.2);
     const m3 = mk.reshape([n, f, 1]);
-    // Masked softmax over the neighbour axis; all-masked rows come out as zeros.
-    const masked = logits.add(m3.sub(1).mul(1e9));
+    // Masked softmax over the neighbour axis; all-masked rows come out as zeros. `where`, not adding
+    // (mask − 1)·1e9: a padded position holding a huge value would otherwise win the max.
+    const masked = tf.where(tf.greater(m3, 0).tile([1, 1, heads]), logits, tf.fill(logits.shape, -1e9));
     const e = tf.exp(masked.sub(masked.max(1, true))).mul(m3);
     const alpha = e.div(e.sum(1, true).add(1e-16));
     return wh.mul(alpha.reshape([n, f, heads, 1])).sum(1).reshape([n, c]) as tf.Tensor2D;

@@ -67,7 +67,8 @@ export function parseConfig(text: string, path: string, opts: LoadOptions = {}):
   const doc = parseDocument(text, { lineCounter, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
     const problems = doc.errors.map((e) => {
-      const pos = e.linePos?.[0];
+      // linePos is only filled with prettyErrors; the line counter gives the same from the offset.
+      const pos = e.linePos?.[0] ?? lineCounter.linePos(e.pos[0]);
       return { path: '', message: `invalid YAML: ${e.message.split('\n')[0]}`, line: pos?.line, col: pos?.col, hint: 'fix the YAML syntax at that line' };
     });
     throw new ConfigError(`${path || 'config'}: cannot parse YAML`, problems);
@@ -89,7 +90,7 @@ export function parseConfig(text: string, path: string, opts: LoadOptions = {}):
   const configDir = path ? dirname(path) : (opts.cwd ?? process.cwd());
   const base = cfg.data.root ? resolve(configDir, cfg.data.root) : (opts.cwd ?? process.cwd());
   const tableSpecs = checkTables(cfg, base, configDir, add);
-  const taskSpecs = checkTasks(cfg, add);
+  const taskSpecs = checkTasks(cfg, add, raw);
   const hopPaths = checkDistillation(cfg, taskSpecs, add);
 
   if (problems.length > 0) {
@@ -147,16 +148,27 @@ function inferFormat(p: string): 'csv' | 'parquet' | undefined {
   return undefined;
 }
 
-function checkTasks(cfg: RawConfig, add: Add): Record<string, TaskSpec> {
+function checkTasks(cfg: RawConfig, add: Add, raw: unknown): Record<string, TaskSpec> {
   const tables = cfg.data.tables;
   const names = Object.keys(tables);
   const specs: Record<string, TaskSpec> = {};
+  const fanoutProblem = (model: ModelConfig, where: (string | number)[]): void => {
+    add(where, `num_neighbors has ${model.num_neighbors.length} entries but layers is ${model.layers}`, `give one fanout per layer, e.g. num_neighbors: [${Array.from({ length: model.layers }, (_, i) => Math.max(2, 16 >> i)).join(', ')}]`);
+  };
+  let topLevelReported = false;
+  const rawTasks = (raw as { tasks?: Record<string, { model?: Record<string, unknown> } | null> } | null)?.tasks;
   for (const [name, task] of Object.entries(cfg.tasks)) {
     const at = ['tasks', name];
-    const model = modelSchema.parse({ ...cfg.model, ...task.model });
+    // zod fills the defaults into the partial override block too: keep only the keys the file sets, or
+    // every task with a model block would reset the top-level settings to their defaults.
+    const written = Object.keys(rawTasks?.[name]?.model ?? {});
+    const overrides = Object.fromEntries(written.map((k) => [k, (task.model as Record<string, unknown> | undefined)?.[k]]));
+    const model = modelSchema.parse({ ...cfg.model, ...overrides });
     if (model.num_neighbors.length !== model.layers) {
-      const where = task.model?.num_neighbors || task.model?.layers ? [...at, 'model'] : ['model', 'num_neighbors'];
-      add(where, `num_neighbors has ${model.num_neighbors.length} entries but layers is ${model.layers}`, `give one fanout per layer, e.g. num_neighbors: [${Array.from({ length: model.layers }, (_, i) => Math.max(2, 16 >> i)).join(', ')}]`);
+      if ('num_neighbors' in overrides || 'layers' in overrides) fanoutProblem(model, [...at, 'model']);
+      // A mistake in the top-level block is reported once, not once per task that inherits it.
+      else if (!topLevelReported) fanoutProblem(model, ['model', 'num_neighbors']);
+      topLevelReported ||= !('num_neighbors' in overrides || 'layers' in overrides);
     }
     let query: PredictiveQuery;
     try {

@@ -48,10 +48,13 @@ export async function buildTrainingTables(graphDir: string, manifest: GraphManif
     const where = task.query.target.kind === 'entity' ? await entityExamples(conn, graphDir, manifest, task, split) : await factExamples(conn, graphDir, manifest, task, split);
     const max = task.split.max_train_examples;
     if (max) {
-      // A seeded subsample of the training rows, chosen in SQL so the baseline sees the same rows.
+      // A seeded subsample of the training rows, chosen in SQL so the baseline sees the same rows: the first
+      // `max` in a seeded hash order (exactly `max` rows, not a Bernoulli draw that only averages `max`).
       const n = Number(await queryValue(conn, `SELECT count(*) FROM examples WHERE ${where.train}`));
       if (n > max) {
-        await conn.run(`DELETE FROM examples WHERE ${where.train} AND hash(anchor, node, ${opts.seed}) % ${n} >= ${max}`);
+        await conn.run(
+          `DELETE FROM examples WHERE rowid IN (SELECT rowid FROM examples WHERE ${where.train} ORDER BY hash(anchor, node, ${opts.seed}), anchor, node OFFSET ${max})`,
+        );
       }
     }
     const tables: TrainingTables = { train: await readExamples(conn, where.train), val: await readExamples(conn, where.val), test: await readExamples(conn, where.test) };

@@ -6,7 +6,7 @@
  * Why not `tf.train.adam`: it issues ~12 TF.js ops per weight per step; for a heterogeneous GNN with
  * dozens of small weights that is ~300 kernel launches per step on the single-threaded wasm backend,
  * ~40% of a step. One pass of a JS loop over all parameters costs well under a millisecond, and writing
- * each weight back is one op. Defaults: β₁ = 0.9, β₂ = 0.999, ε = 1e-8 (as TF.js).
+ * each weight back is one op. Defaults: β₁ = 0.9, β₂ = 0.999, ε = 1e-7 (as `tf.train.adam`).
  */
 import * as tf from '@tensorflow/tfjs';
 
@@ -21,7 +21,7 @@ export class Adam {
     private readonly lr: number,
     private readonly beta1 = 0.9,
     private readonly beta2 = 0.999,
-    private readonly eps = 1e-8,
+    private readonly eps = 1e-7,
   ) {}
 
   /** Computes `loss()` and its gradients, applies one update, returns the loss value. */

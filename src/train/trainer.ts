@@ -134,6 +134,19 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     }
     for (const d of diff) warn(`fine-tuning: ${d}; the new column is not used by the fine-tuned model`);
     featureSpec = growVocabularies(readModelJson<FeatureSpec>(prev.dir, 'features.json'), graph);
+    // The inherited encoders were fitted for the previous run's task: they may read this task's target.
+    const leaked = exclusions.filter((e) => {
+      const t = featureSpec.tables[e.table];
+      return t !== undefined && [...t.numeric.map((c) => c.name), ...t.categorical.map((c) => c.name), ...t.timestamps].includes(e.column);
+    });
+    if (leaked.length) {
+      const cols = leaked.map((e) => `${e.table}.${e.column}`).join(', ');
+      throw new ArtifactError(`cannot fine-tune from ${prev.id}: its encoders read ${cols}, the target of task ${task.name}`, { hint: `fine-tune from a run of task ${task.name}, or train from scratch (omit --init-from)` });
+    }
+    const prevRoot = readModelJson<ModelSpec>(prev.dir, 'spec.json').root;
+    if (prevRoot !== task.query.entity.table) {
+      throw new ArtifactError(`cannot fine-tune from ${prev.id}: it predicts per ${prevRoot}, task ${task.name} per ${task.query.entity.table}`, { hint: `fine-tune from a run of task ${task.name}, or train from scratch (omit --init-from)` });
+    }
     init = { dir: prev.dir, id: prev.id };
   } else {
     featureSpec = featureSpecFromGraph(graph, exclusions);

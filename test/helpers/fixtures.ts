@@ -62,3 +62,19 @@ export function retailFixture(overrides: Partial<Record<'customers' | 'articles'
   mkdirSync(artifacts);
   return { dir, config, artifacts, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
+
+/**
+ * TRANSACTIONS plus rows exactly on the edges of 7-day label windows at the anchors 2020-01-06, 2020-01-13
+ * and 2020-01-20 (test/train/examples.test.ts): row 9 sits at 2020-01-20 00:00, row 10 at 2020-01-27 00:00
+ * and row 11 at 2020-01-13 00:00. Every earlier row keeps its meaning.
+ */
+export const BOUNDARY_TRANSACTIONS = `${TRANSACTIONS}9,2020-01-20 00:00:00,c4,0110065001,0.10,2,0
+10,2020-01-27 00:00:00,c4,0108775044,0.20,1,0
+11,2020-01-13 00:00:00,c2,0108775044,0.07,1,1
+`;
+
+/** CONFIG with a `tasks:` block: name → query, each with the same explicit split. */
+export function configWithTasks(tasks: Record<string, string>, split = '{ val_anchor: "2020-01-13", test_anchor: "2020-01-20" }', base = CONFIG): string {
+  const lines = Object.entries(tasks).map(([name, query]) => `  ${name}:\n    query: ${JSON.stringify(query)}\n    split: ${split}\n`);
+  return `${base}tasks:\n${lines.join('')}`;
+}

@@ -43,8 +43,10 @@ export async function rtiElements(graph: Graph, hop: HopPath, nodes: Int32Array,
       `CREATE TEMP TABLE f AS SELECT __node AS ex, __t - ${offset} AS cut, ${factFk} AS k FROM read_parquet(${lit(rowsPath(graph.dir, m, hop.factTable))}) ` +
         `WHERE __node >= ${lo} AND __node <= ${hi} AND ${factFk} IS NOT NULL`,
     );
-    // The newest element strictly before the cut-off, then the N rows of the same parent ending there.
-    await conn.run('CREATE TEMP TABLE p AS SELECT f.ex, f.k, c.rn AS last FROM f ASOF JOIN c ON f.k = c.k AND f.cut > c.t');
+    // The newest element strictly before the cut-off, then the N rows of the same parent ending there. The
+    // ASOF join matches one (parent, time) pair, so elements sharing the newest time count as one row
+    // holding the highest rank (ASOF picks an arbitrary row among ties, which would drop the others).
+    await conn.run('CREATE TEMP TABLE p AS SELECT f.ex, f.k, c.rn AS last FROM f ASOF JOIN (SELECT k, t, max(rn) AS rn FROM c GROUP BY k, t) c ON f.k = c.k AND f.cut > c.t');
     const sql = `SELECT p.ex, (p.last - c.rn)::INTEGER AS pos, c.node FROM p JOIN c ON c.k = p.k AND c.rn > p.last - ${N} AND c.rn <= p.last`;
     const n = Number(await queryValue(conn, `SELECT count(*) FROM (${sql})`));
     const [ex, pos, el] = (await readColumns(conn, sql, n, ['i32', 'i32', 'i32'])) as Int32Array[];

@@ -147,6 +147,9 @@ export async function embed(opts: EmbedOptions): Promise<EmbedResult> {
     progress.begin(`embed ${table} (${mode})`, hi - lo);
     const seed = manifest.seed;
     async function* chunks(): AsyncGenerator<EmbeddingChunk> {
+      // No entity at the anchor (or an empty shard): one empty chunk still gives the file its schema
+      // (the Parquet writer fails on a stream without any batch).
+      if (hi === lo) yield { keys: keys.slice(0, 0), embeddings: new Float32Array(0) };
       for (let start = lo; start < hi; start += chunkSize) {
         const end = Math.min(hi, start + chunkSize);
         const nodes = Int32Array.from({ length: end - start }, (_, i) => start + i);

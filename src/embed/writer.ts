@@ -34,7 +34,20 @@ export async function writeEmbeddings(path: string, chunks: AsyncIterable<Embedd
   const tmp = tempSibling(path);
   let rows = 0;
   const anchorMicros = BigInt(Math.round(opts.anchorTime * 1e6));
+  // parquet-wasm ends the file quietly when its input stream errors after the first batch (and reports a
+  // bare "Dyn casting error" before it), so the source's own failure is recorded here and rethrown.
+  const source: { failed: boolean; error: unknown; complete: boolean } = { failed: false, error: undefined, complete: false };
   async function* batches(): AsyncGenerator<pq.RecordBatch> {
+    try {
+      yield* encode();
+      source.complete = true;
+    } catch (e) {
+      source.failed = true;
+      source.error = e;
+      throw e;
+    }
+  }
+  async function* encode(): AsyncGenerator<pq.RecordBatch> {
     for await (const chunk of chunks) {
       const n = chunk.keys.length;
       rows += n;
@@ -56,11 +69,13 @@ export async function writeEmbeddings(path: string, chunks: AsyncIterable<Embedd
     // ReadableStream.from pulls one chunk at a time: computing the next waits until the last was encoded.
     const bytes = await pq.transformParquetStream(ReadableStream.from(batches()), props);
     await pipeline(Readable.fromWeb(bytes as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(tmp));
+    if (source.failed) throw source.error;
+    if (!source.complete) throw new Error(`embedding writer: the chunk stream ended early (${rows} rows written)`);
     renameSync(tmp, path);
     return { rows };
   } catch (e) {
     rmSync(tmp, { force: true });
-    throw e;
+    throw source.failed ? source.error : e;
   }
 }
 

@@ -111,7 +111,7 @@ function rawCategorical(col: { meta: { vocab: string[] }; codes: Int32Array }, c
     const code = col.codes[v]!;
     return code === 0 ? '' : code === 1 ? '\u0000unknown' : col.meta.vocab[code - 2]!;
   });
-  return isIntegerType(c.type) ? BigInt64Array.from(raw, (x) => (x === '' ? 0n : x.startsWith('\u0000') ? -987654321n : BigInt(x))) : raw;
+  return isIntegerType(c.type) ? BigInt64Array.from(raw, (x) => (x === '' ? INT64_MIN : x.startsWith('\u0000') ? -987654321n : BigInt(x))) : raw;
 }
 
 async function keyColumns(graph: Graph, tables: string[]): Promise<Map<string, string[]>> {

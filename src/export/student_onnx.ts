@@ -72,13 +72,13 @@ export function requestInputs(spec: StudentSpec): RequestInput[] {
   if (spec.primaryKey) add({ name: `${f}.${spec.primaryKey.column}`, elemType: elemTypeOf(spec.primaryKey.type), sequence: false, doc: 'the row\'s primary key (accepted, not used)' });
   add({ name: `${f}.${spec.timeColumn}`, elemType: 'INT64', sequence: false, doc: 'row time, ns since the epoch' });
   for (const c of spec.numeric) add({ name: `${f}.${c.column}`, elemType: 'FLOAT', sequence: false, doc: 'numeric (NaN = missing)' });
-  for (const c of spec.categorical) add({ name: `${f}.${c.column}`, elemType: categoricalType(c), sequence: false, doc: 'categorical' });
+  for (const c of spec.categorical) add({ name: `${f}.${c.column}`, elemType: categoricalType(c), sequence: false, doc: categoricalType(c) === 'STRING' ? 'categorical ("" = missing)' : 'categorical (INT64 min = missing)' });
   for (const k of spec.embeddings) add({ name: `${f}.${k.column}`, elemType: elemTypeOf(k.type), sequence: false, doc: `key of ${k.target} (embedding lookup)` });
   for (const r of spec.rti) for (const k of r.sameKeys) add({ name: `${f}.${k.column}`, elemType: elemTypeOf(k.type), sequence: false, doc: `key of ${k.target}` });
   for (const r of spec.rti) {
     add({ name: `${r.path}:${r.timeColumn}`, elemType: 'INT64', sequence: true, padValue: INT64_MIN.toString(), doc: 'element time, ns since the epoch (INT64 min = padding)' });
     for (const c of r.numeric) add({ name: `${r.path}:${c.column}`, elemType: 'FLOAT', sequence: true, padValue: '0', doc: 'numeric' });
-    for (const c of r.categorical) add({ name: `${r.path}:${c.column}`, elemType: categoricalType(c), sequence: true, padValue: categoricalType(c) === 'STRING' ? '' : '0', doc: 'categorical' });
+    for (const c of r.categorical) add({ name: `${r.path}:${c.column}`, elemType: categoricalType(c), sequence: true, padValue: categoricalType(c) === 'STRING' ? '' : INT64_MIN.toString(), doc: categoricalType(c) === 'STRING' ? 'categorical ("" = missing)' : 'categorical (INT64 min = missing)' });
     for (const k of r.sameKeys) add({ name: `${r.path}:${k.column}`, elemType: elemTypeOf(k.type), sequence: true, padValue: elemTypeOf(k.type) === 'STRING' ? '' : '0', doc: `key of ${k.target}` });
   }
   return out;
@@ -191,11 +191,14 @@ function clock(g: OnnxGraphBuilder, t: string): string[] {
   return [g.op('Sin', [h]), g.op('Cos', [h]), g.op('Sin', [d]), g.op('Cos', [d])];
 }
 
-/** Raw categorical values → offset code (0 null/"", 1 unknown, 2 + i vocab[i]) → embedding row, flattened. */
+/**
+ * Raw categorical values → offset code (0 null, 1 unknown, 2 + i vocab[i]) → embedding row, flattened.
+ * Null is "" for text columns and INT64 min for integer columns (an INT64 request has no null).
+ */
 function categoricalEmbedding(g: OnnxGraphBuilder, v: string, c: CategoricalSpec, table: string, dim: number, sequence: boolean): string {
   const integer = isIntegerType(c.type);
-  const keys = integer ? c.vocab.map((x) => BigInt(x)) : ['', ...c.vocab];
-  const values = integer ? c.vocab.map((_, i) => BigInt(c.offset + 2 + i)) : [BigInt(c.offset), ...c.vocab.map((_, i) => BigInt(c.offset + 2 + i))];
+  const keys = integer ? [INT64_MIN, ...c.vocab.map((x) => BigInt(x))] : ['', ...c.vocab];
+  const values = [BigInt(c.offset), ...c.vocab.map((_, i) => BigInt(c.offset + 2 + i))];
   const code = g.op(
     'LabelEncoder',
     [v],

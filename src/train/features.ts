@@ -15,6 +15,7 @@
  * embedding table per node type.
  */
 import type { Graph, NodeTable } from '../graph/graph.js';
+import { warn } from '../util/log.js';
 
 export const TIME_FEATURES = 8;
 const DAY = 86400;
@@ -73,20 +74,23 @@ export class TableFeatures {
     this.numDim = numericDim(spec);
     this.catCount = spec.categorical.length;
     this.time = spec.hasTime ? table.time : null;
+    // A column the run reads but the graph lacks can only happen with --allow-schema-drift: it is read
+    // as missing in every row (null flag / null code), which is what the model saw for absent values.
+    const gone = (kind: string, name: string): void => warn(`${table.name}.${name} (${kind}) is gone from the data; the model reads it as missing in every row`);
     this.num = spec.numeric.map((c) => {
       const col = table.numeric.find((x) => x.meta.name === c.name);
-      if (!col) throw new Error(`feature column ${table.name}.${c.name} missing from the graph`);
-      return col.values;
+      if (!col) gone('numerical', c.name);
+      return col?.values ?? new Float32Array(table.rows).fill(Number.NaN);
     });
     this.ts = spec.timestamps.map((name) => {
       const col = table.timestamps.find((x) => x.name === name);
-      if (!col) throw new Error(`timestamp column ${table.name}.${name} missing from the graph`);
-      return col.values;
+      if (!col) gone('timestamp', name);
+      return col?.values ?? new Float64Array(table.rows).fill(Number.NaN);
     });
     this.codes = spec.categorical.map((c) => {
       const col = table.categorical.find((x) => x.meta.name === c.name);
-      if (!col) throw new Error(`categorical column ${table.name}.${c.name} missing from the graph`);
-      return remapCodes(col.codes, col.meta.vocab, c.vocab);
+      if (!col) gone('categorical', c.name);
+      return col ? remapCodes(col.codes, col.meta.vocab, c.vocab) : new Int32Array(table.rows);
     });
     const sizes = categoricalSizes(spec);
     this.catOffsets = new Int32Array(sizes.length);

@@ -1,0 +1,138 @@
+/**
+ * `distill` end to end on tiny synthetic data with the bundled distillation block (fraud served from a
+ * fraud base run; customer and article embeddings; 32 RTI elements): the run folder and metrics the
+ * command reports, and embeddings read from files `embed` wrote (the same snapshots the in-memory path
+ * computes, so both give the same vectors and the same coverage).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { distillCommand } from '../../src/cli/commands/distill.js';
+import { selectBackend } from '../../src/compute/backend.js';
+import { loadConfig, type Config } from '../../src/config/load.js';
+import { computedEmbeddings, embeddingFiles, fileEmbeddings } from '../../src/distill/data.js';
+import { defaultCadence, distill, type DistillManifest, type DistillMetrics } from '../../src/distill/distill.js';
+import type { StudentSpec } from '../../src/distill/spec.js';
+import { embed } from '../../src/embed/embed.js';
+import { buildGraph } from '../../src/graph/build.js';
+import { Graph } from '../../src/graph/graph.js';
+import { readManifest, readModelJson } from '../../src/runs/store.js';
+import { DeepModel } from '../../src/train/deep_model.js';
+import { train, type TrainResult } from '../../src/train/trainer.js';
+import { setQuiet } from '../../src/util/log.js';
+import { maxAbsDiff, pipelineConfig, RTI_PATH } from '../helpers/pipeline.js';
+import { tinySynth, type SynthFixture } from '../helpers/synth.js';
+
+const HOUR = 3600;
+const DAY = 86400;
+const ABLATIONS = ['features_only', 'embedding_only', 'rti_only'] as const;
+
+let fx: SynthFixture;
+let cfg: Config;
+let base: TrainResult;
+let cmd: { run_dir: string; run_id: string; metrics: DistillMetrics };
+
+beforeAll(async () => {
+  setQuiet(true);
+  await selectBackend('wasm');
+  fx = await tinySynth(pipelineConfig());
+  cfg = loadConfig(fx.config, { cwd: fx.dir, artifacts: fx.artifacts });
+  base = await train({ cfg, task: 'fraud', backend: 'wasm', skipBaseline: true });
+  const out = await distillCommand({ config: fx.config, artifacts: fx.artifacts, cwd: fx.dir, backend: 'wasm' });
+  cmd = JSON.parse(JSON.stringify(out.result)) as typeof cmd;
+});
+afterAll(() => {
+  fx?.cleanup();
+  setQuiet(false);
+});
+
+const auroc = (m: unknown): number => (m as { auroc: number }).auroc;
+const isProbabilityMetric = (x: number): boolean => Number.isFinite(x) && x >= 0 && x <= 1;
+
+describe('distillCommand --json', () => {
+  it('reports run_dir, metrics.test.auroc, the teacher (same task) and metrics.ablations.<name>.test.auroc', () => {
+    expect(existsSync(cmd.run_dir)).toBe(true);
+    expect(cmd).toMatchObject({ task: 'fraud', base_run: base.runId });
+    expect(isProbabilityMetric(auroc(cmd.metrics.test))).toBe(true);
+    expect(isProbabilityMetric(auroc(cmd.metrics.teacher!.test))).toBe(true);
+    for (const a of ABLATIONS) expect(isProbabilityMetric(auroc(cmd.metrics.ablations[a].test)), a).toBe(true);
+    expect(cmd.metrics.embeddings.source).toBe('computed');
+  });
+});
+
+describe('the distilled run folder', () => {
+  it('metrics.json: test auroc, teacher, ablations, student parameters/bytes/latency, embedding coverage', () => {
+    const m = JSON.parse(readFileSync(join(cmd.run_dir, 'metrics.json'), 'utf8')) as DistillMetrics;
+    expect(m).toMatchObject({ task: 'fraud', kind: 'binary', base_run: base.runId, base_task: 'fraud' });
+    expect(auroc(m.test)).toBe(auroc(cmd.metrics.test));
+    expect(isProbabilityMetric(auroc(m.teacher!.test))).toBe(true);
+    expect(m.teacher_ratio).toBeCloseTo(auroc(m.test) / auroc(m.teacher!.test), 3);
+    for (const a of ABLATIONS) expect(isProbabilityMetric(auroc(m.ablations[a].test)), a).toBe(true);
+    expect(m.student.parameters).toBeGreaterThan(0);
+    expect(m.student.bytes).toBeGreaterThan(4 * m.student.parameters); // the blob holds the categorical table too
+    expect(m.student.latency_ms_p50).toBeGreaterThan(0);
+    expect(m.student.latency_ms_p99).toBeGreaterThanOrEqual(m.student.latency_ms_p50);
+    expect(m.counts.train).toBeGreaterThan(0);
+    expect(m.counts.test).toBeGreaterThan(0);
+    expect(m.embeddings.snapshots.length).toBeGreaterThan(1);
+    for (const k of ['train', 'val', 'test'] as const) expect(m.embeddings.coverage[k]).toBeGreaterThan(0.9);
+  });
+
+  it('manifest.json traces it to its base run; student.json is the spec the bundled block asks for', () => {
+    const man = readManifest<DistillManifest>(cmd.run_dir);
+    expect(man).toMatchObject({ kind: 'distill', status: 'complete', task: 'fraud', baseRun: base.runId, baseTask: 'fraud', embeddingsSource: 'computed' });
+    const spec = readModelJson<StudentSpec>(cmd.run_dir, 'student.json');
+    expect(spec.embeddings.map((k) => `${k.column}->${k.target}`)).toEqual(['customer_id->customers', 'article_id->articles']);
+    expect(spec.rti.map((r) => [r.path, r.maxLength])).toEqual([[RTI_PATH, 32]]);
+    // exclude_columns: the sales channel is neither a fact nor an RTI input; the target never is
+    const columns = [...spec.numeric, ...spec.categorical, ...spec.rti.flatMap((r) => [...r.numeric, ...r.categorical])].map((c) => c.column);
+    expect(columns).not.toContain('sales_channel_id');
+    expect(columns).not.toContain('fraud');
+  });
+});
+
+describe('embeddings from files', () => {
+  const offsets = { min: 12 * HOUR, max: 14 * DAY, cadence: defaultCadence(12 * HOUR, 14 * DAY) };
+  let snapshotDir: string;
+  let anchors: string[];
+
+  beforeAll(async () => {
+    // embed both key tables at every snapshot the computed run used, into the default layout
+    anchors = cmd.metrics.embeddings.snapshots;
+    for (const anchorTime of anchors) for (const table of ['customers', 'articles']) await embed({ cfg, run: base.runId, table, anchorTime, backend: 'wasm' });
+    snapshotDir = join(fx.artifacts, 'embeddings', base.runId);
+  });
+
+  it('the snapshot folder holds one embeddings.parquet per anchor and table', () => {
+    expect(embeddingFiles(snapshotDir)).toHaveLength(2 * anchors.length);
+  });
+
+  it('fileEmbeddings equals computedEmbeddings on the same grid (values within 1e-6, same missing flags)', async () => {
+    const graph = Graph.load((await buildGraph(cfg)).dir);
+    const t = graph.table('transactions');
+    const fk = graph.edges.find((e) => e.name === 'transactions.customer_id->customers')!.parent!;
+    // the last 2,000 transactions, at their own times
+    const nodes = Int32Array.from({ length: 2000 }, (_, i) => t.rows - 2000 + i);
+    const model = DeepModel.load(base.runDir, graph);
+    try {
+      const computed = computedEmbeddings(model, Int32Array.from(nodes, (v) => fk[v]!), Float64Array.from(nodes, (v) => t.time![v]!), 'customers', offsets, 1000);
+      const files = embeddingFiles(snapshotDir).filter((f) => f.includes('/customers/'));
+      const fromFiles = await fileEmbeddings(graph, files, 'transactions', 'customer_id', 'customer_id', nodes, offsets, model.spec.channels);
+      expect(Array.from(fromFiles.missing)).toEqual(Array.from(computed.missing));
+      expect(fromFiles.missing.reduce((a, b) => a + b, 0)).toBeLessThan(nodes.length);
+      expect(maxAbsDiff(fromFiles.values, computed.values)).toBeLessThanOrEqual(1e-6);
+    } finally {
+      model.dispose();
+    }
+  });
+
+  it('distill with the files uses them (source "files"): the same snapshots and coverage as the computed run', async () => {
+    const r = await distill({ cfg, base: base.runId, embeddings: snapshotDir, backend: 'wasm' });
+    expect(r.metrics.embeddings.source).toBe('files');
+    expect(r.metrics.embeddings.snapshots).toEqual(anchors);
+    expect(r.metrics.embeddings.coverage).toEqual(cmd.metrics.embeddings.coverage);
+    expect(readManifest<DistillManifest>(r.runDir).embeddingsSource).toBe(snapshotDir);
+    expect(isProbabilityMetric(auroc(r.metrics.test))).toBe(true);
+    expect(Math.abs(auroc(r.metrics.test) - auroc(cmd.metrics.test))).toBeLessThanOrEqual(1e-3);
+  });
+});

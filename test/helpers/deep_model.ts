@@ -1,0 +1,33 @@
+/**
+ * An untrained deep model on any graph (random weights, `last` sampling): enough for tests of code that
+ * only needs *a* model — which snapshot an example reads, which nodes an embedding covers — without
+ * paying for a training run.
+ */
+import type { Graph } from '../../src/graph/graph.js';
+import { DeepModel } from '../../src/train/deep_model.js';
+import { categoricalSizes, featureSpecFromGraph, numericDim } from '../../src/train/features.js';
+import { convLayout, type ModelSpec } from '../../src/train/model/hetero_gnn.js';
+import { buildPlan } from '../../src/train/plan.js';
+
+export function randomDeepModel(graph: Graph, root: string, fanouts: number[], opts: { channels?: number; seed?: number } = {}): DeepModel {
+  const featureSpec = featureSpecFromGraph(graph, []);
+  const plan = buildPlan(graph, root, fanouts);
+  const spec: ModelSpec = {
+    encoder: 'sage',
+    layers: fanouts.length,
+    channels: opts.channels ?? 8,
+    heads: 1,
+    dropout: 0,
+    norm: 'layer',
+    skip: true,
+    categoricalDim: 4,
+    root,
+    fanouts,
+    sampling: 'last',
+    types: Object.fromEntries(Object.entries(featureSpec.tables).map(([t, s]) => [t, { numDim: numericDim(s), catSizes: categoricalSizes(s) }])),
+    convs: convLayout(plan),
+    output: { kind: 'binary', labelMean: 0, labelStd: 1 },
+    loss: 'bce',
+  };
+  return new DeepModel(graph, spec, featureSpec, opts.seed ?? 3);
+}

@@ -4,7 +4,6 @@
  * the newest snapshot inside [t − max_embedding_offset, t − min_embedding_offset] (ASOF join over the
  * snapshot files, or snapshots computed in memory on a fixed grid).
  */
-import type { DuckDBConnection } from '@duckdb/node-api';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HopPath } from '../config/load.js';

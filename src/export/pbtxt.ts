@@ -604,12 +604,6 @@ class TextFormatParser {
     return `"${t.text}"`;
   }
 
-  private expectPunct(p: string, context: string, path: string): Token {
-    const t = this.next();
-    if (t.kind !== 'punct' || t.text !== p) this.syntax(`expected "${p}" ${context}, found ${this.describe(t)}`, t.line, t.col, path);
-    return t;
-  }
-
   private isPunct(t: Token, ...ps: string[]): boolean {
     return t.kind === 'punct' && ps.includes(t.text);
   }

@@ -1,5 +1,5 @@
 /** `gnnctl datasets synth`: validate the flags, run the generator, summarise what was written. */
-import { relative } from 'node:path';
+import { isAbsolute, relative } from 'node:path';
 import { UsageError, suggest } from '../../errors.js';
 import { generateSynthetic, SYNTH_TABLES, type SynthFormat, type SynthResult } from '../../datasets/synth.js';
 import { isSynthSize, SYNTH_SIZE_NAMES } from '../../datasets/sizes.js';
@@ -41,10 +41,16 @@ export async function synthCommand(opts: SynthCommandOptions): Promise<CommandOu
 function summary(r: SynthResult): string {
   const fmt = (x: number): string => x.toLocaleString('en-US');
   const width = Math.max(...SYNTH_TABLES.map((t) => fmt(r.rows[t]).length));
-  const lines = SYNTH_TABLES.map((t) => `  ${t.padEnd(13)}${fmt(r.rows[t]).padStart(width)} rows  ${relative(process.cwd(), r.files[t]) || r.files[t]}`);
+  const lines = SYNTH_TABLES.map((t) => `  ${t.padEnd(13)}${fmt(r.rows[t]).padStart(width)} rows  ${shortPath(r.files[t])}`);
   return [
     `wrote ${r.size} synthetic H&M-shaped data (seed ${r.seed}) in ${r.seconds} s`,
     ...lines,
     `  ${r.first_day} .. ${r.last_day}; fraud ${(100 * r.fraud_rate).toFixed(2)}% of transactions (${r.fraud_rings} rings, ${r.account_takeovers} account takeovers)`,
   ].join('\n');
+}
+
+/** The path relative to the working directory when it is inside it, else as is. */
+function shortPath(p: string): string {
+  const rel = relative(process.cwd(), p);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : p;
 }

@@ -204,6 +204,41 @@ export function buildProgram(): Command {
     );
 
   program
+    .command('serve')
+    .description('serve a Triton model repository over KServe V2 HTTP: dynamic batching, Prometheus /metrics, hot reload of new versions; graceful stop on SIGTERM/SIGINT')
+    .requiredOption('--model-repository <dir>', 'Triton model repository (what `gnnctl export` writes)')
+    .option('--port <n>', 'HTTP port (0 picks a free one)', '8000')
+    .option('--host <host>', 'address to listen on', '127.0.0.1')
+    .option('--poll-interval <t>', 'seconds between repository scans for new versions (e.g. 2, 500ms); 0 turns hot reload off', '2')
+    .option('--max-body-size <size>', 'largest request body, in bytes or e.g. 8MiB', '4MiB')
+    .addOption(new Option('--ort-thread <where>', 'where onnxruntime runs: a worker thread (model loads never stall requests) or the main thread (least CPU)').choices(['worker', 'main']).default('worker'))
+    .option('--ort-threads <n>', 'onnxruntime intra-op threads per session', '1')
+    .option('--shutdown-timeout <t>', 'seconds shutdown waits for in-flight requests before closing connections', '30')
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/serve.js')).serveCommand as never));
+
+  const bench = program.command('bench').description('benchmarks of gnnctl\'s stages');
+  bench
+    .command('serve')
+    .description('open-loop constant-rate load against a KServe V2 server (gnnctl serve or Triton): offered and achieved QPS, latency percentiles from the scheduled send time, errors by kind')
+    .requiredOption('--url <url>', 'server base URL, e.g. http://127.0.0.1:8000')
+    .requiredOption('--model <name>', 'model name')
+    .option('--model-version <v>', 'model version (default: the server\'s latest)')
+    .requiredOption('--rate <qps>', 'requests per second offered')
+    .requiredOption('--duration <s>', 'seconds of measured load')
+    .option('--warmup <s>', 'seconds of load before the measured window', '0')
+    .option('--concurrency <n>', 'most connections open at once', '64')
+    .option('--pool <n>', 'distinct pre-built requests', '512')
+    .option('--max-sequence <n>', 'longest RTI sequence', '32')
+    .option('--keys <file>', 'known keys: an embeddings.parquet or a text file with one key per line')
+    .option('--known-key-rate <r>', 'share of requests with a known key (with --keys)', '0.9')
+    .option('--seed <n>', 'random seed', '1')
+    .addOption(new Option('--client <kind>', 'the generator\'s HTTP client: raw (lean keep-alive HTTP/1.1) or node (http.Agent)').choices(['raw', 'node']).default('raw'))
+    .addOption(opt.json())
+    .action(action(async () => (await import('./commands/bench.js')).benchServeCommand as never));
+
+  program
     .command('doctor')
     .description('show the tensor backend in use and why others were skipped, a matmul speed probe, and whether DuckDB and onnxruntime-node work')
     .addOption(opt.backend())

@@ -80,7 +80,11 @@ export function formatBench(r: BenchServeResult): string {
       .map(([k, v]) => `${k} ${v.toFixed(3)}`)
       .join(', ');
     lines.push(`  server     ${r.server.batches} batches, mean ${r.server.meanBatchRows.toFixed(1)} rows; ms per request: ${phases}`);
-    if (r.server.eventLoopUtilization !== undefined) lines.push(`             main thread busy ${(r.server.eventLoopUtilization * 100).toFixed(0)}%`);
+    const extra: string[] = [];
+    if (r.server.requestMs) extra.push(`time in server p50 ≤ ${ms(r.server.requestMs.p50)} ms, p99 ≤ ${ms(r.server.requestMs.p99)} ms`);
+    if (r.server.eventLoopUtilization !== undefined) extra.push(`main thread busy ${(r.server.eventLoopUtilization * 100).toFixed(0)}%`);
+    if (r.server.eventLoopDelayMs) extra.push(`event-loop delay p99 ${ms(r.server.eventLoopDelayMs.p99)} ms, max ${ms(r.server.eventLoopDelayMs.max)} ms`);
+    if (extra.length > 0) lines.push(`             ${extra.join('; ')}`);
   }
   return lines.join('\n');
 }

@@ -21,7 +21,7 @@ export interface ServeCommandOptions {
   pollInterval?: unknown;
   /** `--max-body-size N`: bytes, or with a unit ("4MB", "512KiB"). Default 4 MiB. */
   maxBodySize?: unknown;
-  /** `--ort-thread main|worker` (default main). */
+  /** `--ort-thread worker|main` (default worker). */
   ortThread?: unknown;
   /** `--ort-threads N`: onnxruntime intra-op threads per session (default 1). */
   ortThreads?: unknown;
@@ -53,7 +53,7 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
   const pollIntervalMs = seconds(opts.pollInterval, '--poll-interval', 2) * 1000;
   const shutdownTimeoutMs = seconds(opts.shutdownTimeout, '--shutdown-timeout', 30) * 1000;
   const maxBodyBytes = bytes(opts.maxBodySize);
-  const ortThread = (opts.ortThread ?? 'main') as OrtThread;
+  const ortThread = (opts.ortThread ?? 'worker') as OrtThread;
   if (ortThread !== 'main' && ortThread !== 'worker') throw new UsageError('--ort-thread must be "main" or "worker"', { value: opts.ortThread });
   const intraOpThreads = integer(opts.ortThreads, '--ort-threads', 1, 1, 64);
 
@@ -64,7 +64,6 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
   const server = await startServer({ modelRepository: opts.modelRepository, port, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, log });
   const models = server.manager.index();
   info(`gnnctl serve: listening on ${server.url} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'})`);
-  opts.onListening?.(server);
 
   const handlers: [NodeJS.Signals, () => void][] = [];
   const stoppedBy = await new Promise<string>((resolve) => {
@@ -75,6 +74,8 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
     }
     if (opts.signal?.aborted) resolve('abort');
     opts.signal?.addEventListener('abort', () => resolve('abort'), { once: true });
+    // Only now: whoever is told the server listens may signal it at once.
+    opts.onListening?.(server);
   });
   for (const [sig, h] of handlers) process.off(sig, h);
   info(`gnnctl serve: ${stoppedBy} received; finishing in-flight requests (send SIGINT again to exit at once)`);

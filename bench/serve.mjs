@@ -1,0 +1,201 @@
+/**
+ * Serving benchmark: builds a representative distilled-model repository (100k string keys → 64-dim
+ * embeddings via LabelEncoder + Gather, masked mean and attention pooling over RTI sequences up to 32, a
+ * 3-layer MLP), starts `gnnctl serve` on it in one child process, runs `gnnctl bench serve`'s open-loop
+ * load generator in another, and prints one JSON object: the client's view (offered and achieved QPS,
+ * latency percentiles from the scheduled send time, errors by kind) and the server's (mean time per
+ * request in each phase, batch sizes, main-thread utilisation, from its /metrics).
+ *
+ *   npm run build && node bench/serve.mjs [--rate 2000] [--duration 30] [--warmup 3]
+ *       [--ort-thread worker|main] [--delay-us 500] [--max-batch 64] [--connections 64]
+ *       [--rows 100000] [--dim 64] [--hidden 128] [--known-key-rate 0.9] [--server-profile DIR]
+ *       [--reload-at S]
+ *
+ * --reload-at S writes version 2 of the model into the repository S seconds into the measured window
+ * (built before the load starts), so the run includes a hot reload. *
+ * GNNCTL_DIST=<folder> runs another build of gnnctl than ../dist. A benchmark, not a test: it asserts
+ * nothing and is never run by `npm test`.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { pathToFileURL, fileURLToPath } from 'node:url';
+
+const { values: args } = parseArgs({
+  options: {
+    role: { type: 'string', default: 'main' },
+    repo: { type: 'string' },
+    url: { type: 'string' },
+    'server-pid': { type: 'string' },
+    keys: { type: 'string' },
+    rate: { type: 'string', default: '2000' },
+    duration: { type: 'string', default: '30' },
+    warmup: { type: 'string', default: '3' },
+    'ort-thread': { type: 'string', default: 'worker' },
+    'ort-threads': { type: 'string', default: '1' },
+    'delay-us': { type: 'string', default: '500' },
+    'max-batch': { type: 'string', default: '64' },
+    connections: { type: 'string', default: '64' },
+    rows: { type: 'string', default: '100000' },
+    dim: { type: 'string', default: '64' },
+    hidden: { type: 'string', default: '128' },
+    'known-key-rate': { type: 'string', default: '0.9' },
+    'server-profile': { type: 'string' },
+    'reload-at': { type: 'string' },
+  },
+});
+
+const dist = process.env.GNNCTL_DIST ? pathToFileURL(`${process.env.GNNCTL_DIST.replace(/\/$/, '')}/`) : new URL('../dist/', import.meta.url);
+const self = fileURLToPath(import.meta.url);
+
+if (args.role === 'server') await serverRole();
+else if (args.role === 'client') await clientRole();
+else await main();
+
+/** Child 1: gnnctl serve on an ephemeral port; prints {"url"} once listening, the stop result at exit. */
+async function serverRole() {
+  const { startServer } = await import(new URL('serve/server.js', dist));
+  const server = await startServer({
+    modelRepository: args.repo,
+    port: 0,
+    pollIntervalMs: 2000,
+    ortThread: args['ort-thread'],
+    intraOpThreads: Number(args['ort-threads']),
+    log: (line) => process.stderr.write(`[server] ${line}\n`),
+  });
+  process.stdout.write(`${JSON.stringify({ url: server.url })}\n`);
+  // CPU time of the load window only (SIGUSR2 marks its start): loading the model is not serving.
+  let cpu0 = process.cpuUsage();
+  process.on('SIGUSR2', () => (cpu0 = process.cpuUsage()));
+  await new Promise((resolve) => process.once('SIGTERM', resolve));
+  const cpu = process.cpuUsage(cpu0);
+  const result = await server.stop();
+  process.stdout.write(`${JSON.stringify({ stopped: result, cpu_ms: (cpu.user + cpu.system) / 1000 })}\n`);
+}
+
+/** Child 2: the open-loop load generator (what `gnnctl bench serve --json` runs). */
+async function clientRole() {
+  const { benchServe } = await import(new URL('serve/loadgen/bench_serve.js', dist));
+  let cpu0;
+  const result = await benchServe({
+    url: args.url,
+    model: 'online-model',
+    rate: Number(args.rate),
+    durationS: Number(args.duration),
+    warmupS: Number(args.warmup),
+    connections: Number(args.connections),
+    keysFile: args.keys,
+    knownKeyRate: Number(args['known-key-rate']),
+    onStart: () => {
+      cpu0 = process.cpuUsage();
+      process.kill(Number(args['server-pid']), 'SIGUSR2');
+      process.stdout.write('{"started":true}\n');
+    },
+  });
+  const cpu = process.cpuUsage(cpu0);
+  process.stdout.write(`${JSON.stringify({ ...result, clientCpuMs: (cpu.user + cpu.system) / 1000 })}\n`);
+}
+
+async function main() {
+  const { writeSyntheticRepository, syntheticKey, buildSyntheticModel, writeVersionFolder } = await import(new URL('serve/synthetic_model.js', dist));
+  const dir = mkdtempSync(join(tmpdir(), 'gnnctl-bench-serve-'));
+  try {
+    const rows = Number(args.rows);
+    const t0 = performance.now();
+    const repo = join(dir, 'repo');
+    const modelOptions = { rows, dim: Number(args.dim), hidden: Number(args.hidden) };
+    writeSyntheticRepository(repo, { ...modelOptions, maxBatchSize: Number(args['max-batch']), maxQueueDelayUs: Number(args['delay-us']) });
+    const buildMs = performance.now() - t0;
+    const reloadAt = args['reload-at'] === undefined ? undefined : Number(args['reload-at']);
+    const version2 = reloadAt === undefined ? undefined : buildSyntheticModel({ ...modelOptions, seed: 2 });
+    const keys = join(dir, 'keys.txt');
+    writeFileSync(keys, `${Array.from({ length: rows }, (_, i) => syntheticKey(i)).join('\n')}\n`);
+
+    const profile = args['server-profile'] ? ['--cpu-prof', `--cpu-prof-dir=${args['server-profile']}`] : [];
+    const server = spawn(process.execPath, [...profile, self, '--role', 'server', '--repo', repo, '--ort-thread', args['ort-thread'], '--ort-threads', args['ort-threads']], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const serverOut = lines(server.stdout);
+    const { url } = JSON.parse(await serverOut.next());
+    const client = spawn(
+      process.execPath,
+      [self, '--role', 'client', '--url', url, '--server-pid', String(server.pid), '--keys', keys, '--rate', args.rate, '--duration', args.duration, '--warmup', args.warmup, '--connections', args.connections, '--known-key-rate', args['known-key-rate']],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const clientOut = lines(client.stdout);
+    await clientOut.next(); // {"started":true}: the load begins
+    let reloadTimer;
+    if (version2) reloadTimer = setTimeout(() => writeVersionFolder(join(repo, 'online-model'), 2, version2), (Number(args.warmup) + reloadAt) * 1000);
+    const load = JSON.parse(await clientOut.next());
+    clearTimeout(reloadTimer);
+    server.kill('SIGTERM');
+    const stopped = JSON.parse(await serverOut.next());
+    const serverExit = await new Promise((resolve) => server.on('exit', (code) => resolve(code)));
+    const r = load;
+    const report = {
+      machine: { cpus: cpus().length, cpu: cpus()[0]?.model, loadavg_before_exit: loadavg().map((x) => Math.round(x * 100) / 100), node: process.version },
+      model: { rows, dim: Number(args.dim), hidden: Number(args.hidden), build_ms: Math.round(buildMs), max_batch_size: Number(args['max-batch']), max_queue_delay_us: Number(args['delay-us']) },
+      hot_reload_at_s: reloadAt,
+      server_options: { ort_thread: args['ort-thread'], ort_intra_op_threads: Number(args['ort-threads']) },
+      offered_qps: r.offeredQps,
+      achieved_qps: Math.round(r.achievedQps * 10) / 10,
+      duration_s: Math.round(r.durationS * 10) / 10,
+      requests: r.sent,
+      ok: r.ok,
+      errors: r.errors,
+      error_kinds: r.errorKinds,
+      latency_ms: round(r.latencyMs),
+      generator_send_lag_ms: round(r.sendLagMs),
+      pool: r.pool,
+      server: r.server && {
+        requests: r.server.requests,
+        batches: r.server.batches,
+        mean_batch_rows: Math.round(r.server.meanBatchRows * 100) / 100,
+        ms_per_request: round(r.server.phaseMsPerRequest, 4),
+        main_thread_busy: r.server.eventLoopUtilization === undefined ? undefined : Math.round(r.server.eventLoopUtilization * 1000) / 1000,
+        event_loop_delay_ms: r.server.eventLoopDelayMs && round(r.server.eventLoopDelayMs),
+        in_server_ms_bucket_upper_bound: r.server.requestMs,
+      },
+      cpu_ms_per_request: {
+        server: Math.round((stopped.cpu_ms / (r.sent + Math.round(Number(args.warmup) * r.offeredQps))) * 1000) / 1000,
+        client: Math.round((r.clientCpuMs / (r.sent + Math.round(Number(args.warmup) * r.offeredQps))) * 1000) / 1000,
+      },
+      server_stop: stopped.stopped,
+      server_exit_code: serverExit,
+    };
+    process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function round(obj, digits = 3) {
+  const f = 10 ** digits;
+  return Object.fromEntries(Object.entries(obj).map(([k, v]) => [k, typeof v === 'number' ? Math.round(v * f) / f : v]));
+}
+
+/** Reads a stream line by line: `next()` resolves with the next complete line. */
+function lines(stream) {
+  let buf = '';
+  const queue = [];
+  const waiters = [];
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk) => {
+    buf += chunk;
+    let i;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (waiters.length > 0) waiters.shift().resolve(line);
+      else queue.push(line);
+    }
+  });
+  stream.on('end', () => {
+    for (const w of waiters.splice(0)) w.reject(new Error('the child process ended without output'));
+  });
+  return {
+    next: () => (queue.length > 0 ? Promise.resolve(queue.shift()) : new Promise((resolve, reject) => waiters.push({ resolve, reject }))),
+  };
+}

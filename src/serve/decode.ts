@@ -1,0 +1,272 @@
+/**
+ * A KServe V2 inference request (parsed JSON) checked against a model's spec and turned into typed
+ * tensors. Every problem is an HTTP 400 whose message names the input and what was expected, in the
+ * spirit of Triton's messages.
+ *
+ * `data` may be flat or nested (row-major, each level as long as its dimension). 64-bit integers may
+ * also come as decimal strings: `json_body.ts` turns long integer literals into strings so that they stay
+ * exact, and JSON clients that cannot write exact int64 numbers (JavaScript) can send strings too.
+ */
+import { allocValues, INT64_RANGE, intRange, UINT64_RANGE, type HostTensor, type TensorValues, type V2Datatype } from './datatypes.js';
+import { badRequest, HttpError } from './http_error.js';
+import type { ModelSpec, TensorSpec } from './model_spec.js';
+
+export interface InferRequest {
+  /** The request's `id`, echoed in the response. */
+  id?: string;
+  /** Decoded inputs by name, in the model's input order (absent optional inputs are left out). */
+  inputs: Map<string, HostTensor>;
+  /** Rows in this request (the batch dimension); 1 for models that do not batch. */
+  batch: number;
+  /** Outputs the client asked for, in its order; undefined means all of them. */
+  outputs?: string[];
+  /**
+   * Requests with equal keys may share a batch: the set of inputs present, and, when the model cannot
+   * pad variable dimensions, their sizes.
+   */
+  batchKey: string;
+}
+
+/** Axes (input name, axis in the full shape) that must have equal sizes within one request. */
+export type DimGroup = { input: string; axis: number }[];
+
+export interface DecodeOptions {
+  /** Groups of axes sharing one symbolic dimension in the ONNX model (e.g. every RTI input's `seq`). */
+  sharedDims?: readonly DimGroup[];
+}
+
+/** Checks and decodes `body` (the parsed request) for the model described by `spec`. Throws HttpError 400. */
+export function decodeInferRequest(body: unknown, spec: ModelSpec, options: DecodeOptions = {}): InferRequest {
+  if (!isObject(body)) throw badRequest(`the request body must be a JSON object (got ${jsonKind(body)})`);
+  const { id, inputs, outputs, parameters } = body as Record<string, unknown>;
+  if (id !== undefined && typeof id !== 'string') throw badRequest(`"id" must be a string (got ${jsonKind(id)})`);
+  if (isObject(parameters) && parameters.binary_data_output === true) {
+    throw badRequest('binary tensor data (binary_data_output) is not supported by gnnctl serve; leave it out to get JSON outputs');
+  }
+  if (!Array.isArray(inputs)) throw badRequest(`"inputs" must be an array of input tensors (got ${jsonKind(inputs)})`);
+
+  const batching = spec.maxBatchSize > 0;
+  const decoded = new Map<string, HostTensor>();
+  let batch = -1;
+  let batchFrom = '';
+  for (let i = 0; i < inputs.length; i++) {
+    const t = inputs[i] as unknown;
+    if (!isObject(t)) throw badRequest(`inputs[${i}] must be an object with name, datatype, shape and data (got ${jsonKind(t)})`);
+    const name = t.name;
+    if (typeof name !== 'string') throw badRequest(`inputs[${i}].name must be a string (got ${jsonKind(name)})`);
+    const ts = spec.inputByName.get(name);
+    if (!ts) throw badRequest(`unexpected inference input "${name}" for model "${spec.name}"; the model's inputs are ${quoteList(spec.inputs.map((s) => s.name))}`);
+    if (decoded.has(name)) throw badRequest(`inference input "${name}" is given more than once`);
+    if (isObject(t.parameters) && t.parameters.binary_data_size !== undefined) {
+      throw badRequest(`inference input "${name}": binary tensor data is not supported by gnnctl serve; send "data" as JSON`);
+    }
+    if (t.datatype !== ts.datatype) {
+      throw badRequest(`inference input "${name}" has datatype ${formatJson(t.datatype)}, but model "${spec.name}" expects ${ts.datatype}`);
+    }
+    const shape = checkShape(t.shape, ts, spec);
+    if (batching) {
+      if (batch < 0) {
+        batch = shape[0]!;
+        batchFrom = name;
+      } else if (shape[0] !== batch) {
+        throw badRequest(`inputs "${batchFrom}" and "${name}" have different batch sizes (${batch} and ${shape[0]})`);
+      }
+    }
+    decoded.set(name, { datatype: ts.datatype, shape, data: decodeData(t.data, shape, ts) });
+  }
+
+  const missing = spec.inputs.filter((s) => !s.optional && !decoded.has(s.name));
+  if (missing.length > 0) {
+    throw badRequest(`model "${spec.name}" expects input${missing.length > 1 ? 's' : ''} ${quoteList(missing.map((s) => s.name))}, missing from the request (got ${quoteList([...decoded.keys()])})`);
+  }
+  // Model order, so that merged batches and keys do not depend on the order the client listed inputs in.
+  const ordered = new Map<string, HostTensor>();
+  for (const s of spec.inputs) {
+    const t = decoded.get(s.name);
+    if (t) ordered.set(s.name, t);
+  }
+
+  for (const group of options.sharedDims ?? []) {
+    let first: { input: string; size: number } | undefined;
+    for (const { input, axis } of group) {
+      const t = ordered.get(input);
+      if (!t) continue;
+      const size = t.shape[axis]!;
+      if (!first) first = { input, size };
+      else if (size !== first.size) {
+        throw badRequest(`inputs "${first.input}" and "${input}" share a dimension in the model but have sizes ${first.size} and ${size} (shapes ${formatJson(ordered.get(first.input)!.shape)} and ${formatJson(t.shape)})`);
+      }
+    }
+  }
+
+  return { id, inputs: ordered, batch: batching ? batch : 1, outputs: requestedOutputs(outputs, spec), batchKey: batchKey(spec, ordered) };
+}
+
+function checkShape(shape: unknown, ts: TensorSpec, spec: ModelSpec): number[] {
+  const expected = `expected ${formatJson(ts.shape)}`;
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && (d as number) >= 0)) {
+    throw badRequest(`inference input "${ts.name}": "shape" must be an array of non-negative integers (got ${formatJson(shape)}; ${expected})`);
+  }
+  const s = shape as number[];
+  const batching = spec.maxBatchSize > 0;
+  const dims = ts.dims;
+  if (s.length !== dims.length + (batching ? 1 : 0)) {
+    throw badRequest(`inference input "${ts.name}" has shape ${formatJson(s)} but model "${spec.name}" expects ${dims.length + (batching ? 1 : 0)} dimensions: ${formatJson(ts.shape)}`);
+  }
+  if (batching) {
+    if (s[0]! < 1) throw badRequest(`inference input "${ts.name}": the batch size (first dimension) must be at least 1 (got shape ${formatJson(s)})`);
+    if (s[0]! > spec.maxBatchSize) {
+      throw badRequest(`inference request batch size ${s[0]} for model "${spec.name}" is larger than its max_batch_size ${spec.maxBatchSize} (input "${ts.name}")`);
+    }
+  }
+  const off = batching ? 1 : 0;
+  for (let i = 0; i < dims.length; i++) {
+    if (dims[i] !== -1 && s[i + off] !== dims[i]) {
+      throw badRequest(`inference input "${ts.name}" has shape ${formatJson(s)}, but model "${spec.name}" expects ${formatJson(ts.shape)} (-1 = any size)`);
+    }
+  }
+  return s.slice();
+}
+
+function decodeData(data: unknown, shape: number[], ts: TensorSpec): TensorValues {
+  if (!Array.isArray(data)) throw badRequest(`inference input "${ts.name}": "data" must be an array (got ${jsonKind(data)})`);
+  let n = 1;
+  for (const d of shape) n *= d;
+  let flat: unknown[] = data;
+  if (data.length > 0 && Array.isArray(data[0])) {
+    flat = new Array<unknown>(n);
+    let k = 0;
+    const walk = (a: unknown, depth: number, path: string): void => {
+      if (depth === shape.length) {
+        if (Array.isArray(a)) throw badRequest(`inference input "${ts.name}": data${path} is nested deeper than the shape ${formatJson(shape)}`);
+        flat[k++] = a;
+        return;
+      }
+      if (!Array.isArray(a)) throw badRequest(`inference input "${ts.name}": data${path} must be an array of ${shape[depth]} for shape ${formatJson(shape)} (got ${jsonKind(a)})`);
+      if (a.length !== shape[depth]) {
+        throw badRequest(`inference input "${ts.name}": data${path} has ${a.length} elements, but shape ${formatJson(shape)} needs ${shape[depth]} at that level`);
+      }
+      for (let i = 0; i < a.length; i++) walk(a[i], depth + 1, `${path}[${i}]`);
+    };
+    walk(data, 0, '');
+  } else if (data.length !== n) {
+    throw badRequest(`inference input "${ts.name}" has ${data.length} data elements, but its shape ${formatJson(shape)} holds ${n}`);
+  }
+  return convert(flat, ts.datatype, ts.name);
+}
+
+/** Typed elements from JSON values; one tight loop per type. */
+function convert(a: unknown[], d: V2Datatype, name: string): TensorValues {
+  const n = a.length;
+  const bad = (i: number, what: string): HttpError =>
+    badRequest(`inference input "${name}": element ${i} is ${formatJson(a[i])}, not ${what} (datatype ${d})`);
+  switch (d) {
+    case 'FP32':
+    case 'FP64': {
+      const out = d === 'FP32' ? new Float32Array(n) : new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        const v = a[i];
+        if (typeof v !== 'number') throw bad(i, 'a number');
+        out[i] = v;
+      }
+      return out;
+    }
+    case 'INT64':
+    case 'UINT64': {
+      const out = d === 'INT64' ? new BigInt64Array(n) : new BigUint64Array(n);
+      const [lo, hi] = d === 'INT64' ? INT64_RANGE : UINT64_RANGE;
+      for (let i = 0; i < n; i++) {
+        const v = a[i];
+        let b: bigint;
+        if (typeof v === 'number') {
+          if (!Number.isSafeInteger(v)) throw bad(i, Number.isInteger(v) ? 'an exact integer (write large integers with all their digits, or as a string)' : 'an integer');
+          b = BigInt(v);
+        } else if (typeof v === 'string' && /^-?\d{1,20}$/.test(v)) {
+          b = BigInt(v);
+        } else {
+          throw bad(i, 'an integer');
+        }
+        if (b < lo || b > hi) throw bad(i, `in range [${lo}, ${hi}]`);
+        out[i] = b;
+      }
+      return out;
+    }
+    case 'BYTES': {
+      const out = new Array<string>(n);
+      for (let i = 0; i < n; i++) {
+        const v = a[i];
+        if (typeof v !== 'string') throw bad(i, 'a string');
+        out[i] = v;
+      }
+      return out;
+    }
+    case 'BOOL': {
+      const out = new Uint8Array(n);
+      for (let i = 0; i < n; i++) {
+        const v = a[i];
+        if (typeof v !== 'boolean') throw bad(i, 'true or false');
+        out[i] = v ? 1 : 0;
+      }
+      return out;
+    }
+    default: {
+      const [lo, hi] = intRange(d)!;
+      const out = allocValues(d, n) as Exclude<TensorValues, string[] | BigInt64Array | BigUint64Array>;
+      for (let i = 0; i < n; i++) {
+        const v = a[i];
+        if (typeof v !== 'number' || !Number.isInteger(v)) throw bad(i, 'an integer');
+        if (v < lo || v > hi) throw bad(i, `in range [${lo}, ${hi}]`);
+        out[i] = v;
+      }
+      return out;
+    }
+  }
+}
+
+function requestedOutputs(outputs: unknown, spec: ModelSpec): string[] | undefined {
+  if (outputs === undefined) return undefined;
+  if (!Array.isArray(outputs)) throw badRequest(`"outputs" must be an array of {"name": …} objects (got ${jsonKind(outputs)})`);
+  const names: string[] = [];
+  outputs.forEach((o: unknown, i) => {
+    if (!isObject(o) || typeof o.name !== 'string') throw badRequest(`outputs[${i}] must be an object with a string "name" (got ${formatJson(o)})`);
+    if (!spec.outputByName.has(o.name)) {
+      throw badRequest(`unexpected inference output "${o.name}" for model "${spec.name}"; the model's outputs are ${quoteList(spec.outputs.map((s) => s.name))}`);
+    }
+    if (isObject(o.parameters) && (o.parameters.binary_data === true || o.parameters.classification !== undefined)) {
+      throw badRequest(`inference output "${o.name}": binary_data and classification outputs are not supported by gnnctl serve`);
+    }
+    if (names.includes(o.name)) throw badRequest(`inference output "${o.name}" is requested more than once`);
+    names.push(o.name);
+  });
+  return names;
+}
+
+function batchKey(spec: ModelSpec, inputs: Map<string, HostTensor>): string {
+  let key = inputs.size === spec.inputs.length ? '' : [...inputs.keys()].join('\u0000');
+  if (!spec.padVariableDims) {
+    for (const s of spec.inputs) {
+      if (s.variable && inputs.has(s.name)) key += `|${inputs.get(s.name)!.shape.slice(1).join(',')}`;
+    }
+  }
+  return key;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function jsonKind(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v === 'object' ? 'an object' : `${typeof v} ${formatJson(v)}`;
+}
+
+function formatJson(v: unknown): string {
+  const s = v === undefined ? 'undefined' : JSON.stringify(v);
+  return s.length > 120 ? `${s.slice(0, 117)}...` : s;
+}
+
+function quoteList(names: readonly string[]): string {
+  return names.length === 0 ? '(none)' : names.map((n) => `"${n}"`).join(', ');
+}

@@ -1,0 +1,336 @@
+/**
+ * The KServe V2 HTTP/REST protocol as Triton serves it, on Node's `http` module:
+ *
+ * | route                                                   | method | answer                                    |
+ * |---------------------------------------------------------|--------|-------------------------------------------|
+ * | `/v2/health/live`, `/v2/health/ready`                   | GET    | 200, or 400 when not ready (empty body)   |
+ * | `/v2`                                                   | GET    | server metadata                           |
+ * | `/v2/models/{m}[/versions/{v}]`                         | GET    | model metadata                            |
+ * | `/v2/models/{m}[/versions/{v}]/ready`                   | GET    | 200, or 400 with the reason               |
+ * | `/v2/models/{m}[/versions/{v}]/config`                  | GET    | the model configuration as JSON           |
+ * | `/v2/models/{m}[/versions/{v}]/infer`                   | POST   | inference                                 |
+ * | `/v2/repository/index`                                  | POST   | models and versions with their state      |
+ * | `/metrics`                                              | GET    | Prometheus text format 0.0.4              |
+ *
+ * Errors are `{"error": "..."}` with 400 (bad request), 404 (unknown model, version or route), 405 (wrong
+ * method, with `Allow`), 413 (body over the limit), 415 (unknown content encoding), 503 (not ready or
+ * shutting down). Request bodies may be gzip or deflate compressed, as Triton accepts.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gunzipSync, inflateSync } from 'node:zlib';
+import { VERSION } from '../version.js';
+import { decodeInferRequest } from './decode.js';
+import { encodeInferResponse } from './encode.js';
+import { HttpError } from './http_error.js';
+import { parseJsonBody } from './json_body.js';
+import type { ModelManager } from './model_manager.js';
+import type { ModelVersion } from './model_version.js';
+import type { ServerMetrics } from './server_metrics.js';
+
+export interface HttpServerOptions {
+  manager: ModelManager;
+  metrics: ServerMetrics;
+  /** Largest accepted request body in bytes (after decompression too). */
+  maxBodyBytes: number;
+  /** Whether the server is ready (models loaded, not shutting down). */
+  isReady: () => boolean;
+  log?: (line: string) => void;
+}
+
+type Route =
+  | { kind: 'live' | 'ready' | 'server' | 'metrics' | 'index' }
+  | { kind: 'model' | 'model_ready' | 'model_config' | 'infer'; model: string; version?: string };
+
+const JSON_TYPE = 'application/json';
+
+export class InferenceHttpServer {
+  readonly server: Server;
+  private readonly opts: HttpServerOptions;
+  private active = 0;
+  private idleWaiters: (() => void)[] = [];
+  private closing = false;
+
+  constructor(options: HttpServerOptions) {
+    this.opts = options;
+    this.server = createServer({ keepAliveTimeout: 30_000, requestTimeout: 60_000 }, (req, res) => this.handle(req, res));
+  }
+
+  /** Requests being handled right now. */
+  get activeRequests(): number {
+    return this.active;
+  }
+
+  listen(port: number, host: string): Promise<AddressInfo> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => {
+        this.server.off('error', reject);
+        resolve(this.server.address() as AddressInfo);
+      });
+    });
+  }
+
+  /**
+   * Graceful close: stop accepting connections, answer what is in flight (with `Connection: close`),
+   * close idle keep-alive connections, and after `timeoutMs` cut whatever is left.
+   */
+  async close(timeoutMs: number): Promise<{ forced: boolean }> {
+    this.closing = true;
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    const drained = this.active === 0 ? Promise.resolve() : new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+    const r = await Promise.race([drained.then(() => 'drained' as const), timedOut]);
+    // Answered connections are idle now (or close after their response); close them so 'close' fires.
+    this.server.closeIdleConnections();
+    if (r === 'timeout') this.server.closeAllConnections();
+    const r2 = await Promise.race([closed.then(() => 'closed' as const), timedOut]);
+    if (r2 === 'timeout') this.server.closeAllConnections();
+    clearTimeout(timer);
+    return { forced: r === 'timeout' || r2 === 'timeout' };
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const t0 = performance.now();
+    this.active++;
+    res.once('close', () => {
+      this.active--;
+      if (this.active === 0) for (const w of this.idleWaiters.splice(0)) w();
+    });
+    let route: Route | undefined;
+    try {
+      route = parseRoute(req.url ?? '/');
+      if (!route) throw new HttpError(404, `unknown route ${req.method} ${req.url}; gnnctl serve speaks KServe V2 under /v2 (and /metrics)`);
+      const method = route.kind === 'infer' || route.kind === 'index' ? 'POST' : 'GET';
+      if (req.method !== method) throw new HttpError(405, `${req.method} is not allowed on ${pathOf(req.url)}; use ${method}`, { Allow: method });
+      if (route.kind === 'infer') {
+        void this.infer(req, res, route.model, route.version, t0);
+        return;
+      }
+      req.resume();
+      this.handleGet(route, req, res);
+    } catch (e) {
+      req.resume();
+      this.sendError(req, res, e, route?.kind ?? 'unknown');
+    }
+  }
+
+  private handleGet(route: Exclude<Route, { kind: 'infer' }>, req: IncomingMessage, res: ServerResponse): void {
+    const { manager, metrics } = this.opts;
+    switch (route.kind) {
+      case 'live':
+        return this.send(req, res, 200, '', undefined, route.kind);
+      case 'ready':
+        return this.send(req, res, this.opts.isReady() && !this.closing ? 200 : 400, '', undefined, route.kind);
+      case 'server':
+        return this.sendJson(req, res, 200, { name: 'gnnctl', version: VERSION, extensions: ['model_configuration'] }, route.kind);
+      case 'metrics':
+        return this.send(req, res, 200, metrics.registry.render(), 'text/plain; version=0.0.4; charset=utf-8', route.kind);
+      case 'index':
+        return this.sendJson(req, res, 200, manager.index(), route.kind);
+      case 'model': {
+        const { spec, versions, version } = manager.lookup(route.model, route.version);
+        const listed = route.version ? [version!] : versions;
+        return this.sendJson(
+          req,
+          res,
+          200,
+          {
+            name: spec.name,
+            versions: listed.map((v) => String(v.version)),
+            platform: spec.platform,
+            inputs: spec.inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
+            outputs: spec.outputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape })),
+          },
+          route.kind,
+        );
+      }
+      case 'model_ready': {
+        let reason: string | undefined;
+        try {
+          const { version } = manager.lookup(route.model, route.version);
+          if (!version || version.state !== 'ready') reason = `model "${route.model}" has no version ready`;
+        } catch (e) {
+          reason = (e as Error).message;
+        }
+        if (reason !== undefined) return this.sendJson(req, res, 400, { error: reason }, route.kind);
+        return this.send(req, res, 200, '', undefined, route.kind);
+      }
+      case 'model_config': {
+        const { spec } = manager.lookup(route.model, route.version);
+        return this.sendJson(req, res, 200, { ...spec.config, name: spec.name, platform: spec.platform, max_batch_size: spec.maxBatchSize }, route.kind);
+      }
+    }
+  }
+
+  private async infer(req: IncomingMessage, res: ServerResponse, model: string, version: string | undefined, t0: number): Promise<void> {
+    const { manager, metrics } = this.opts;
+    metrics.inflight.inc();
+    let mv: ModelVersion | undefined;
+    let labels = { model, version: version ?? '' };
+    try {
+      manager.check(model, version); // unknown model or version: 404 before reading the body
+      const body = await this.readBody(req);
+      const t1 = performance.now();
+      metrics.phase('read', (t1 - t0) / 1000);
+      const parsed = parseJsonBody(body);
+      const t2 = performance.now();
+      metrics.phase('parse', (t2 - t1) / 1000);
+      mv = manager.acquire(model, version);
+      labels = { model, version: String(mv.version) };
+      const request = decodeInferRequest(parsed, mv.spec, { sharedDims: mv.sharedDims });
+      metrics.phase('decode', (performance.now() - t2) / 1000);
+      const outputs = await mv.infer(request);
+      const t3 = performance.now();
+      this.send(req, res, 200, encodeInferResponse(mv.name, mv.version, request.id, outputs), JSON_TYPE, 'infer');
+      const t4 = performance.now();
+      metrics.phase('respond', (t4 - t3) / 1000);
+      metrics.inference(labels.model, labels.version, 'success');
+      mv.observeDuration((t4 - t0) / 1000);
+    } catch (e) {
+      metrics.inference(labels.model, labels.version, 'failure');
+      this.sendError(req, res, e, 'infer');
+    } finally {
+      mv?.release();
+      metrics.inflight.dec();
+    }
+  }
+
+  /** The request body as text, within the size limit, decompressed when it says so. */
+  private readBody(req: IncomingMessage): Promise<string> {
+    const max = this.opts.maxBodyBytes;
+    const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
+    if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate') {
+      return Promise.reject(new HttpError(415, `unsupported Content-Encoding "${encoding}" (use gzip, deflate or none)`));
+    }
+    const declared = Number(req.headers['content-length']);
+    if (declared > max) return Promise.reject(tooLarge(declared, max));
+    return new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let failed = false;
+      req.on('data', (chunk: Buffer) => {
+        if (failed) return;
+        size += chunk.length;
+        if (size > max) {
+          failed = true;
+          reject(tooLarge(size, max));
+          return;
+        }
+        chunks.push(chunk);
+      });
+      req.on('error', (e) => {
+        failed = true;
+        reject(new HttpError(400, `reading the request body failed: ${e.message}`));
+      });
+      // A client that hangs up mid-body: no 'end' will come.
+      req.on('close', () => {
+        if (failed || req.complete) return;
+        failed = true;
+        reject(new HttpError(400, 'the client closed the connection before sending the whole body'));
+      });
+      req.on('end', () => {
+        if (failed) return;
+        let buf = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+        try {
+          if (encoding === 'gzip') buf = gunzipSync(buf, { maxOutputLength: max });
+          else if (encoding === 'deflate') buf = inflateSync(buf, { maxOutputLength: max });
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code;
+          reject(code === 'ERR_BUFFER_TOO_LARGE' ? tooLarge(max + 1, max, 'decompressed ') : new HttpError(400, `cannot decompress the ${encoding} request body: ${(e as Error).message}`));
+          return;
+        }
+        resolve(buf.toString('utf8'));
+      });
+    });
+  }
+
+  private sendError(req: IncomingMessage, res: ServerResponse, e: unknown, route: string): void {
+    let status = 500;
+    let message: string;
+    let headers: Record<string, string> | undefined;
+    if (e instanceof HttpError) {
+      status = e.status;
+      message = e.message;
+      headers = e.headers;
+    } else {
+      message = `internal error: ${e instanceof Error ? e.message : String(e)}`;
+      this.opts.log?.(`${req.method} ${req.url}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+    }
+    if (status === 413) {
+      // The rest of the body is not read: close the connection after answering, but keep draining what
+      // arrives until then so the client sees the 413 rather than a reset.
+      headers = { ...headers, Connection: 'close' };
+      req.resume();
+    }
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    this.send(req, res, status, JSON.stringify({ error: message }), JSON_TYPE, route, headers);
+  }
+
+  private sendJson(req: IncomingMessage, res: ServerResponse, status: number, body: unknown, route: string): void {
+    this.send(req, res, status, JSON.stringify(body), JSON_TYPE, route);
+  }
+
+  private send(req: IncomingMessage, res: ServerResponse, status: number, body: string, contentType: string | undefined, route: string, extra?: Record<string, string>): void {
+    const headers: Record<string, string | number> = { 'Content-Length': Buffer.byteLength(body) };
+    if (contentType) headers['Content-Type'] = contentType;
+    if (this.closing) headers.Connection = 'close';
+    if (extra) Object.assign(headers, extra);
+    res.writeHead(status, headers);
+    res.end(body);
+    this.opts.metrics.http(req.method ?? '', route, status);
+  }
+}
+
+function tooLarge(size: number, max: number, what = ''): HttpError {
+  return new HttpError(413, `the ${what}request body is larger than the limit of ${max} bytes (got ${size > max + 1 ? size : `more than ${max}`}); raise --max-body-size`);
+}
+
+function pathOf(url: string | undefined): string {
+  const u = url ?? '/';
+  const q = u.indexOf('?');
+  return q < 0 ? u : u.slice(0, q);
+}
+
+/** The route of a request path, or undefined (404). Path segments are URL-decoded. */
+export function parseRoute(url: string): Route | undefined {
+  const path = pathOf(url);
+  if (path === '/metrics') return { kind: 'metrics' };
+  const raw = path.split('/').filter((s, i, a) => !(s === '' && (i === 0 || i === a.length - 1)));
+  let seg: string[];
+  try {
+    seg = raw.map((s) => decodeURIComponent(s));
+  } catch {
+    throw new HttpError(400, `malformed percent-encoding in the path ${path}`);
+  }
+  if (seg[0] !== 'v2') return undefined;
+  if (seg.length === 1) return { kind: 'server' };
+  if (seg[1] === 'health' && seg.length === 3 && (seg[2] === 'live' || seg[2] === 'ready')) return { kind: seg[2] };
+  if (seg[1] === 'repository' && seg.length === 3 && seg[2] === 'index') return { kind: 'index' };
+  if (seg[1] !== 'models' || seg.length < 3 || seg[2] === '') return undefined;
+  const model = seg[2]!;
+  let rest = seg.slice(3);
+  let version: string | undefined;
+  if (rest[0] === 'versions') {
+    if (rest.length < 2) return undefined;
+    version = rest[1];
+    rest = rest.slice(2);
+  }
+  if (rest.length === 0) return { kind: 'model', model, version };
+  if (rest.length > 1) return undefined;
+  switch (rest[0]) {
+    case 'ready':
+      return { kind: 'model_ready', model, version };
+    case 'config':
+      return { kind: 'model_config', model, version };
+    case 'infer':
+      return { kind: 'infer', model, version };
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,38 @@
+/**
+ * JSON request bodies with exact 64-bit integers.
+ *
+ * `JSON.parse` reads every number as a float64, so an INT64 beyond ±2^53 (every nanosecond timestamp
+ * since 1970-04-15, and many hashed ids) would silently change. Triton reads them exactly, and so must
+ * gnnctl. Before parsing, integer literals of 16 or more digits are turned into JSON strings, which the
+ * request decoder reads back with `BigInt` (see `decode.ts`).
+ *
+ * The fast pass uses one regular expression that does not know where JSON strings are. It cannot corrupt
+ * a string silently: a match inside a string gets a `"` inserted before its digits, and that quote
+ * closes the string (the character before it is `[`, `,`, `:` or white space, never a backslash), so the
+ * string is directly followed by a bare number, which is always a JSON syntax error. On any syntax error
+ * the body is parsed again as it came (for the real error message), and if it is valid JSON after all, a
+ * slower pass that skips strings does the quoting.
+ */
+import { badRequest } from './http_error.js';
+
+/** A bare integer literal of ≥ 16 digits (≥ 10^15, close to 2^53) in a value position. */
+const BIG_INT_FAST = /([[,:]\s*)(-?\d{16,})(?=\s*[,\]}])/g;
+/** The same, skipping over JSON strings (group 1 is undefined for strings, which are kept as they are). */
+const BIG_INT_EXACT = /"(?:[^"\\]|\\.)*"|(?<=[[,:]\s*)(-?\d{16,})(?=\s*[,\]}])/g;
+
+/** Parses a request body; large integer literals come back as decimal strings. Throws HTTP 400 on bad JSON. */
+export function parseJsonBody(text: string): unknown {
+  const quoted = text.replace(BIG_INT_FAST, '$1"$2"');
+  try {
+    return JSON.parse(quoted);
+  } catch {
+    let plain: unknown;
+    try {
+      plain = JSON.parse(text);
+    } catch (e) {
+      throw badRequest(`failed to parse the request body as JSON: ${(e as Error).message}`);
+    }
+    if (quoted === text) return plain;
+    return JSON.parse(text.replace(BIG_INT_EXACT, (m, digits: string | undefined) => (digits === undefined ? m : `"${digits}"`)));
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * `gnnctl serve` as a library: load a model repository, listen, hot-reload, shut down gracefully.
+ *
+ * ```
+ * ModelManager ── scans the repository, loads versions (SessionHost), swaps version tables, retires old ones
+ *      │
+ * InferenceHttpServer ── KServe V2 routes → parse → decode → ModelVersion.infer → DynamicBatcher → run
+ *      │
+ * ServerMetrics ── /metrics
+ * ```
+ *
+ * `startServer` resolves once every model that can load has loaded and the port listens; `stop()` stops
+ * accepting, answers everything in flight (queued batches included), releases the sessions and the
+ * worker thread, and resolves; nothing is left holding the event loop.
+ */
+import { stat } from 'node:fs/promises';
+import { resolve as resolvePath } from 'node:path';
+import { ArtifactError, UsageError } from '../errors.js';
+import { InferenceHttpServer } from './http_server.js';
+import { ModelManager, type IndexEntry } from './model_manager.js';
+import { ServerMetrics } from './server_metrics.js';
+import { InlineSessionHost, type SessionHost } from './session_host.js';
+import { WorkerSessionHost } from './worker_host.js';
+
+/** Where onnxruntime runs: on the main thread, or in a worker thread (see `session_host.ts`). */
+export type OrtThread = 'main' | 'worker';
+
+export interface ServeOptions {
+  /** The Triton model repository folder. */
+  modelRepository: string;
+  /** Default 8000; 0 picks a free port. */
+  port?: number;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Milliseconds between repository scans for new versions; 0 disables hot reload. Default 2000. */
+  pollIntervalMs?: number;
+  /** Largest request body in bytes. Default 4 MiB. */
+  maxBodyBytes?: number;
+  /** Default `worker`: keeps the main thread for HTTP and JSON, and model loads off it. */
+  ortThread?: OrtThread;
+  /** onnxruntime intra-op threads per session. Default 1. */
+  intraOpThreads?: number;
+  /** How long `stop()` waits for in-flight requests before cutting connections. Default 30 s. */
+  shutdownTimeoutMs?: number;
+  /** Event lines: loads at `info`; refusals and errors at `warn`. Default: none. */
+  log?: (line: string, level: 'info' | 'warn') => void;
+}
+
+export interface StopResult {
+  /** Whether connections had to be cut after the shutdown timeout. */
+  forced: boolean;
+  uptimeSeconds: number;
+  inferRequests: { success: number; failure: number };
+}
+
+export interface RunningServer {
+  /** `http://host:port`. */
+  url: string;
+  host: string;
+  port: number;
+  manager: ModelManager;
+  metrics: ServerMetrics;
+  http: InferenceHttpServer;
+  /** Graceful shutdown (idempotent). */
+  stop(): Promise<StopResult>;
+}
+
+export const DEFAULT_MAX_BODY_BYTES = 4 * 2 ** 20;
+
+export async function startServer(options: ServeOptions): Promise<RunningServer> {
+  const root = resolvePath(options.modelRepository);
+  const st = await stat(root).catch(() => undefined);
+  if (!st?.isDirectory()) {
+    throw new ArtifactError('the model repository is not a folder', { value: options.modelRepository, hint: 'pass the folder `gnnctl export` wrote (artifacts/model_repository)' });
+  }
+  const port = options.port ?? 8000;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be an integer in 0..65535', { value: options.port });
+  const host = options.host ?? '127.0.0.1';
+  const log = options.log ?? (() => undefined);
+  const started = performance.now();
+
+  const sessionHost: SessionHost = options.ortThread === 'main' ? new InlineSessionHost() : new WorkerSessionHost();
+  const metrics = new ServerMetrics();
+  const manager = new ModelManager({
+    root,
+    host: sessionHost,
+    metrics,
+    sessionOptions: { intraOpThreads: options.intraOpThreads ?? 1 },
+    pollIntervalMs: options.pollIntervalMs ?? 2000,
+    log,
+  });
+  let loaded = false;
+  const http = new InferenceHttpServer({
+    manager,
+    metrics,
+    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    isReady: () => loaded && manager.readyModels().length > 0,
+    log: (line) => log(line, 'warn'),
+  });
+  let address;
+  try {
+    await manager.start();
+    if (manager.readyModels().length === 0) {
+      const reasons = manager.index().filter((e: IndexEntry) => e.reason);
+      throw new ArtifactError(`no model in ${root} could be loaded`, {
+        hint: reasons.length > 0 ? reasons.map((r) => `${r.name}${r.version ? ` v${r.version}` : ''}: ${r.reason}`).join('\n  ') : 'each model needs <name>/config.pbtxt and <name>/<version>/model.onnx',
+      });
+    }
+    loaded = true;
+    address = await http.listen(port, host);
+  } catch (e) {
+    await manager.stop();
+    await sessionHost.close();
+    metrics.close();
+    throw e;
+  }
+  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+
+  let stopping: Promise<StopResult> | undefined;
+  const stop = (): Promise<StopResult> =>
+    (stopping ??= (async () => {
+      manager.flushQueues();
+      const { forced } = await http.close(options.shutdownTimeoutMs ?? 30_000);
+      await manager.stop();
+      await sessionHost.close();
+      metrics.close();
+      const count = (outcome: string) =>
+        [...metrics.inferRequests.series.values()].filter((s) => s.labels.outcome === outcome).reduce((n, s) => n + s.value, 0);
+      return { forced, uptimeSeconds: (performance.now() - started) / 1000, inferRequests: { success: count('success'), failure: count('failure') } };
+    })());
+
+  return { url, host: address.address, port: address.port, manager, metrics, http, stop };
+}

@@ -47,6 +47,23 @@ export function registerFastWasmKernels(): string[] {
     let a = args.inputs.a as tf.TensorInfo;
     let b = args.inputs.b as tf.TensorInfo;
     const temps: tf.TensorInfo[] = [];
+    // Aᵀ·B with A [K, M], B [K, N] (every weight gradient, K = rows of the batch): transposing the
+    // narrower operand is cheaper. When N < M: (Bᵀ·A)ᵀ transposes B [K, N] and the small [N, M] result
+    // instead of A [K, M] (≈35% faster for a [4906, 194] input and a [4906, 64] gradient).
+    if (transposeA && !transposeB && a.shape.length === 2 && b.shape.length === 2 && b.shape[1]! < a.shape[1]!) {
+      const bt = transposeInfo(backend, b, [1, 0]);
+      if (bt) {
+        let prod: tf.TensorInfo | undefined;
+        try {
+          prod = matMulFn({ ...args, inputs: { a: bt, b: a }, attrs: { ...args.attrs, transposeA: false, transposeB: false } }) as tf.TensorInfo;
+          const out = transposeInfo(backend, prod, [1, 0]);
+          if (out) return out;
+        } finally {
+          backend.disposeData(bt.dataId);
+          if (prod) backend.disposeData(prod.dataId);
+        }
+      }
+    }
     const swapLast = (t: tf.TensorInfo): tf.TensorInfo | null => {
       const r = t.shape.length;
       const perm = [...Array(r).keys()];

@@ -35,7 +35,7 @@ export class GatConv {
   private readonly wEdge: tf.Variable[];
   private readonly aSrc: tf.Variable[];
   private readonly aDst: tf.Variable[];
-  private readonly wDeg: tf.Variable;
+  private readonly wDeg: tf.Variable[];
   private readonly headDim: number;
 
   constructor(params: ParamStore, name: string, readonly args: GatConvArgs) {
@@ -48,7 +48,7 @@ export class GatConv {
     this.wEdge = args.edges.map((e, i) => params.glorot(`${name}/e${i}/w`, [args.channels, args.channels]));
     this.aSrc = args.edges.map((e, i) => params.glorot(`${name}/e${i}/a_src`, [args.heads, this.headDim]));
     this.aDst = args.edges.map((e, i) => params.glorot(`${name}/e${i}/a_dst`, [args.heads, this.headDim]));
-    this.wDeg = params.glorot(`${name}/w_deg`, [Math.max(1, args.edges.length), args.channels]);
+    this.wDeg = args.edges.map((_, i) => params.glorot(`${name}/e${i}/w_deg`, [1, args.channels]));
   }
 
   apply(self: tf.Tensor2D, neighbours: (NeighbourBlock | null)[]): tf.Tensor2D {
@@ -57,10 +57,9 @@ export class GatConv {
       const { heads } = this.args;
       const hd = this.headDim;
       let out = tf.matMul(self, this.wSelf).add(this.b) as tf.Tensor2D;
-      if (neighbours.length > 0) {
-        const deg = tf.concat(neighbours.map((nb) => nb?.degree ?? tf.zeros([n, 1])), 1);
-        out = out.add(tf.matMul(deg, this.wDeg)) as tf.Tensor2D;
-      }
+      neighbours.forEach((nb, e) => {
+        if (nb) out = out.add(nb.degree.mul(this.wDeg[e]!)) as tf.Tensor2D;
+      });
       neighbours.forEach((nb, e) => {
         if (!nb || nb.table.shape[0] === 0) return;
         // Project each child row once (not once per neighbour position), score it per head, then let the

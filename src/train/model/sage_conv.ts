@@ -17,37 +17,58 @@ export interface SageConvArgs {
  *
  * The mean alone cannot tell one recent purchase from ten; the log-degree term (PNA's degree scaler,
  * Corso et al., 2020, in its simplest form) gives the layer the count that recency/frequency signals need.
- * Computed as one matmul: [h_i ‖ mean_e1 ‖ … ‖ mean_ek ‖ deg_e1 … deg_ek] · W. The means over sampled
- * neighbours are masked: padded positions have weight 0 and a node with no neighbours of a type gets a
- * zero mean and degree term 0.
+ * The means over sampled neighbours are masked: padded positions have weight 0 and a node with no
+ * neighbours of a type gets a zero mean and degree term 0.
  *
  * Shapes: self [n, C]; per edge a table of child rows [m, C] with an index and weights (mask / count)
  * over n·f_e neighbour positions and degrees [n, 1] → [n, C]. The masked mean is one fused
- * gather-weighted-sum (one kernel forward, one backward).
+ * gather-weighted-sum (one kernel forward, one backward). Each term has its own weight and matmul rather
+ * than one matmul over [h ‖ means ‖ degrees]: on wasm the concat and, in the backward pass, the split
+ * of that wide input cost more than the extra (narrower) matmuls. Several row groups (the slots of one
+ * node type) are stacked so each weight is used in one matmul per step.
  */
 export class SageConv {
-  private readonly w: tf.Variable;
+  private readonly wSelf: tf.Variable;
+  private readonly wEdge: tf.Variable[];
+  private readonly wDeg: tf.Variable[];
   private readonly b: tf.Variable;
 
   constructor(params: ParamStore, name: string, readonly args: SageConvArgs) {
-    this.w = params.glorot(`${name}/w`, [args.channels * (1 + args.edges.length) + args.edges.length, args.channels]);
-    this.b = params.zeros(`${name}/b`, [args.channels]);
+    const C = args.channels;
+    this.wSelf = params.glorot(`${name}/w_self`, [C, C]);
+    this.wEdge = args.edges.map((_, i) => params.glorot(`${name}/w_e${i}`, [C, C]));
+    this.wDeg = args.edges.map((_, i) => params.glorot(`${name}/w_deg${i}`, [1, C]));
+    this.b = params.zeros(`${name}/b`, [C]);
   }
 
-  /** The aggregated input row block for one slot: [h_i ‖ masked means] → [n, C(1+k)]. */
-  gatherInputs(self: tf.Tensor2D, neighbours: (NeighbourBlock | null)[]): tf.Tensor2D {
-    const parts: tf.Tensor2D[] = [self];
-    const n = self.shape[0];
-    const degrees: tf.Tensor2D[] = neighbours.map((nb) => nb?.degree ?? tf.zeros([n, 1]));
-    for (const nb of neighbours) {
-      parts.push(nb ? gatherWeightedSum(nb.table, nb.index, nb.weights, nb.fanout) : tf.zeros([n, this.args.channels]));
-    }
-    return tf.concat([...parts, ...degrees], 1);
+  /** h' for stacked row groups, each with its own neighbour blocks (ordered as `args.edges`) → [Σn, C]. */
+  apply(groups: { self: tf.Tensor2D; blocks: (NeighbourBlock | null)[] }[]): tf.Tensor2D {
+    const C = this.args.channels;
+    const stack = (xs: tf.Tensor2D[]): tf.Tensor2D => (xs.length === 1 ? xs[0]! : tf.concat(xs, 0));
+    let out = tf.matMul(stack(groups.map((g) => g.self)), this.wSelf).add(this.b) as tf.Tensor2D;
+    this.args.edges.forEach((_, e) => {
+      const w = this.wEdge[e]!;
+      // W·mean(x) = mean(W·x): transform first when the table has fewer rows than the nodes reading it
+      // (distinct encoder rows at layer 1), aggregate first otherwise — the same value, fewer FLOPs.
+      const messages = groups.map((g) => {
+        const nb = g.blocks[e];
+        const n = g.self.shape[0];
+        if (!nb) return tf.zeros([n, C]) as tf.Tensor2D;
+        if (nb.transformed) return gatherWeightedSum(nb.table, nb.index, nb.weights, nb.fanout);
+        if (nb.table.shape[0] < n) return gatherWeightedSum(tf.matMul(nb.table, w) as tf.Tensor2D, nb.index, nb.weights, nb.fanout);
+        return tf.matMul(gatherWeightedSum(nb.table, nb.index, nb.weights, nb.fanout), w) as tf.Tensor2D;
+      });
+      out = out.add(stack(messages)) as tf.Tensor2D;
+      // The degree term is a broadcast product ([n, 1] · [1, C]); a matmul with inner size 1 is far slower.
+      const deg = stack(groups.map((g) => g.blocks[e]?.degree ?? (tf.zeros([g.self.shape[0], 1]) as tf.Tensor2D)));
+      out = out.add(deg.mul(this.wDeg[e]!)) as tf.Tensor2D;
+    });
+    return out;
   }
 
-  /** x [n, C(1+k)] from `gatherInputs` (possibly several slots stacked) → [n, C]. */
-  project(x: tf.Tensor2D): tf.Tensor2D {
-    return tf.matMul(x, this.w).add(this.b) as tf.Tensor2D;
+  /** W_e·x for edge e: rows a caller transforms once and passes back as a `transformed` block. */
+  transform(edge: number, x: tf.Tensor2D): tf.Tensor2D {
+    return tf.matMul(x, this.wEdge[edge]!) as tf.Tensor2D;
   }
 }
 
@@ -64,4 +85,6 @@ export interface NeighbourBlock {
   mask: tf.Tensor1D;
   /** [n, 1]: log(1 + number of valid neighbours) */
   degree: tf.Tensor2D;
+  /** SAGE only: `table` already holds W_e·h (from `SageConv.transform`), so only the mean is left to do */
+  transformed?: boolean;
 }

@@ -23,7 +23,7 @@ function sage(channels: number, fanouts: (number | null)[]): LayerUnderTest {
     neighbours: true,
     build(params) {
       const conv = new SageConv(params, 'sage', { channels, edges });
-      return (input) => conv.project(conv.gatherInputs(tf.tensor2d(input.x, [input.n, channels]), input.blocks!.map((b) => (b ? blockTensors(b, input.n, channels) : null))));
+      return (input) => conv.apply([{ self: tf.tensor2d(input.x, [input.n, channels]), blocks: input.blocks!.map((b) => (b ? blockTensors(b, input.n, channels) : null)) }]);
     },
     input: (rng) => ({
       n: N,
@@ -103,7 +103,7 @@ describe('every layer passes the shared layer checks', () => {
 });
 
 describe('layer-specific behaviour', () => {
-  it('SageConv aggregates the masked mean and the log degree: [self ‖ mean ‖ log(1 + count)]', () => {
+  it('SageConv aggregates the masked mean and the log degree: W_self·h + W_e·mean + w_deg·log(1 + count)', () => {
     const params = new ParamStore(1);
     const C = 4;
     const conv = new SageConv(params, 's', { channels: C, edges: ['e'] });
@@ -114,13 +114,24 @@ describe('layer-specific behaviour', () => {
     const w = [3, 0, -1, 1.5];
     const table = Float32Array.from([...v, ...w, 9, 9, 9, 9]);
     const block = { fanout: f, table, m: 3, index: Int32Array.of(0, 1, 2, 2, 0, 2), mask: Float32Array.of(1, 1, 0, 0, 1, 0) };
-    const x = tf.tidy(() => conv.gatherInputs(tf.zeros([n, C]), [blockTensors(block, n, C)]));
-    const rows = x.arraySync() as number[][];
-    expect(rows[0]!.slice(C, 2 * C)).toEqual(v.map((a, i) => (a + w[i]!) / 2));
-    expect(rows[1]!.slice(C, 2 * C)).toEqual(v);
-    expect(rows[0]![2 * C]).toBeCloseTo(Math.log(3), 6);
-    expect(rows[1]![2 * C]).toBeCloseTo(Math.log(2), 6);
-    x.dispose();
+    const set = (name: string, value: tf.Tensor): void => {
+      params.get(name).assign(value);
+      value.dispose();
+    };
+    // Isolate each term through the weights: first the mean alone, then the degree alone.
+    set('s/w_self', tf.zeros([C, C]));
+    set('s/w_e0', tf.eye(C));
+    set('s/w_deg0', tf.zeros([1, C]));
+    const mean = tf.tidy(() => conv.apply([{ self: tf.ones([n, C]), blocks: [blockTensors(block, n, C)] }]));
+    expect(mean.arraySync()).toEqual([v.map((a, i) => (a + w[i]!) / 2), v]);
+    set('s/w_e0', tf.zeros([C, C]));
+    set('s/w_deg0', tf.ones([1, C]));
+    const deg = tf.tidy(() => conv.apply([{ self: tf.ones([n, C]), blocks: [blockTensors(block, n, C)] }]));
+    const rows = deg.arraySync() as number[][];
+    expect(rows[0]![0]).toBeCloseTo(Math.log(3), 6);
+    expect(rows[1]![0]).toBeCloseTo(Math.log(2), 6);
+    mean.dispose();
+    deg.dispose();
     params.dispose();
   });
 

@@ -1,0 +1,56 @@
+/**
+ * Shared helpers of the bench scripts: flags, synthetic data at a size (generated once and cached under
+ * the bench cache folder), a config pointing at it, and the PyTorch reference (optional: run it only
+ * where Debian's python3-torch is installed).
+ */
+import { existsSync, mkdirSync, writeFileSync, readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { join, resolve } from 'node:path';
+
+export function arg(name, fallback) {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
+}
+
+export function flag(name) {
+  return process.argv.includes(`--${name}`);
+}
+
+export const ROOT = resolve(new URL('..', import.meta.url).pathname);
+export const CACHE = resolve(arg('cache', join(ROOT, 'artifacts', 'bench')));
+
+/** Synthetic H&M-shaped data of a size, generated once (seed 0). */
+export async function dataset(size) {
+  const dir = join(CACHE, `data-${size}`);
+  if (!existsSync(join(dir, 'transactions.csv'))) {
+    mkdirSync(dir, { recursive: true });
+    const { generateSynthetic } = await import('../dist/datasets/synth.js');
+    await generateSynthetic({ out: dir, size, seed: 0, format: 'csv' });
+  }
+  return dir;
+}
+
+/** configs/retail.yaml pointed at a data folder, with its own artifact folder. */
+export function benchConfig(size, dataDir) {
+  const text = readFileSync(join(ROOT, 'configs', 'retail.yaml'), 'utf8').replaceAll('datasets/retail', dataDir);
+  const path = join(CACHE, `retail-${size}.yaml`);
+  writeFileSync(path, `${text}\nartifacts: ${join(CACHE, `artifacts-${size}`)}\n`);
+  return path;
+}
+
+export function peakRssMb() {
+  return Math.round(process.resourceUsage().maxRSS / 1024);
+}
+
+/** Runs the PyTorch reference (one JSON line) when Debian's torch is installed; null otherwise. */
+export function reference(dataDir, modeArgs) {
+  const py = '/usr/bin/python3';
+  const script = resolve(ROOT, '..', 'shared', 'reference', 'gnn_ref.py');
+  if (!existsSync(py) || !existsSync(script)) return null;
+  const probe = spawnSync(py, ['-c', 'import torch, sklearn, pandas'], { encoding: 'utf8' });
+  if (probe.status !== 0) return null;
+  const r = spawnSync(py, [script, '--data', dataDir, ...modeArgs], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (r.status !== 0) return { error: (r.stderr || '').split('\n').slice(-3).join(' ') };
+  const lines = r.stdout.trim().split('\n');
+  return JSON.parse(lines[lines.length - 1]);
+}

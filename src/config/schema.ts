@@ -91,6 +91,10 @@ export const modelSchema = z
     patience: z.number().int().min(1).default(3).describe('early stopping: epochs without val improvement'),
     loss: z.enum(['bce', 'l1', 'mse']).optional().describe('default: bce for binary, l1 for regression'),
     max_steps_per_epoch: z.number().int().positive().optional().describe('cap on optimizer steps per epoch'),
+    workers: z
+      .union([z.literal('auto'), z.number().int().min(1).max(16)])
+      .default('auto')
+      .describe('data-parallel worker threads for training on the wasm/cpu backends ("auto": 2 when the machine has 2+ cores); results are deterministic for a given count'),
     exact_degree_cap: z.number().int().min(1).default(1000).describe('exact embedding with uniform sampling: use at most this many most recent neighbours'),
     seed: z.number().int().optional().describe('default: the config seed'),
   })

@@ -2,7 +2,7 @@
  * A built graph loaded into memory: typed arrays per table and per edge type, read straight from the
  * graph artifact's files (no per-row objects). Later stages read graphs only through this class.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { ArtifactError } from '../errors.js';
 import type { CategoricalColumnManifest, EdgeManifest, GraphManifest, NumericColumnManifest, TableManifest } from './types.js';
@@ -79,6 +79,18 @@ export class Graph {
     return new Graph(dir, manifest, tables, edges);
   }
 
+  /**
+   * What a worker thread needs to rebuild this graph without copying it: the arrays live in
+   * SharedArrayBuffers (see `buffer`), so posting them shares the memory.
+   */
+  shareable(): SharedGraph {
+    return { dir: this.dir, manifest: this.manifest, tables: this.tables, edges: this.edges };
+  }
+
+  static fromShared(s: SharedGraph): Graph {
+    return new Graph(s.dir, s.manifest, s.tables, s.edges);
+  }
+
   table(name: string): NodeTable {
     const t = this.tables[name];
     if (!t) throw new ArtifactError(`the graph has no table "${name}"`, { hint: `tables: ${Object.keys(this.tables).join(', ')}` });
@@ -91,10 +103,32 @@ export class Graph {
   }
 }
 
-function buffer(path: string): ArrayBuffer {
-  const b = readFileSync(path);
-  // readFileSync may return a view into a shared pool; typed arrays need their own aligned buffer.
-  return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? (b.buffer as ArrayBuffer) : b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+export interface SharedGraph {
+  dir: string;
+  manifest: GraphManifest;
+  tables: Record<string, NodeTable>;
+  edges: EdgeType[];
+}
+
+/**
+ * A file's bytes in a SharedArrayBuffer, read straight into it: data-parallel training hands the graph
+ * to worker threads without a copy per thread (the graph is the largest thing in memory at H&M scale).
+ */
+function buffer(path: string): SharedArrayBuffer {
+  const fd = openSync(path, 'r');
+  try {
+    const size = fstatSync(fd).size;
+    const sab = new SharedArrayBuffer(size);
+    const view = new Uint8Array(sab);
+    for (let o = 0; o < size; ) {
+      const n = readSync(fd, view, o, size - o, o);
+      if (n <= 0) throw new Error(`short read of ${path}`);
+      o += n;
+    }
+    return sab;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 export function readF64(path: string): Float64Array {

@@ -73,3 +73,40 @@ export class Adam {
     this.t = 0;
   }
 }
+
+/**
+ * Adam over one flat weight blob (the layout of `ParamStore.serialize`): the optimizer of data-parallel
+ * training, where gradients arrive as blobs from worker threads and the weights travel as one blob.
+ */
+export class FlatAdam {
+  private readonly m: Float32Array;
+  private readonly v: Float32Array;
+  private t = 0;
+
+  constructor(
+    size: number,
+    private readonly lr: number,
+    private readonly beta1 = 0.9,
+    private readonly beta2 = 0.999,
+    private readonly eps = 1e-7,
+  ) {
+    this.m = new Float32Array(size);
+    this.v = new Float32Array(size);
+  }
+
+  /** w ← w − lr · m̂ / (√v̂ + ε), in place. */
+  update(w: Float32Array, g: Float32Array): void {
+    this.t++;
+    const { beta1, beta2, eps, m, v } = this;
+    const stepSize = this.lr / (1 - beta1 ** this.t);
+    const b2t = 1 - beta2 ** this.t;
+    for (let i = 0; i < w.length; i++) {
+      const gi = g[i]!;
+      const mi = beta1 * m[i]! + (1 - beta1) * gi;
+      const vi = beta2 * v[i]! + (1 - beta2) * gi * gi;
+      m[i] = mi;
+      v[i] = vi;
+      w[i] = w[i]! - (stepSize * mi) / (Math.sqrt(vi / b2t) + eps);
+    }
+  }
+}

@@ -4,7 +4,6 @@
  * chosen TF.js backend with early stopping on the validation metric, keeps the best checkpoint on disk at
  * every improvement (so Ctrl-C leaves a usable run), and fits the no-graph baseline on the same examples.
  */
-import * as tf from '@tensorflow/tfjs';
 import { join } from 'node:path';
 import { selectBackend, type BackendInfo, type BackendRequest } from '../compute/backend.js';
 import type { Config, TaskSpec } from '../config/load.js';
@@ -25,10 +24,13 @@ import { DeepModel } from './deep_model.js';
 import { buildTrainingTables, type Examples, type TrainingTables } from './examples.js';
 import { categoricalSizes, featureSpecFromGraph, numericDim, TableFeatures, type FeatureSpec } from './features.js';
 import { binaryMetrics, calibration, mainMetric, prCurve, regressionMetrics, rocCurve, type Metrics } from './metrics.js';
-import { bceWithLogits, fitMlp, standardizeColumns } from './mlp.js';
+import { fitMlp, standardizeColumns } from './mlp.js';
 import { convLayout, type ModelSpec } from './model/hetero_gnn.js';
 import { buildPlan } from './plan.js';
-import { Adam } from './optim.js';
+import { FlatAdam } from './optim.js';
+import { LocalEngine, type GradientEngine } from './engine.js';
+import { WorkerEngine } from './parallel.js';
+import { availableParallelism } from 'node:os';
 
 export interface TrainOptions {
   cfg: Config;
@@ -222,19 +224,27 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     warn('interrupt: stopping after this step; the best checkpoint is kept (Ctrl-C again to quit now)');
   };
   process.on('SIGINT', onSigint);
-  const optimizer = new Adam(model.params.vars, mc.lr);
+  const workers = mc.workers === 'auto' ? (availableParallelism() >= 2 && (backend.name === 'wasm' || backend.name === 'cpu') ? 2 : 1) : mc.workers;
+  const data = { train: tables.train, val: tables.val, test: tables.test };
+  let engine: GradientEngine | null = null;
   try {
+    engine = workers > 1 ? await WorkerEngine.start(workers, graph, spec, featureSpec, data, opts.backend ?? 'auto') : null;
+    engine ??= new LocalEngine(model, data);
+    manifest.workers = engine.workers;
+    if (engine.workers > 1) info(`train: data parallel over ${engine.workers} worker threads`);
     tStage = performance.now();
-    const loop = trainLoop(model, tables, opts.epochs ?? mc.epochs, mc.batch_size, mc.patience, mc.max_steps_per_epoch, seed, stop, runDir, optimizer);
+    const loop = await trainLoop(model, engine, tables, { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr }, seed, stop, runDir);
     manifest.timings.training = round((performance.now() - tStage) / 1000);
 
     tStage = performance.now();
-    model.params.restore(loop.best);
-    const valPred = model.predict(tables.val);
-    const testPred = model.predict(tables.test);
+    model.params.assignBlob(loop.best);
+    const valPred = model.toOutput(await engine.predict(loop.best, 'val', 1234));
+    const testPred = model.toOutput(await engine.predict(loop.best, 'test', 1234));
     const val = evaluate(kind, tables.val.labels, valPred);
     const test = evaluate(kind, tables.test.labels, testPred);
     manifest.timings.evaluation = round((performance.now() - tStage) / 1000);
+    await engine.close();
+    engine = null;
 
     tStage = performance.now();
     const baseline = tables.baseline ? fitBaseline(model, task, tables, kind, seed) : null;
@@ -276,6 +286,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     throw e;
   } finally {
     process.off('SIGINT', onSigint);
+    await engine?.close();
     model.dispose();
   }
 }
@@ -330,77 +341,58 @@ function growVocabularies(spec: FeatureSpec, graph: Graph): FeatureSpec {
 }
 
 interface LoopResult {
-  best: Map<string, Float32Array>;
+  /** best weights (a flat blob in ParamStore order) */
+  best: Float32Array;
   bestEpoch: number;
   epochs: EpochRecord[];
 }
 
-function trainLoop(
+async function trainLoop(
   model: DeepModel,
+  engine: GradientEngine,
   tables: TrainingTables,
-  epochs: number,
-  batchSize: number,
-  patience: number,
-  maxSteps: number | undefined,
+  mc: { epochs: number; batchSize: number; patience: number; maxSteps?: number; lr: number },
   seed: number,
   stop: { requested: boolean },
   runDir: string,
-  optimizer: Adam,
-): LoopResult {
+): Promise<LoopResult> {
   const kind = model.spec.output.kind;
-  const { labelMean, labelStd } = model.spec.output;
   const mm = mainMetric(kind);
   const rng = new Rng(seed);
-  const train = tables.train;
-  const n = train.nodes.length;
-  const order = Uint32Array.from({ length: n }, (_, i) => i);
-  const seeds = new Int32Array(batchSize);
-  const anchors = new Float64Array(batchSize);
-  const labels = new Float32Array(batchSize);
+  const n = tables.train.nodes.length;
+  const order = Int32Array.from({ length: n }, (_, i) => i);
+  const { index, blob } = model.params.serialize();
+  const weights = blob;
+  const optimizer = new FlatAdam(weights.length, mc.lr);
+  const save = (w: Float32Array): void => saveWeights(runDir, index, w);
   const records: EpochRecord[] = [];
-  let best = model.params.snapshot();
+  let best = weights.slice();
   let bestScore = -Infinity;
   let bestEpoch = -1;
   let stale = 0;
   const progress = new Progress();
-  for (let epoch = 0; epoch < epochs && !stop.requested; epoch++) {
+  for (let epoch = 0; epoch < mc.epochs && !stop.requested; epoch++) {
     rng.shuffle(order);
-    const steps = Math.min(Math.ceil(n / batchSize), maxSteps ?? Infinity);
+    const steps = Math.min(Math.ceil(n / mc.batchSize), mc.maxSteps ?? Infinity);
     const timing = { sample: 0, gather: 0, step: 0 };
     let lossSum = 0;
     let seen = 0;
     const tEpoch = performance.now();
-    progress.begin(`epoch ${epoch + 1}/${epochs}`, steps * batchSize);
+    progress.begin(`epoch ${epoch + 1}/${mc.epochs}`, steps * mc.batchSize);
     for (let s = 0; s < steps && !stop.requested; s++) {
-      const m = Math.min(batchSize, n - s * batchSize);
-      for (let k = 0; k < m; k++) {
-        const r = order[s * batchSize + k]!;
-        seeds[k] = train.nodes[r]!;
-        anchors[k] = train.anchors[r]!;
-        labels[k] = kind === 'binary' ? train.labels[r]! : (train.labels[r]! - labelMean) / labelStd;
-      }
-      let t = performance.now();
-      const sampled = model.sampler.sample(seeds.subarray(0, m), anchors.subarray(0, m), rng);
-      timing.sample += performance.now() - t;
-      t = performance.now();
-      const arrays = model.arrays(sampled);
-      timing.gather += performance.now() - t;
-      t = performance.now();
-      const loss = optimizer.minimize(() => {
-        const { logits } = model.gnn.forward(model.plan, arrays, true);
-        const y = tf.tensor1d(labels.subarray(0, m));
-        if (model.spec.loss === 'bce') return bceWithLogits(logits!, y);
-        return (model.spec.loss === 'mse' ? tf.mean(tf.square(logits!.sub(y))) : tf.mean(tf.abs(logits!.sub(y)))) as tf.Scalar;
-      });
-      timing.step += performance.now() - t;
-      lossSum += loss * m;
-      seen += m;
+      const rows = order.subarray(s * mc.batchSize, Math.min(n, (s + 1) * mc.batchSize));
+      const r = await engine.step(weights, rows, rng.nextU32());
+      optimizer.update(weights, r.grads);
+      timing.sample += r.timing.sample;
+      timing.gather += r.timing.gather;
+      timing.step += r.timing.step;
+      lossSum += r.loss * r.count;
+      seen += r.count;
       progress.update(seen, `loss ${(lossSum / seen).toFixed(4)}`);
     }
     const seconds = (performance.now() - tEpoch) / 1000;
     if (seen === 0) break;
-    const valPred = model.predict(tables.val);
-    const val = evaluate(kind, tables.val.labels, valPred);
+    const val = evaluate(kind, tables.val.labels, model.toOutput(await engine.predict(weights, 'val', 1234)));
     const score = (val as unknown as Record<string, number>)[mm.name]! * (mm.higherIsBetter ? 1 : -1);
     const record: EpochRecord = {
       epoch: epoch + 1,
@@ -413,29 +405,24 @@ function trainLoop(
     records.push(record);
     const improved = score > bestScore + 1e-6;
     progress.end(
-      `epoch ${epoch + 1}/${epochs}: loss ${record.loss.toFixed(4)}, val ${mm.name} ${(val as unknown as Record<string, number>)[mm.name]!.toFixed(4)}${improved ? ' (best)' : ''}, ` +
+      `epoch ${epoch + 1}/${mc.epochs}: loss ${record.loss.toFixed(4)}, val ${mm.name} ${(val as unknown as Record<string, number>)[mm.name]!.toFixed(4)}${improved ? ' (best)' : ''}, ` +
         `${formatRate(record.seeds_per_s)} seeds/s, ${record.seconds.toFixed(1)}s`,
     );
     if (improved) {
       bestScore = score;
       bestEpoch = epoch + 1;
-      best = model.params.snapshot();
-      const ser = model.params.serialize(best);
-      saveWeights(runDir, ser.index, ser.blob);
+      best = weights.slice();
+      save(best);
       stale = 0;
-    } else if (++stale >= patience) {
-      info(`early stopping: no val improvement for ${patience} epoch(s)`);
+    } else if (++stale >= mc.patience) {
+      info(`early stopping: no val improvement for ${mc.patience} epoch(s)`);
       break;
     }
   }
-  if (bestEpoch < 0) {
-    // Interrupted before the first epoch ended: keep the current weights so the run is still loadable.
-    const ser = model.params.serialize(best);
-    saveWeights(runDir, ser.index, ser.blob);
-  }
+  // Interrupted before the first epoch ended: keep the current weights so the run is still loadable.
+  if (bestEpoch < 0) save((best = weights.slice()));
   return { best, bestEpoch, epochs: records };
 }
-
 
 export function evaluate(kind: 'binary' | 'regression', labels: Float32Array, preds: Float32Array): Metrics {
   return kind === 'binary' ? binaryMetrics(labels, preds) : regressionMetrics(labels, preds);

@@ -121,6 +121,36 @@ export class ParamStore {
     }
   }
 
+  /** Total scalar count, in the order `serialize` lays weights out (creation order). */
+  size(): number {
+    let n = 0;
+    for (const v of this.vars.values()) n += v.size;
+    return n;
+  }
+
+  /** Sets every weight from a flat blob in `serialize` order. */
+  assignBlob(blob: Float32Array): void {
+    let o = 0;
+    for (const v of this.vars.values()) {
+      const t = tf.tensor(blob.subarray(o, o + v.size), v.shape, 'float32');
+      v.assign(t);
+      t.dispose();
+      o += v.size;
+    }
+  }
+
+  /** Gradients keyed by TF.js variable name → one flat blob in `serialize` order (missing ones are 0). */
+  gradientBlob(grads: tf.NamedTensorMap, out: Float32Array = new Float32Array(this.size())): Float32Array {
+    let o = 0;
+    for (const v of this.vars.values()) {
+      const g = grads[v.name];
+      if (g) out.set(g.dataSync() as Float32Array, o);
+      else out.fill(0, o, o + v.size);
+      o += v.size;
+    }
+    return out;
+  }
+
   dispose(): void {
     for (const v of this.vars.values()) v.dispose();
     this.vars.clear();

@@ -1,0 +1,96 @@
+/**
+ * Where the gradients of a training step are computed. The trainer owns the weights (one flat blob) and
+ * the optimizer; an engine turns (weights, example rows) into (loss, gradient blob):
+ *
+ * - `LocalEngine`: on this thread, with the trainer's own model;
+ * - `WorkerEngine` (parallel.ts): data parallel over worker threads, each with its own TF.js instance
+ *   and a share of the batch — on the single-threaded wasm backend, the way to use a second core.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { Rng } from '../util/rng.js';
+import type { DeepModel } from './deep_model.js';
+import type { Examples } from './examples.js';
+import { bceWithLogits } from './mlp.js';
+
+export interface StepResult {
+  /** mean loss over the rows */
+  loss: number;
+  count: number;
+  /** gradient of the mean loss, in `ParamStore.serialize` order */
+  grads: Float32Array;
+  /** milliseconds: sampling, feature gathering, forward + backward */
+  timing: { sample: number; gather: number; step: number };
+}
+
+export interface GradientEngine {
+  readonly workers: number;
+  step(weights: Float32Array, rows: Int32Array, rngSeed: number): Promise<StepResult>;
+  /** raw head outputs (logits / standardized values) for examples [lo, hi) of a split */
+  predict(weights: Float32Array, split: 'val' | 'test', seed: number): Promise<Float32Array>;
+  close(): Promise<void>;
+}
+
+export interface EngineData {
+  train: Examples;
+  val: Examples;
+  test: Examples;
+}
+
+/** One step's loss and gradients on `rows` of the training examples. */
+export function computeGradients(model: DeepModel, train: Examples, rows: Int32Array, rngSeed: number): StepResult {
+  const { kind, labelMean, labelStd } = model.spec.output;
+  const m = rows.length;
+  const seeds = new Int32Array(m);
+  const anchors = new Float64Array(m);
+  const labels = new Float32Array(m);
+  for (let k = 0; k < m; k++) {
+    const r = rows[k]!;
+    seeds[k] = train.nodes[r]!;
+    anchors[k] = train.anchors[r]!;
+    labels[k] = kind === 'binary' ? train.labels[r]! : (train.labels[r]! - labelMean) / labelStd;
+  }
+  let t = performance.now();
+  const sampled = model.sampler.sample(seeds, anchors, new Rng(rngSeed));
+  const sample = performance.now() - t;
+  t = performance.now();
+  const arrays = model.arrays(sampled);
+  const gather = performance.now() - t;
+  t = performance.now();
+  const vars = [...model.params.vars.values()];
+  const { value, grads } = tf.variableGrads(() => {
+    const { logits } = model.gnn.forward(model.plan, arrays, true);
+    const y = tf.tensor1d(labels);
+    if (model.spec.loss === 'bce') return bceWithLogits(logits!, y);
+    return (model.spec.loss === 'mse' ? tf.mean(tf.square(logits!.sub(y))) : tf.mean(tf.abs(logits!.sub(y)))) as tf.Scalar;
+  }, vars);
+  const loss = value.dataSync()[0]!;
+  value.dispose();
+  const blob = model.params.gradientBlob(grads);
+  for (const g of Object.values(grads)) g.dispose();
+  return { loss, count: m, grads: blob, timing: { sample, gather, step: performance.now() - t } };
+}
+
+/** Gradients on this thread. */
+export class LocalEngine implements GradientEngine {
+  readonly workers = 1;
+
+  constructor(
+    private readonly model: DeepModel,
+    private readonly data: EngineData,
+  ) {}
+
+  async step(weights: Float32Array, rows: Int32Array, rngSeed: number): Promise<StepResult> {
+    this.model.params.assignBlob(weights);
+    const r = computeGradients(this.model, this.data.train, rows, rngSeed);
+    // Yield to the event loop once per step: Ctrl-C (SIGINT) is delivered there.
+    await new Promise((resolve) => setImmediate(resolve));
+    return r;
+  }
+
+  async predict(weights: Float32Array, split: 'val' | 'test', seed: number): Promise<Float32Array> {
+    this.model.params.assignBlob(weights);
+    return this.model.predictRaw(this.data[split], 2048, seed);
+  }
+
+  async close(): Promise<void> {}
+}

@@ -1,0 +1,141 @@
+/**
+ * Data-parallel training over worker threads. TF.js's wasm backend computes on one thread, so a
+ * 2-core machine leaves a core idle; here each worker holds its own TF.js instance and model replica,
+ * reads the graph and the examples through SharedArrayBuffers (no copy), and computes the gradients of
+ * its share of each batch. The trainer averages them (weighted by rows), updates the one weight blob and
+ * sends it with the next step. Messages per step are the weights and the gradients (a few hundred KB).
+ *
+ * Results are deterministic for a given number of workers (each share is sampled with a seed derived
+ * from the step and the worker index); they differ between worker counts, as batch splits do anywhere.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import type { BackendRequest } from '../compute/backend.js';
+import type { Graph } from '../graph/graph.js';
+import { warn } from '../util/log.js';
+import type { EngineData, GradientEngine, StepResult } from './engine.js';
+import type { Examples } from './examples.js';
+import type { FeatureSpec } from './features.js';
+import type { ModelSpec } from './model/hetero_gnn.js';
+
+export interface WorkerInit {
+  graph: ReturnType<Graph['shareable']>;
+  spec: ModelSpec;
+  featureSpec: FeatureSpec;
+  data: EngineData;
+  backend: BackendRequest;
+  index: number;
+}
+
+type Reply = { id: number; error?: string } & Partial<StepResult> & { out?: Float32Array };
+
+/** The compiled worker script, also when gnnctl runs from its TypeScript sources (tests). */
+export function workerScript(): string | null {
+  const here = fileURLToPath(import.meta.url);
+  const js = here.endsWith('.ts') ? here.replace(/\/src\/train\/parallel\.ts$/, '/dist/train/train_worker.js') : here.replace(/parallel\.js$/, 'train_worker.js');
+  return existsSync(js) ? js : null;
+}
+
+function shared<T extends Float64Array | Float32Array | Int32Array>(a: T): T {
+  if (a.buffer instanceof SharedArrayBuffer) return a;
+  const C = a.constructor as { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number };
+  const out = new C(new SharedArrayBuffer(a.length * C.BYTES_PER_ELEMENT));
+  out.set(a);
+  return out;
+}
+
+function sharedExamples(e: Examples): Examples {
+  return { nodes: shared(e.nodes), anchors: shared(e.anchors), labels: shared(e.labels) };
+}
+
+export class WorkerEngine implements GradientEngine {
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
+
+  private constructor(
+    private readonly pool: Worker[],
+    private readonly data: EngineData,
+  ) {
+    for (const w of pool) {
+      w.on('message', (r: Reply) => {
+        const p = this.pending.get(r.id);
+        if (!p) return;
+        this.pending.delete(r.id);
+        if (r.error) p.reject(new Error(r.error));
+        else p.resolve(r);
+      });
+      w.on('error', (e) => {
+        for (const p of this.pending.values()) p.reject(e);
+        this.pending.clear();
+      });
+    }
+  }
+
+  get workers(): number {
+    return this.pool.length;
+  }
+
+  /** Starts `n` workers, or returns null (with a warning) when the compiled worker script is missing. */
+  static async start(n: number, graph: Graph, spec: ModelSpec, featureSpec: FeatureSpec, data: EngineData, backend: BackendRequest): Promise<WorkerEngine | null> {
+    const script = workerScript();
+    if (!script) {
+      warn('data-parallel training needs the compiled worker (npm run build); training on one thread');
+      return null;
+    }
+    const sharedData: EngineData = { train: sharedExamples(data.train), val: sharedExamples(data.val), test: sharedExamples(data.test) };
+    const pool = Array.from({ length: n }, () => new Worker(script));
+    const engine = new WorkerEngine(pool, sharedData);
+    await Promise.all(pool.map((w, index) => engine.call(w, { type: 'init', init: { graph: graph.shareable(), spec, featureSpec, data: sharedData, backend, index } satisfies WorkerInit })));
+    return engine;
+  }
+
+  private call(w: Worker, msg: Record<string, unknown>): Promise<Reply> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      w.postMessage({ ...msg, id });
+    });
+  }
+
+  async step(weights: Float32Array, rows: Int32Array, rngSeed: number): Promise<StepResult> {
+    const n = this.pool.length;
+    const parts = this.pool.map((_, i) => rows.subarray(Math.floor((rows.length * i) / n), Math.floor((rows.length * (i + 1)) / n)));
+    const replies = await Promise.all(this.pool.map((w, i) => (parts[i]!.length ? this.call(w, { type: 'step', weights, rows: parts[i], rngSeed: (rngSeed * 31 + i) >>> 0 }) : null)));
+    const grads = new Float32Array(weights.length);
+    let loss = 0;
+    const timing = { sample: 0, gather: 0, step: 0 };
+    for (const r of replies) {
+      if (!r) continue;
+      const share = r.count! / rows.length;
+      loss += r.loss! * share;
+      const g = r.grads!;
+      for (let k = 0; k < g.length; k++) grads[k]! += g[k]! * share;
+      // Workers run side by side: the step takes as long as the slowest.
+      timing.sample = Math.max(timing.sample, r.timing!.sample);
+      timing.gather = Math.max(timing.gather, r.timing!.gather);
+      timing.step = Math.max(timing.step, r.timing!.step);
+    }
+    return { loss, count: rows.length, grads, timing };
+  }
+
+  async predict(weights: Float32Array, split: 'val' | 'test', seed: number): Promise<Float32Array> {
+    const total = this.data[split].nodes.length;
+    const n = this.pool.length;
+    const out = new Float32Array(total);
+    await Promise.all(
+      this.pool.map(async (w, i) => {
+        const lo = Math.floor((total * i) / n);
+        const hi = Math.floor((total * (i + 1)) / n);
+        if (hi <= lo) return;
+        const r = await this.call(w, { type: 'predict', weights, split, lo, hi, seed: (seed * 31 + i) >>> 0 });
+        out.set(r.out!, lo);
+      }),
+    );
+    return out;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.pool.map((w) => w.terminate()));
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * A data-parallel training worker (see parallel.ts): a model replica on its own TF.js instance that
+ * answers `step` (gradients of a share of the batch at the given weights) and `predict` messages.
+ */
+import { parentPort } from 'node:worker_threads';
+import { selectBackend } from '../compute/backend.js';
+import { Graph } from '../graph/graph.js';
+import { setQuiet } from '../util/log.js';
+import { DeepModel } from './deep_model.js';
+import { computeGradients } from './engine.js';
+import type { WorkerInit } from './parallel.js';
+
+let model: DeepModel | null = null;
+let init: WorkerInit | null = null;
+
+setQuiet(true);
+
+parentPort!.on('message', async (msg: { id: number; type: string } & Record<string, unknown>) => {
+  try {
+    if (msg.type === 'init') {
+      init = msg.init as WorkerInit;
+      await selectBackend(init.backend);
+      model = new DeepModel(Graph.fromShared(init.graph), init.spec, init.featureSpec, 1 + init.index);
+      parentPort!.postMessage({ id: msg.id });
+      return;
+    }
+    if (!model || !init) throw new Error('worker used before init');
+    model.params.assignBlob(msg.weights as Float32Array);
+    if (msg.type === 'step') {
+      const r = computeGradients(model, init.data.train, msg.rows as Int32Array, msg.rngSeed as number);
+      parentPort!.postMessage({ id: msg.id, ...r }, [r.grads.buffer as ArrayBuffer]);
+    } else if (msg.type === 'predict') {
+      const ex = init.data[msg.split as 'val' | 'test'];
+      const lo = msg.lo as number;
+      const hi = msg.hi as number;
+      const out = model.predictRaw({ nodes: ex.nodes.subarray(lo, hi), anchors: ex.anchors.subarray(lo, hi) }, 2048, msg.seed as number);
+      parentPort!.postMessage({ id: msg.id, out }, [out.buffer as ArrayBuffer]);
+    } else {
+      throw new Error(`unknown message ${msg.type}`);
+    }
+  } catch (e) {
+    parentPort!.postMessage({ id: msg.id, error: e instanceof Error ? `${e.message}\n${e.stack ?? ''}` : String(e) });
+  }
+});

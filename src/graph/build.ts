@@ -259,6 +259,26 @@ function resolveFitUntil(cfg: Config, timeRange: [number, number] | null): numbe
   return fit;
 }
 
+/**
+ * Which rows feature statistics and vocabularies are fitted on. Time-stamped tables: rows up to
+ * `fit_until`. A table without a time column (customers, articles) has no time of its own, but its rows
+ * become visible through time-stamped rows that reference them: fit on the entities referenced before
+ * `fit_until`, so a customer who first appears in the test period shapes no statistic. A static table
+ * nothing time-stamped references is fitted on every row.
+ */
+function fitFilter(plan: TablePlan, plans: Record<string, TablePlan>, fitUntil: number | null): string {
+  if (fitUntil === null) return 'true';
+  if (plan.timeExpr) return `__t <= ${fitUntil}`;
+  const pk = plan.spec.primary_key;
+  if (!pk) return 'true';
+  const referrers = Object.values(plans).flatMap((c) =>
+    c.timeExpr ? Object.entries(c.spec.foreign_keys).filter(([, target]) => target === plan.spec.name).map(([col]) => ({ child: c, col })) : [],
+  );
+  if (referrers.length === 0) return 'true';
+  const seen = referrers.map(({ child, col }) => `SELECT ${q(col)} FROM ${q(`n_${child.spec.name}`)} WHERE __t <= ${fitUntil}`).join(' UNION ');
+  return `${q(pk)} IN (${seen})`;
+}
+
 async function checkPrimaryKey(conn: DuckDBConnection, spec: TableSpec): Promise<string[]> {
   const pk = q(spec.primary_key!);
   const t = q(`raw_${spec.name}`);
@@ -330,7 +350,7 @@ async function encodeTable(
   const nt = q(`n_${name}`);
   const dir = `tables/${name}`;
   mkdirSync(join(out, dir), { recursive: true });
-  const fitWhere = plan.timeExpr && fitUntil !== null ? `__t <= ${fitUntil}` : 'true';
+  const fitWhere = fitFilter(plan, plans, fitUntil);
 
   // Column roles.
   const keyCols = new Set([spec.primary_key, spec.time_column, ...Object.keys(spec.foreign_keys)].filter(Boolean) as string[]);

@@ -6,7 +6,7 @@
  */
 import type { ColumnKind } from '../config/schema.js';
 
-export const GRAPH_FORMAT = 2;
+export const GRAPH_FORMAT = 3;
 
 /** How a column is used: a feature kind, or why it is not one. */
 export type ColumnRole = ColumnKind | 'primary_key' | 'foreign_key' | 'time';

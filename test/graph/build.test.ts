@@ -71,7 +71,8 @@ describe('graph build on the retail fixture', () => {
     const g = Graph.load(r.dir);
     const cust = g.table('customers');
     const age = cust.numeric.find((c) => c.meta.name === 'age')!;
-    expect(age.meta.mean).toBeCloseTo((25 + 40 + 33) / 3, 6);
+    // fitted on customers some transaction references (c4 has none): c1 and c3 (c2's age is null)
+    expect(age.meta.mean).toBeCloseTo((25 + 40) / 2, 6);
     expect(Number.isNaN(age.values[1])).toBe(true); // c2 has no age
     const club = cust.categorical.find((c) => c.meta.name === 'club_member_status')!;
     expect(club.meta.vocab).toEqual(['ACTIVE', 'PRE-CREATE']);

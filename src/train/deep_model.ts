@@ -4,12 +4,13 @@
  * model that was trained (same encoders, same plan, same weights).
  */
 import * as tf from '@tensorflow/tfjs';
+import { ArtifactError } from '../errors.js';
 import type { Graph } from '../graph/graph.js';
 import { loadWeights, readModelJson } from '../runs/store.js';
 import { Rng } from '../util/rng.js';
 import { buildBatchArrays, type BatchArrays } from './batch.js';
 import type { Examples } from './examples.js';
-import { bindFeatures, type FeatureSpec, type TableFeatures } from './features.js';
+import { bindFeatures, numericDim, type FeatureSpec, type TableFeatures } from './features.js';
 import { HeteroGnn, type ModelSpec } from './model/hetero_gnn.js';
 import { ParamStore } from './model/params.js';
 import { buildPlan, type Plan } from './plan.js';
@@ -39,6 +40,14 @@ export class DeepModel {
   static load(runDir: string, graph: Graph): DeepModel {
     const spec = readModelJson<ModelSpec>(runDir, 'spec.json');
     const featureSpec = readModelJson<FeatureSpec>(runDir, 'features.json');
+    for (const [type, t] of Object.entries(spec.types)) {
+      const now = featureSpec.tables[type] ? numericDim(featureSpec.tables[type]) : -1;
+      if (now !== t.numDim) {
+        throw new ArtifactError(`run ${runDir} was trained with ${t.numDim} numeric inputs for ${type}, but this gnnctl encodes ${type} with ${now}`, {
+          hint: 'the run comes from another gnnctl version whose feature encoding differs; retrain it with gnnctl train',
+        });
+      }
+    }
     const model = new DeepModel(graph, spec, featureSpec, 0);
     const { index, blob } = loadWeights(runDir);
     model.params.load(index, blob);

@@ -10,14 +10,19 @@
  *   for each numeric column:   clip((x − mean) / std, ±10), null flag
  *   for each timestamp column: signed log1p(|anchor − x| in days) / 5, null flag
  *   if the table has a time column (Δ = anchor − node time, in days, ≥ 0):
- *     log1p(Δ) / 5, Δ / 365, sin/cos(2πΔ/7), and the node time's hour of day and day of week as sin/cos
+ *     log1p(Δ) / 5, Δ / 365, sin/cos(2πΔ/7), the node time's hour of day and day of week as sin/cos,
+ *     and recency kernels exp(−Δ/τ) for τ = 1 hour, 1 day, 7 days, 30 days
+ * The kernels matter because encoders are linear and the first layer averages encoder outputs: a mean of
+ * exp(−Δ/τ) over a node's neighbours is a decayed count of its recent neighbours ("5 purchases of this
+ * article in the last hour"), which no mean of Δ or log Δ can express.
  * Categorical codes: 0 = null, 1 = out of vocabulary, 2 + i = vocab[i], offset per column into one
  * embedding table per node type.
  */
 import type { Graph, NodeTable } from '../graph/graph.js';
 import { warn } from '../util/log.js';
 
-export const TIME_FEATURES = 8;
+export const TIME_FEATURES = 12;
+const KERNEL_DAYS = [1 / 24, 1, 7, 30];
 const DAY = 86400;
 
 export interface TableFeatureSpec {
@@ -153,6 +158,7 @@ export function writeTimeFeatures(out: Float32Array, o: number, anchor: number, 
   const dow = ((t / DAY) % 7 + 7) % 7;
   out[o++] = Math.sin((2 * Math.PI * dow) / 7);
   out[o++] = Math.cos((2 * Math.PI * dow) / 7);
+  for (const tau of KERNEL_DAYS) out[o++] = Math.exp(-delta / tau);
   return o;
 }
 

@@ -484,7 +484,7 @@ function ownFeatureNames(f: TableFeatures): string[] {
   const names: string[] = [];
   for (const c of f.spec.numeric) names.push(c.name, `${c.name}:null`);
   for (const c of f.spec.timestamps) names.push(`${c}:age`, `${c}:null`);
-  if (f.spec.hasTime) names.push('time:log_age', 'time:age_years', 'time:week_sin', 'time:week_cos', 'time:hour_sin', 'time:hour_cos', 'time:dow_sin', 'time:dow_cos');
+  if (f.spec.hasTime) names.push('time:log_age', 'time:age_years', 'time:week_sin', 'time:week_cos', 'time:hour_sin', 'time:hour_cos', 'time:dow_sin', 'time:dow_cos', 'time:recent_1h', 'time:recent_1d', 'time:recent_7d', 'time:recent_30d');
   for (const c of f.spec.categorical) if (c.vocab.length + 2 <= ONE_HOT_MAX) names.push(`${c.name}:one_hot(${c.vocab.length + 2})`);
   return names;
 }

@@ -105,7 +105,10 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
   for (const i of inputs) names.set(i.name, g.addInput(i.name, i.elemType, i.sequence ? ['batch', 'seq', 1] : ['batch', 1], i.doc));
   const f = spec.factTable;
   const input = (n: string): string => names.get(n)!;
-  const catTable = g.constant(w('cat/emb'), [Math.max(1, spec.categoricalSize), spec.categoricalDim], { name: 'categorical.embeddings' });
+  // Added on first use: a student without categorical columns has no table, and an unused initializer
+  // would make onnxruntime warn at every load.
+  let catTableName: string | undefined;
+  const catTable = (): string => (catTableName ??= g.constant(w('cat/emb'), [Math.max(1, spec.categoricalSize), spec.categoricalDim], { name: 'categorical.embeddings' }));
   const anchor = input('anchor_time');
 
   // Fact numerics: (z, null) per column, then the clock features of the row time.
@@ -116,7 +119,7 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
   }
   factNum.push(...clock(g, input(`${f}.${spec.timeColumn}`)));
   const parts: string[] = [concat(g, factNum, 1)];
-  for (const c of spec.categorical) parts.push(categoricalEmbedding(g, input(`${f}.${c.column}`), c, catTable, spec.categoricalDim, false));
+  for (const c of spec.categorical) parts.push(categoricalEmbedding(g, input(`${f}.${c.column}`), c, catTable(), spec.categoricalDim, false));
 
   if (spec.useEmbeddings) {
     spec.embeddings.forEach((k, i) => {
@@ -154,7 +157,7 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
       }
       // [b, s] columns → [b, s, ed], in the order features.ts writes them.
       let x = g.op('Concat', cols.map((c) => g.op('Unsqueeze', [c, int64s(g, [2], 'axes')])), { axis: attr.int(2) });
-      const cats = r.categorical.map((c) => categoricalEmbedding(g, squeeze(g, input(`${p}:${c.column}`), [2]), c, catTable, spec.categoricalDim, true));
+      const cats = r.categorical.map((c) => categoricalEmbedding(g, squeeze(g, input(`${p}:${c.column}`), [2]), c, catTable(), spec.categoricalDim, true));
       if (cats.length) x = g.op('Concat', [x, ...cats], { axis: attr.int(2) });
       const inDim = elementNumericDim(r) + r.categorical.length * spec.categoricalDim;
       const h = dense(g, x, { kernel: w(`rti${i}/w`), bias: w(`rti${i}/b`), inputDim: inDim, units: spec.elementDim, activation: 'relu', name: `rti${i}.element` });

@@ -23,7 +23,11 @@ export interface ParityReport {
   /** ORT at batch 1 vs ORT at the full batch */
   maxBatchDiff: number;
   nonFinite: number;
+  /** onnxruntime-node wall time of one batch-1 request (one intra-op thread), over the single runs after a warm-up */
+  latencyMs: { p50: number; p99: number; runs: number } | null;
 }
+
+const WARMUP_RUNS = 20;
 
 /** Raw request tensors for a set of fact rows, in the layout `requestInputs` declares. */
 export interface RawRequests {
@@ -178,11 +182,19 @@ export async function checkParity(
       maxAbsDiff = Math.max(maxAbsDiff, Math.abs(got[i]! - expected[i]!));
     }
     let maxBatchDiff = 0;
-    for (let i = 0; i < Math.min(opts.singles, req.n); i++) {
-      const r = await session.run(feeds(spec, req, i, i + 1));
+    const times: number[] = [];
+    const singles = Math.min(opts.singles, req.n);
+    for (let i = 0; i < singles; i++) {
+      const feed = feeds(spec, req, i, i + 1);
+      const t0 = performance.now();
+      const r = await session.run(feed);
+      if (i >= WARMUP_RUNS) times.push(performance.now() - t0);
       maxBatchDiff = Math.max(maxBatchDiff, Math.abs((r[outputName]!.data as Float32Array)[0]! - got[i]!));
     }
-    return { examples: req.n, maxAbsDiff, maxBatchDiff, nonFinite };
+    times.sort((a, b) => a - b);
+    const pct = (q: number): number => Math.round(times[Math.min(times.length - 1, Math.floor(q * times.length))]! * 1000) / 1000;
+    const latencyMs = times.length > 0 ? { p50: pct(0.5), p99: pct(0.99), runs: times.length } : null;
+    return { examples: req.n, maxAbsDiff, maxBatchDiff, nonFinite, latencyMs };
   } finally {
     await session.release();
   }

@@ -77,14 +77,27 @@ export function parseConfig(text: string, path: string, opts: LoadOptions = {}):
   const locate = (p: readonly PropertyKey[]): { line?: number; col?: number } => locateInDoc(doc, lineCounter, p);
 
   const parsed = configSchema.safeParse(raw ?? {});
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((iss) => zodProblem(iss, locate));
-    throw new ConfigError(`${path || 'config'}: ${problems.length} problem${problems.length > 1 ? 's' : ''} in the config`, problems);
-  }
-  const cfg = parsed.data;
   const problems: ConfigProblem[] = [];
+  let cfg: RawConfig;
+  // Schema problems do not hide cross-field ones: the offending keys are pruned (defaults fill in) and the
+  // cross-field rules run on what is left, minus anything under a pruned path.
+  let pruned: string[] = [];
+  if (parsed.success) {
+    cfg = parsed.data;
+  } else {
+    problems.push(...parsed.error.issues.map((iss) => zodProblem(iss, locate)));
+    const retry = pruneIssues(raw ?? {}, parsed.error.issues);
+    const again = retry ? configSchema.safeParse(retry.value) : undefined;
+    if (!retry || !again?.success) {
+      throw new ConfigError(`${path || 'config'}: ${problems.length} problem${problems.length > 1 ? 's' : ''} in the config`, problems);
+    }
+    cfg = again.data;
+    pruned = retry.paths;
+  }
   const add = (p: (string | number)[], message: string, hint?: string): void => {
-    problems.push({ path: p.join('.'), message, hint, ...locate(p) });
+    const at = p.join('.');
+    if (pruned.some((q) => at === q || at.startsWith(`${q}.`) || q.startsWith(`${at}.`))) return;
+    problems.push({ path: at, message, hint, ...locate(p) });
   };
 
   const configDir = path ? dirname(path) : (opts.cwd ?? process.cwd());
@@ -266,6 +279,23 @@ function checkDistillation(cfg: RawConfig, tasks: Record<string, TaskSpec>, add:
     else hopPaths.push(hp);
   }
   return hopPaths;
+}
+
+/** A copy of `raw` without the values zod rejected (unknown keys, bad values), and their dotted paths; null if a problem is at the root. */
+function pruneIssues(raw: unknown, issues: readonly z.core.$ZodIssue[]): { value: unknown; paths: string[] } | null {
+  const value = structuredClone(raw) as Record<PropertyKey, unknown>;
+  const paths: string[] = [];
+  for (const iss of issues) {
+    const targets = iss.code === 'unrecognized_keys' ? iss.keys.map((k) => [...iss.path, k]) : [iss.path];
+    for (const t of targets) {
+      if (t.length === 0) return null;
+      let node: unknown = value;
+      for (const k of t.slice(0, -1)) node = node && typeof node === 'object' ? (node as Record<PropertyKey, unknown>)[k] : undefined;
+      if (node && typeof node === 'object') delete (node as Record<PropertyKey, unknown>)[t[t.length - 1]!];
+      paths.push(t.map(String).join('.'));
+    }
+  }
+  return { value, paths };
 }
 
 function zodProblem(iss: z.core.$ZodIssue, locate: (p: readonly PropertyKey[]) => { line?: number; col?: number }): ConfigProblem {

@@ -61,7 +61,7 @@ const out = {
   dir: versionDir,
 };
 
-if (flag('serve')) out.serve = await serveLoad(repo, join(versionDir, 'embeddings.customers.parquet'));
+if (flag('serve')) out.serve = await serveLoad(repo, ['customers', 'articles'].map((t) => join(versionDir, `embeddings.${t}.parquet`)));
 console.log(JSON.stringify(out));
 
 /** gnnctl serve on the repository in one process, gnnctl bench serve against it in another. */
@@ -77,7 +77,7 @@ async function serveLoad(repository, keys) {
       if (i > 600) throw new Error('gnnctl serve did not become ready in 60 s');
       await new Promise((res) => setTimeout(res, 100));
     }
-    const b = spawnSync(process.execPath, [bin, 'bench', 'serve', '--url', url, '--model', cfg.export.name, '--rate', arg('rate', '2000'), '--duration', arg('duration', '30'), '--warmup', '3', '--keys', keys, '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+    const b = spawnSync(process.execPath, [bin, 'bench', 'serve', '--url', url, '--model', cfg.export.name, '--rate', arg('rate', '2000'), '--duration', arg('duration', '30'), '--warmup', '3', '--json', '--keys', ...keys], { encoding: 'utf8', maxBuffer: 1 << 26 });
     if (b.status !== 0) return { error: b.stderr.split('\n').slice(-5).join(' ') };
     return JSON.parse(b.stdout);
   } finally {

@@ -231,7 +231,7 @@ export function buildProgram(): Command {
     .option('--concurrency <n>', 'most connections open at once', '64')
     .option('--pool <n>', 'distinct pre-built requests', '512')
     .option('--max-sequence <n>', 'longest RTI sequence', '32')
-    .option('--keys <file>', 'known keys: an embeddings.parquet or a text file with one key per line')
+    .option('--keys <file...>', 'known keys: embeddings.parquet files (each feeds the input named like its key column) or a text file with one key per line')
     .option('--known-key-rate <r>', 'share of requests with a known key (with --keys)', '0.9')
     .option('--seed <n>', 'random seed', '1')
     .addOption(new Option('--client <kind>', 'the generator\'s HTTP client: raw (lean keep-alive HTTP/1.1) or node (http.Agent)').choices(['raw', 'node']).default('raw'))

@@ -17,13 +17,13 @@ export interface DuckOptions {
   tempDir?: string;
   /** Database file; default in-memory. */
   path?: string;
-  /** Cap on DuckDB's memory, e.g. "8GB" (default: 40% of RAM, leaving room for the JS heap). */
+  /** Cap on DuckDB's memory, e.g. "8GB" (default: $GNNCTL_DUCKDB_MEMORY, else 40% of RAM, leaving room for the JS heap). */
   memoryLimit?: string;
 }
 
 /** Opens DuckDB, runs `fn`, and always closes the connection and the database. */
 export async function withDuck<T>(fn: (duck: Duck) => Promise<T>, opts: DuckOptions = {}): Promise<T> {
-  const memoryLimit = opts.memoryLimit ?? `${Math.max(1, Math.floor((totalmem() * 0.4) / 2 ** 30))}GB`;
+  const memoryLimit = opts.memoryLimit ?? (process.env.GNNCTL_DUCKDB_MEMORY || `${Math.max(1, Math.floor((totalmem() * 0.4) / 2 ** 30))}GB`);
   const instance = await DuckDBInstance.create(opts.path ?? ':memory:', {
     threads: String(availableParallelism()),
     memory_limit: memoryLimit,

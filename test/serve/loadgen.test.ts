@@ -51,6 +51,28 @@ describe('buildRequestPool', () => {
   });
 });
 
+describe('buildRequestPool with keys per input', () => {
+  it('feeds each key input its own known keys (customer ids never land in article_id)', () => {
+    const two: ModelMetadata = {
+      ...meta,
+      inputs: [...meta.inputs, { name: 'transactions.article_id', datatype: 'BYTES', shape: [-1, 1] }, { name: 'transactions.transaction_id', datatype: 'INT64', shape: [-1, 1] }],
+    };
+    const knownKeys = new Map([
+      [KEY_INPUT, ['c1', 'c2']],
+      ['transactions.article_id', ['a1']],
+    ]);
+    const pool = buildRequestPool(two, { size: 200, knownKeys, knownKeyRate: 1 });
+    expect(pool.knownKeyShare).toBe(1);
+    for (const b of pool.bodies) {
+      const p = parseJsonBody(b.toString()) as Body;
+      const value = (name: string): unknown => p.inputs.find((i) => i.name === name)!.data[0];
+      expect(['c1', 'c2']).toContain(value(KEY_INPUT));
+      expect(value('transactions.article_id')).toBe('a1');
+      expect(Number(value('transactions.transaction_id'))).toBeGreaterThanOrEqual(10_000_000_000); // no keys given: unknown
+    }
+  });
+});
+
 describe('runOpenLoop', () => {
   let server: Server;
   let url: string;
@@ -109,6 +131,14 @@ describe('benchServe', () => {
     expect(r.errors).toBe(0);
     expect(r.pool.knownKeyShare).toBe(1);
     expect(r.server?.requests).toBe(50);
+  });
+
+  it('refuses a keys file whose key column no input takes, naming the key inputs', async () => {
+    const file = join(repo.root, 'articles.parquet');
+    await withDuck(async ({ conn }) => {
+      await conn.run(`COPY (SELECT 'a' || i::VARCHAR AS article_id, [1.0]::FLOAT[] AS embedding FROM range(5) t(i)) TO '${file}' (FORMAT parquet)`);
+    });
+    await expect(benchServe({ url: server.url, model: MODEL, rate: 10, durationS: 0.1, keysFile: [file] })).rejects.toThrow(/no input of model .* takes the keys of .*articles\.parquet \(column article_id\)/);
   });
 
   it('names an unknown model', async () => {

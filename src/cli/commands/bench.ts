@@ -57,7 +57,7 @@ export async function benchServeCommand(opts: BenchServeCommandOptions): Promise
     connections: opts.concurrency === undefined ? undefined : Math.round(positive(opts.concurrency, '--concurrency')),
     poolSize: opts.pool === undefined ? undefined : Math.max(2, Math.round(positive(opts.pool, '--pool'))),
     maxSequence: opts.maxSequence === undefined ? undefined : Math.round(nonNegative(opts.maxSequence, '--max-sequence')),
-    keysFile: opts.keys === undefined ? undefined : String(opts.keys),
+    keysFile: opts.keys === undefined ? undefined : ([] as unknown[]).concat(opts.keys).map(String),
     knownKeyRate: opts.knownKeyRate === undefined ? undefined : fraction(opts.knownKeyRate, '--known-key-rate'),
     seed: opts.seed === undefined ? undefined : Math.round(nonNegative(opts.seed, '--seed')),
     client,

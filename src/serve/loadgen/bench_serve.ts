@@ -26,8 +26,11 @@ export interface BenchServeOptions {
   /** Distinct requests in the pool. Default 512. */
   poolSize?: number;
   maxSequence?: number;
-  /** Keys the model knows: an embeddings.parquet (first key-like column) or a text file, one per line. */
-  keysFile?: string;
+  /**
+   * Keys the model knows: embeddings.parquet files (each feeds the input named like its key column, e.g.
+   * customer_id → transactions.customer_id) or a text file with one key per line (feeds the first key input).
+   */
+  keysFile?: string | string[];
   knownKeyRate?: number;
   seed?: number;
   timeoutMs?: number;
@@ -60,8 +63,7 @@ export async function benchServe(options: BenchServeOptions): Promise<BenchServe
       if (k.startsWith('pad_value:') && v.string_value?.trim() === String(INT64_MIN)) timeInputs.add(k.slice('pad_value:'.length));
     }
   }
-  const keyInput = meta.value.inputs.find((t) => !t.shape.slice(1).includes(-1) && /(^|_)id$/.test(t.name.split('.').pop() ?? ''));
-  const knownKeys = options.keysFile ? await readKeys(options.keysFile, keyInput?.datatype === 'INT64') : undefined;
+  const knownKeys = options.keysFile ? await knownKeysByInput(meta.value, typeof options.keysFile === 'string' ? [options.keysFile] : options.keysFile) : undefined;
   const pool = buildRequestPool(meta.value, {
     size: options.poolSize,
     seed: options.seed,
@@ -99,23 +101,45 @@ export async function benchServe(options: BenchServeOptions): Promise<BenchServe
   };
 }
 
-async function readKeys(file: string, int64: boolean): Promise<(string | bigint)[]> {
+/** Input name → known keys, one entry per keys file. */
+async function knownKeysByInput(meta: ModelMetadata, files: string[]): Promise<Map<string, (string | bigint)[]>> {
+  const keyInputs = meta.inputs.filter((t) => !t.shape.slice(1).includes(-1) && /(^|_)id$/.test(t.name.split('.').pop() ?? ''));
+  const out = new Map<string, (string | bigint)[]>();
+  for (const file of files) {
+    const { column, keys } = await readKeys(file);
+    const numeric = keys.every((k) => /^-?\d+$/.test(k));
+    const input = column !== undefined
+      ? keyInputs.find((t) => t.name.split('.').pop() === column)
+      : keyInputs.find((t) => (t.datatype === 'INT64' ? numeric : t.datatype === 'BYTES'));
+    if (!input) {
+      throw new ArtifactError(`no input of model "${meta.name}" takes the keys of ${file}${column ? ` (column ${column})` : ''}`, {
+        hint: `key inputs: ${keyInputs.map((t) => `${t.name} (${t.datatype})`).join(', ') || 'none'}`,
+      });
+    }
+    if (input.datatype === 'INT64' && !numeric) throw new ArtifactError(`the keys of ${file} are not integers, but ${input.name} is INT64`, { where: file });
+    out.set(input.name, input.datatype === 'INT64' ? keys.map((k) => BigInt(k)) : keys);
+  }
+  return out;
+}
+
+/** The keys of an embeddings.parquet (and its key column's name) or of a text file (one per line). */
+async function readKeys(file: string): Promise<{ column?: string; keys: string[] }> {
+  let column: string | undefined;
   let keys: string[];
   if (file.endsWith('.parquet')) {
     const { withDuck, queryRows, q, lit } = await import('../../data/duck.js');
     keys = await withDuck(async ({ conn }) => {
       const cols = await queryRows<{ column_name: string }>(conn, `DESCRIBE SELECT * FROM read_parquet(${lit(file)})`);
-      const col = cols.map((c) => c.column_name).find((c) => c !== 'embedding' && c !== 'anchor_time');
-      if (!col) throw new ArtifactError('no key column in the embeddings file', { where: file });
-      const rows = await queryRows<{ k: string }>(conn, `SELECT CAST(${q(col)} AS VARCHAR) AS k FROM read_parquet(${lit(file)}) WHERE ${q(col)} IS NOT NULL LIMIT 1000000`);
+      column = cols.map((c) => c.column_name).find((c) => c !== 'embedding' && c !== 'anchor_time');
+      if (!column) throw new ArtifactError('no key column in the embeddings file', { where: file });
+      const rows = await queryRows<{ k: string }>(conn, `SELECT CAST(${q(column)} AS VARCHAR) AS k FROM read_parquet(${lit(file)}) WHERE ${q(column)} IS NOT NULL LIMIT 1000000`);
       return rows.map((r) => r.k);
     });
   } else {
     keys = (await readFile(file, 'utf8')).split('\n').map((l) => l.trim()).filter((l) => l !== '');
   }
   if (keys.length === 0) throw new ArtifactError('the keys file holds no key', { where: file });
-  if (!int64) return keys;
-  return keys.filter((k) => /^-?\d+$/.test(k)).map((k) => BigInt(k));
+  return { column, keys };
 }
 
 type JsonResult<T> = { ok: true; value: T } | { ok: false; error: string };

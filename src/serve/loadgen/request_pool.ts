@@ -28,8 +28,11 @@ export interface RequestPoolOptions {
   /** Requests in the pool (at least 2, so consecutive requests never send the same bytes). Default 512. */
   size?: number;
   seed?: number;
-  /** Keys the model knows (e.g. the embeddings.parquet key column). Without them every key is random. */
-  knownKeys?: readonly (string | bigint)[];
+  /**
+   * Keys the model knows (e.g. an embeddings.parquet key column): per key input name, or one list for
+   * every key input. Without them every key is random.
+   */
+  knownKeys?: readonly (string | bigint)[] | ReadonlyMap<string, readonly (string | bigint)[]>;
   /** Share of requests with a known key, when `knownKeys` is given. Default 0.9. */
   knownKeyRate?: number;
   /** Longest RTI sequence. Default 32. */
@@ -60,8 +63,10 @@ export function buildRequestPool(meta: ModelMetadata, options: RequestPoolOption
   const size = Math.max(2, options.size ?? 512);
   const rand = random(options.seed ?? 1);
   const maxSeq = options.maxSequence ?? 32;
-  const known = options.knownKeys ?? [];
-  const knownRate = known.length > 0 ? (options.knownKeyRate ?? 0.9) : 0;
+  const known = options.knownKeys instanceof Map ? options.knownKeys : new Map<string, readonly (string | bigint)[]>();
+  const shared = Array.isArray(options.knownKeys) ? options.knownKeys : [];
+  const hasKnown = shared.length > 0 || [...known.values()].some((k) => k.length > 0);
+  const knownRate = hasKnown ? (options.knownKeyRate ?? 0.9) : 0;
   const anchor = options.anchorNs ?? BigInt(Date.now()) * 1_000_000n;
   const batching = meta.inputs.every((t) => t.shape[0] === -1);
   const bodies: Buffer[] = [];
@@ -72,14 +77,16 @@ export function buildRequestPool(meta: ModelMetadata, options: RequestPoolOption
     seqSum += seq;
     const useKnown = rand() < knownRate;
     if (useKnown) knownCount++;
-    const key: string | bigint | undefined = useKnown ? known[Math.floor(rand() * known.length)] : undefined;
+    const pick = (keys: readonly (string | bigint)[] | undefined): string | bigint | undefined => (keys && keys.length > 0 ? keys[Math.floor(rand() * keys.length)] : undefined);
+    const sharedKey = useKnown ? pick(shared) : undefined;
+    const keyFor = (input: string): string | bigint | undefined => (!useKnown ? undefined : known.size > 0 ? pick(known.get(input)) : sharedKey);
     const parts: string[] = [];
     for (const t of meta.inputs) {
       const inner = batching ? t.shape.slice(1) : t.shape;
       const isSeq = inner.includes(-1);
       const shape = (batching ? [1] : []).concat(inner.map((d) => (d === -1 ? seq : d)));
       const n = shape.reduce((a, b) => a * b, 1);
-      const data = values(t, n, isSeq, { rand, anchor, key, timeInputs: options.timeInputs });
+      const data = values(t, n, isSeq, { rand, anchor, key: isSeq ? undefined : keyFor(t.name), timeInputs: options.timeInputs });
       parts.push(`{"name":${JSON.stringify(t.name)},"datatype":"${t.datatype}","shape":[${shape.join(',')}],"data":[${data}]}`);
     }
     bodies.push(Buffer.from(`{"id":"${r}","inputs":[${parts.join(',')}]}`));

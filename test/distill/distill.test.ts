@@ -92,11 +92,13 @@ describe('the distilled run folder', () => {
 });
 
 describe('embeddings from files', () => {
-  const offsets = { min: 12 * HOUR, max: 14 * DAY, cadence: defaultCadence(12 * HOUR, 14 * DAY) };
+  let offsets: { min: number; max: number; cadence: number };
   let snapshotDir: string;
   let anchors: string[];
 
   beforeAll(async () => {
+    // the bundled block's offsets and cadence: the grid the computed run used
+    offsets = { min: 12 * HOUR, max: 14 * DAY, cadence: cfg.distillation!.embedding_cadence ?? defaultCadence(12 * HOUR, 14 * DAY) };
     // embed both key tables at every snapshot the computed run used, into the default layout
     anchors = cmd.metrics.embeddings.snapshots;
     for (const anchorTime of anchors) for (const table of ['customers', 'articles']) await embed({ cfg, run: base.runId, table, anchorTime, backend: 'wasm' });

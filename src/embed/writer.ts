@@ -12,6 +12,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as pq from 'parquet-wasm/node';
 import { tempSibling } from '../util/atomic.js';
+import { sortParquetKeyValueMetadata } from './parquet_footer.js';
 
 export interface EmbeddingChunk {
   /** primary-key values of the chunk's entities (an Arrow vector sliced from the keys) */
@@ -71,6 +72,7 @@ export async function writeEmbeddings(path: string, chunks: AsyncIterable<Embedd
     await pipeline(Readable.fromWeb(bytes as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(tmp));
     if (source.failed) throw source.error;
     if (!source.complete) throw new Error(`embedding writer: the chunk stream ended early (${rows} rows written)`);
+    sortParquetKeyValueMetadata(tmp); // same inputs → same bytes, even for two writes in one process
     renameSync(tmp, path);
     return { rows };
   } catch (e) {

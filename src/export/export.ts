@@ -291,6 +291,7 @@ async function selfCheck(cfg: Config, graph: Graph, spec: StudentSpec, runDir: s
     const { index, blob } = loadWeights(runDir);
     student.params.load(index, blob);
     const { requests, data } = await rawRequests(graph, spec, cfg.hopPaths, cfg.distillation?.real_time_offset ?? 0, nodes, entities);
+    // up to 520 batch-1 runs: 20 warm-up, then 500 timed for the latency figure
     const report = await checkParity(modelPath, spec, student, graph, requests, data, outputName(spec.output.kind), { batch: 256, singles: 520 });
     if (!(report.maxAbsDiff <= 1e-4) || report.nonFinite > 0 || !(report.maxBatchDiff <= 1e-5)) {
       throw new ArtifactError(`the exported model disagrees with the trained one (max |Δ| ${report.maxAbsDiff}, batch |Δ| ${report.maxBatchDiff}, non-finite ${report.nonFinite})`, {

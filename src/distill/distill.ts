@@ -119,7 +119,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   info(`distill: ${tables.train.nodes.length} train / ${tables.val.nodes.length} val / ${tables.test.nodes.length} test rows; base run ${base.id}`);
 
   const teacherModel = DeepModel.load(base.dir, graph);
-  const spec = studentSpec(cfg, d, task, cfg.hopPaths, graph, teacherModel);
+  const spec = studentSpec(d, task, cfg.hopPaths, graph, teacherModel);
   if (spec.output.kind === 'regression') {
     const y = tables.train.labels;
     spec.output.labelMean = y.reduce((a, b) => a + b, 0) / y.length;
@@ -318,7 +318,7 @@ async function embeddingsForExamples(
 }
 
 /** The student's fields from the graph schema: fact columns, embedding keys, RTI paths. */
-export function studentSpec(cfg: Config, d: DistillationConfig, task: TaskSpec, hops: HopPath[], graph: Graph, teacher: DeepModel): StudentSpec {
+export function studentSpec(d: DistillationConfig, task: TaskSpec, hops: HopPath[], graph: Graph, teacher: DeepModel): StudentSpec {
   const factTable = task.query.entity.table;
   const target = task.query.target.kind === 'fact' ? task.query.target.column.column : '';
   const schema = graph.manifest.schema;

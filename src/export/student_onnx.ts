@@ -119,7 +119,7 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
   }
   factNum.push(...clock(g, input(`${f}.${spec.timeColumn}`)));
   const parts: string[] = [concat(g, factNum, 1)];
-  for (const c of spec.categorical) parts.push(categoricalEmbedding(g, input(`${f}.${c.column}`), c, catTable(), spec.categoricalDim, false));
+  for (const c of spec.categorical) parts.push(categoricalEmbedding(g, input(`${f}.${c.column}`), c, catTable(), false));
 
   if (spec.useEmbeddings) {
     spec.embeddings.forEach((k, i) => {
@@ -157,7 +157,7 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
       }
       // [b, s] columns → [b, s, ed], in the order features.ts writes them.
       let x = g.op('Concat', cols.map((c) => g.op('Unsqueeze', [c, int64s(g, [2], 'axes')])), { axis: attr.int(2) });
-      const cats = r.categorical.map((c) => categoricalEmbedding(g, squeeze(g, input(`${p}:${c.column}`), [2]), c, catTable(), spec.categoricalDim, true));
+      const cats = r.categorical.map((c) => categoricalEmbedding(g, squeeze(g, input(`${p}:${c.column}`), [2]), c, catTable(), true));
       if (cats.length) x = g.op('Concat', [x, ...cats], { axis: attr.int(2) });
       const inDim = elementNumericDim(r) + r.categorical.length * spec.categoricalDim;
       const h = dense(g, x, { kernel: w(`rti${i}/w`), bias: w(`rti${i}/b`), inputDim: inDim, units: spec.elementDim, activation: 'relu', name: `rti${i}.element` });
@@ -198,7 +198,7 @@ function clock(g: OnnxGraphBuilder, t: string): string[] {
  * Raw categorical values → offset code (0 null, 1 unknown, 2 + i vocab[i]) → embedding row, flattened.
  * Null is "" for text columns and INT64 min for integer columns (an INT64 request has no null).
  */
-function categoricalEmbedding(g: OnnxGraphBuilder, v: string, c: CategoricalSpec, table: string, dim: number, sequence: boolean): string {
+function categoricalEmbedding(g: OnnxGraphBuilder, v: string, c: CategoricalSpec, table: string, sequence: boolean): string {
   const integer = isIntegerType(c.type);
   const keys = integer ? [INT64_MIN, ...c.vocab.map((x) => BigInt(x))] : ['', ...c.vocab];
   const values = [BigInt(c.offset), ...c.vocab.map((_, i) => BigInt(c.offset + 2 + i))];

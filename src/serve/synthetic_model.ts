@@ -23,6 +23,7 @@ import {
 } from '../export/onnx/index.js';
 import { writeModelConfig, type TritonModelConfig } from '../export/pbtxt.js';
 import { tempSibling, writeFileAtomic } from '../util/atomic.js';
+import { Rng } from '../util/rng.js';
 
 export const RTI_PATH = 'transactions.customer_id->customers.customer_id->transactions.customer_id';
 export const KEY_INPUT = 'transactions.customer_id';
@@ -66,7 +67,8 @@ export function buildSyntheticModel(options: SyntheticModelOptions = {}): Uint8A
   const dim = options.dim ?? 16;
   const hidden = options.hidden ?? 32;
   const keyType = options.keyType ?? 'string';
-  const rand = random(options.seed ?? 1);
+  const rng = new Rng(options.seed ?? 1);
+  const rand = (): number => rng.next();
   const g = new OnnxGraphBuilder();
   const anchor = g.addInput('anchor_time', 'INT64', ['batch', 1]);
   const key = g.addInput(KEY_INPUT, keyType === 'string' ? 'STRING' : 'INT64', ['batch', 1]);
@@ -138,17 +140,6 @@ export function writeVersionFolder(modelDir: string, version: number, model: Uin
     throw e;
   }
   return target;
-}
-
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function floats(n: number, rand: () => number, scale: number): Float32Array {

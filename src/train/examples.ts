@@ -149,27 +149,18 @@ async function entityExamples(conn: DuckDBConnection, graphDir: string, manifest
         `ON ${alias}.anchor = c.anchor AND ${alias}.node = c.node`,
     );
   }
-  const cond = (c: Condition): string => {
-    switch (c.kind) {
-      case 'and':
-        return `(${cond(c.left)} AND ${cond(c.right)})`;
-      case 'or':
-        return `(${cond(c.left)} OR ${cond(c.right)})`;
-      case 'not':
-        return `(NOT ${cond(c.inner)})`;
-      case 'compare': {
-        if (c.left.kind === 'aggregate') {
-          const alias = aliasOf.get(c.left)!;
-          return `(${aggregateValue(c.left, `${alias}.${alias}`)} ${op(c.op)} ${literal(c.value)})`;
-        }
-        if (c.left.table !== entity) {
-          throw new NotImplementedError(`WHERE on ${c.left.table}.${c.left.column}: only the entity table's own columns (${entity}) can be filtered directly`, { hint: 'use an aggregate over the other table instead' });
-        }
-        checkColumn(manifest, entity, c.left.column, `tasks.${task.name}.query`);
-        return `(e.${q(c.left.column)} ${op(c.op)} ${literal(c.value)})`;
+  const cond = (where: Condition): string =>
+    conditionSql(where, (c) => {
+      if (c.left.kind === 'aggregate') {
+        const alias = aliasOf.get(c.left)!;
+        return `(${aggregateValue(c.left, `${alias}.${alias}`)} ${op(c.op)} ${literal(c.value)})`;
       }
-    }
-  };
+      if (c.left.table !== entity) {
+        throw new NotImplementedError(`WHERE on ${c.left.table}.${c.left.column}: only the entity table's own columns (${entity}) can be filtered directly`, { hint: 'use an aggregate over the other table instead' });
+      }
+      checkColumn(manifest, entity, c.left.column, `tasks.${task.name}.query`);
+      return `(e.${q(c.left.column)} ${op(c.op)} ${literal(c.value)})`;
+    });
   const target = query.target;
   const value = aggregateValue(target.aggregate, 'target.target');
   const label = target.compare ? `CASE WHEN ${value} ${op(target.compare.op)} ${literal(target.compare.value)} THEN 1.0 ELSE 0.0 END` : `${value}::DOUBLE`;
@@ -190,23 +181,16 @@ async function factExamples(conn: DuckDBConnection, graphDir: string, manifest: 
   checkColumn(manifest, table, column, `tasks.${task.name}.query`);
   const c = query.target.compare;
   const label = c ? `CASE WHEN ${q(column)} ${op(c.op)} ${literal(c.value)} THEN 1.0 ELSE 0.0 END` : `${q(column)}::DOUBLE`;
-  const filter = (cond: Condition | null): string => {
-    if (!cond) return 'true';
-    switch (cond.kind) {
-      case 'and':
-        return `(${filter(cond.left)} AND ${filter(cond.right)})`;
-      case 'or':
-        return `(${filter(cond.left)} OR ${filter(cond.right)})`;
-      case 'not':
-        return `(NOT ${filter(cond.inner)})`;
-      case 'compare':
-        if (cond.left.kind === 'aggregate' || cond.left.table !== table) {
-          throw new NotImplementedError('a fact-row task can filter on its own columns only', { hint: `use ${table}.<column> in WHERE` });
-        }
-        checkColumn(manifest, table, cond.left.column, `tasks.${task.name}.query`);
-        return `(${q(cond.left.column)} ${op(cond.op)} ${literal(cond.value)})`;
-    }
-  };
+  const filter = (where: Condition | null): string =>
+    !where
+      ? 'true'
+      : conditionSql(where, (c) => {
+          if (c.left.kind === 'aggregate' || c.left.table !== table) {
+            throw new NotImplementedError('a fact-row task can filter on its own columns only', { hint: `use ${table}.<column> in WHERE` });
+          }
+          checkColumn(manifest, table, c.left.column, `tasks.${task.name}.query`);
+          return `(${q(c.left.column)} ${op(c.op)} ${literal(c.value)})`;
+        });
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE examples AS SELECT __t AS anchor, __node AS node, ${label} AS label FROM read_parquet(${lit(rowsPath(graphDir, manifest, table))}) ` +
       `WHERE ${q(column)} IS NOT NULL AND ${filter(query.where)}`,
@@ -218,4 +202,20 @@ async function readExamples(conn: DuckDBConnection, where: string): Promise<Exam
   const n = Number(await queryValue(conn, `SELECT count(*) FROM examples WHERE ${where}`));
   const [anchors, nodes, labels] = await readColumns(conn, `SELECT anchor, node, label FROM examples WHERE ${where} ORDER BY anchor, node`, n, ['f64', 'i32', 'f32']);
   return { nodes: nodes as Int32Array, anchors: anchors as Float64Array, labels: labels as Float32Array };
+}
+
+type Compare = Extract<Condition, { kind: 'compare' }>;
+
+/** A WHERE condition as SQL: AND / OR / NOT here, each comparison by `compare`. */
+function conditionSql(c: Condition, compare: (c: Compare) => string): string {
+  switch (c.kind) {
+    case 'and':
+      return `(${conditionSql(c.left, compare)} AND ${conditionSql(c.right, compare)})`;
+    case 'or':
+      return `(${conditionSql(c.left, compare)} OR ${conditionSql(c.right, compare)})`;
+    case 'not':
+      return `(NOT ${conditionSql(c.inner, compare)})`;
+    case 'compare':
+      return compare(c);
+  }
 }

@@ -6,7 +6,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import * as ort from 'onnxruntime-node';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportCommand } from '../../src/cli/commands/export.js';

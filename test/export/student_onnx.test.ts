@@ -61,7 +61,7 @@ beforeAll(async () => {
   fx = retailFixture({ transactions: `${TX}\n`, config: `${config}${DISTILLATION}` });
   cfg = loadConfig(fx.config, { cwd: fx.dir, artifacts: fx.artifacts });
   graph = Graph.load((await buildGraph(cfg)).dir);
-  spec = studentSpec(cfg, cfg.distillation!, cfg.taskSpecs.fraud!, cfg.hopPaths, graph, { spec: { channels: DIM } } as DeepModel);
+  spec = studentSpec(cfg.distillation!, cfg.taskSpecs.fraud!, cfg.hopPaths, graph, { spec: { channels: DIM } } as DeepModel);
   student = new StudentModel(spec, 5, 0);
   const rng = new Rng(9);
   // non-zero fallbacks, so an unknown key reads something other than zeros
@@ -169,7 +169,7 @@ describe('a null integer categorical', () => {
     try {
       const c = loadConfig(f.config, { cwd: f.dir, artifacts: f.artifacts });
       const g = Graph.load((await buildGraph(c)).dir);
-      const s = studentSpec(c, c.distillation!, c.taskSpecs.fraud!, c.hopPaths, g, { spec: { channels: DIM } } as DeepModel);
+      const s = studentSpec(c.distillation!, c.taskSpecs.fraud!, c.hopPaths, g, { spec: { channels: DIM } } as DeepModel);
       const m = new StudentModel(s, 5, 0);
       const dir = mkdtempSync(join(scratch, 'null-int-'));
       try {

@@ -1,4 +1,3 @@
-import { DuckDBInstance } from '@duckdb/node-api';
 import { existsSync, readdirSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -6,6 +5,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { DataError } from '../../src/errors.js';
 import { buildGraph } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
+import { duckRows } from '../helpers/graph.js';
 import { retailFixture, CONFIG, TRANSACTIONS, CUSTOMERS, type Fixture } from '../helpers/fixtures.js';
 
 let fx: Fixture | undefined;
@@ -14,17 +14,6 @@ afterEach(() => fx?.cleanup());
 async function build(f: Fixture, opts: { force?: boolean } = {}) {
   const cfg = loadConfig(f.config, { cwd: f.dir, artifacts: f.artifacts });
   return buildGraph(cfg, opts);
-}
-
-async function duckRows(sql: string): Promise<Record<string, unknown>[]> {
-  const db = await DuckDBInstance.create(':memory:');
-  const c = await db.connect();
-  try {
-    return (await c.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
-  } finally {
-    c.closeSync();
-    db.closeSync();
-  }
 }
 
 describe('graph build on the retail fixture', () => {

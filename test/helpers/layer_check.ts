@@ -101,7 +101,7 @@ export function randomBlock(rng: Rng, n: number, fanout: number, channels: numbe
   return { fanout, table, m, index, mask };
 }
 
-function run(layer: LayerUnderTest, forward: (input: LayerInput) => tf.Tensor2D, input: LayerInput): Float32Array {
+function run(forward: (input: LayerInput) => tf.Tensor2D, input: LayerInput): Float32Array {
   const out = tf.tidy(() => forward(input));
   const v = out.dataSync() as Float32Array;
   out.dispose();
@@ -176,7 +176,7 @@ export function checkLayer(layer: LayerUnderTest, channels = layer.out): void {
   it(`${layer.name}: finite gradients for every weight, some non-zero; no tensor leaks`, () => {
     const { params, forward, input } = setup();
     const before = tf.memory().numTensors;
-    run(layer, forward, input);
+    run(forward, input);
     expect(tf.memory().numTensors).toBe(before);
     const probe = Float32Array.from({ length: input.n * layer.out }, (_, i) => Math.sin(i + 1));
     const { value, grads } = tf.variableGrads(() => tf.tidy(() => tf.sum(forward(input).mul(tf.tensor2d(probe, [input.n, layer.out])))) as tf.Scalar, [...params.vars.values()]);
@@ -206,8 +206,8 @@ export function checkLayer(layer: LayerUnderTest, channels = layer.out): void {
         codes = new Int32Array(input.codes.length);
         perm.forEach((src, dst) => codes!.set(input.codes!.subarray(src * k, (src + 1) * k), dst * k));
       }
-      const a = run(layer, forward, input);
-      const b = run(layer, forward, { ...input, x, codes });
+      const a = run(forward, input);
+      const b = run(forward, { ...input, x, codes });
       const expected = new Float32Array(a.length);
       perm.forEach((src, dst) => expected.set(a.subarray(src * layer.out, (src + 1) * layer.out), dst * layer.out));
       expectClose(b, expected, 'permuted rows');
@@ -218,8 +218,8 @@ export function checkLayer(layer: LayerUnderTest, channels = layer.out): void {
   if (layer.neighbours) {
     it(`${layer.name}: invariant to the order of neighbours within each node's block`, () => {
       const { params, forward, input } = setup();
-      const a = run(layer, forward, input);
-      for (const seed of [1, 2, 3]) expectClose(run(layer, forward, permuteNeighbours(input, new Rng(seed))), a, `permutation ${seed}`);
+      const a = run(forward, input);
+      for (const seed of [1, 2, 3]) expectClose(run(forward, permuteNeighbours(input, new Rng(seed))), a, `permutation ${seed}`);
       params.dispose();
     });
 
@@ -234,9 +234,9 @@ export function checkLayer(layer: LayerUnderTest, channels = layer.out): void {
     ];
     it.each(paddings)(`${layer.name}: padded positions holding %s change neither output nor gradients`, (_, padding) => {
       const { params, forward, input } = setup();
-      const base = run(layer, forward, input);
+      const base = run(forward, input);
       const padded = pad(input, channels, padding);
-      expectClose(run(layer, forward, padded), base, 'output');
+      expectClose(run(forward, padded), base, 'output');
       // the gradients of the weights are those of the unpadded input
       const probe = Float32Array.from({ length: input.n * layer.out }, (_, i) => Math.cos(i));
       const grads = (inp: LayerInput) => {
@@ -256,10 +256,10 @@ export function checkLayer(layer: LayerUnderTest, channels = layer.out): void {
       const { params, forward, input } = setup();
       // row 0 of every block has no valid neighbour (randomBlock)
       for (const b of input.blocks!) if (b) expect(Array.from(b.mask.subarray(0, b.fanout)).every((m) => m === 0)).toBe(true);
-      const a = run(layer, forward, input);
+      const a = run(forward, input);
       expect(Array.from(a.subarray(0, layer.out)).every(Number.isFinite)).toBe(true);
       const none = { ...input, blocks: input.blocks!.map((b) => (b ? { ...b, mask: new Float32Array(b.mask.length) } : null)) };
-      expect(Array.from(run(layer, forward, none)).every(Number.isFinite)).toBe(true);
+      expect(Array.from(run(forward, none)).every(Number.isFinite)).toBe(true);
       params.dispose();
     });
   }

@@ -4,10 +4,10 @@
  * student's request shape stays the one the bundled default serves), with small sizes for speed, and
  * readers for what those stages write (Parquet rows and key-value metadata through DuckDB).
  */
-import { DuckDBInstance } from '@duckdb/node-api';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify, parse } from 'yaml';
+import { duckRows as sqlRows } from './graph.js';
 import { synthConfig } from './synth.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -45,16 +45,7 @@ ${stringify({ distillation: bundledDistillation(opts.distillation), export: bund
 }
 
 /** Rows of a SQL query as plain JS objects, on a throwaway in-memory DuckDB. */
-export async function sqlRows(sql: string): Promise<Record<string, unknown>[]> {
-  const db = await DuckDBInstance.create(':memory:');
-  const c = await db.connect();
-  try {
-    return (await c.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
-  } finally {
-    c.closeSync();
-    db.closeSync();
-  }
-}
+export { sqlRows };
 
 /** A path as a SQL string literal. */
 export function sqlPath(path: string): string {

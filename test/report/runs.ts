@@ -6,6 +6,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { BinaryMetrics } from '../../src/train/metrics.js';
 
 export interface RunsFixture {
   root: string;
@@ -51,15 +52,6 @@ function writeRun(artifacts: string, id: string, manifest: Record<string, unknow
   writeFileSync(join(dir, 'manifest.json'), JSON.stringify({ id, ...manifest }, null, 2));
   if (metrics !== null) writeFileSync(join(dir, 'metrics.json'), JSON.stringify(metrics, null, 2));
   return dir;
-}
-
-export interface BinaryMetrics {
-  auroc: number;
-  ap: number;
-  accuracy: number;
-  f1: number;
-  positive_rate: number;
-  n: number;
 }
 
 export function binaryMetrics(auroc: number, ap: number, n: number, positiveRate: number): BinaryMetrics {

@@ -8,6 +8,7 @@
  * uniformly from 0..`maxSequence`, shared by every sequence input (they describe the same interactions),
  * with timestamps before the anchor. INT64 values are written as exact JSON integers.
  */
+import { Rng } from '../../util/rng.js';
 
 /** An input or output as `GET /v2/models/{name}` describes it. */
 export interface TensorMetadata {
@@ -61,7 +62,8 @@ const DAY_NS = 86_400_000_000_000n;
 
 export function buildRequestPool(meta: ModelMetadata, options: RequestPoolOptions = {}): RequestPool {
   const size = Math.max(2, options.size ?? 512);
-  const rand = random(options.seed ?? 1);
+  const rng = new Rng(options.seed ?? 1);
+  const rand = (): number => rng.next();
   const maxSeq = options.maxSequence ?? 32;
   const known = options.knownKeys instanceof Map ? options.knownKeys : new Map<string, readonly (string | bigint)[]>();
   const shared = Array.isArray(options.knownKeys) ? options.knownKeys : [];
@@ -144,15 +146,4 @@ function values(t: TensorMetadata, n: number, isSeq: boolean, g: Gen): string {
   }
   if (isTime && isSeq) out.sort(); // oldest first, as RTI sequences come (same digit count, so text order is numeric)
   return out.join(',');
-}
-
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

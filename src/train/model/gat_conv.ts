@@ -45,9 +45,9 @@ export class GatConv {
     this.headDim = args.channels / args.heads;
     this.wSelf = params.glorot(`${name}/w_self`, [args.channels, args.channels]);
     this.b = params.zeros(`${name}/b`, [args.channels]);
-    this.wEdge = args.edges.map((e, i) => params.glorot(`${name}/e${i}/w`, [args.channels, args.channels]));
-    this.aSrc = args.edges.map((e, i) => params.glorot(`${name}/e${i}/a_src`, [args.heads, this.headDim]));
-    this.aDst = args.edges.map((e, i) => params.glorot(`${name}/e${i}/a_dst`, [args.heads, this.headDim]));
+    this.wEdge = args.edges.map((_, i) => params.glorot(`${name}/e${i}/w`, [args.channels, args.channels]));
+    this.aSrc = args.edges.map((_, i) => params.glorot(`${name}/e${i}/a_src`, [args.heads, this.headDim]));
+    this.aDst = args.edges.map((_, i) => params.glorot(`${name}/e${i}/a_dst`, [args.heads, this.headDim]));
     this.wDeg = args.edges.map((_, i) => params.glorot(`${name}/e${i}/w_deg`, [1, args.channels]));
   }
 

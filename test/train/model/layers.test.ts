@@ -6,7 +6,6 @@ import { LayerNorm } from '../../../src/train/model/layer_norm.js';
 import { NodeEncoder } from '../../../src/train/model/node_encoder.js';
 import { ParamStore } from '../../../src/train/model/params.js';
 import { SageConv } from '../../../src/train/model/sage_conv.js';
-import { Rng } from '../../../src/util/rng.js';
 import { blockTensors, checkLayer, randomBlock, type LayerUnderTest } from '../../helpers/layer_check.js';
 
 beforeAll(async () => {

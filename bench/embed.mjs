@@ -14,7 +14,7 @@ const data = await dataset(size);
 const { loadConfig } = await import('../dist/config/load.js');
 const { embed } = await import('../dist/embed/embed.js');
 const { train } = await import('../dist/train/trainer.js');
-const { setQuiet } = await import('../dist/util/log.js');
+const { setQuiet } = await import('../dist/core/log.js');
 setQuiet(true);
 const cfg = loadConfig(benchConfig(size, data));
 let run = arg('run', null);

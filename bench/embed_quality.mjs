@@ -18,12 +18,12 @@ const { loadConfig } = await import('../dist/config/load.js');
 const { train } = await import('../dist/train/trainer.js');
 const { buildGraph } = await import('../dist/graph/build.js');
 const { Graph } = await import('../dist/graph/graph.js');
-const { DeepModel } = await import('../dist/train/deep_model.js');
-const { taskSplit } = await import('../dist/train/anchors.js');
+const { DeepModel } = await import('../dist/model/deep_model.js');
+const { taskSplit } = await import('../dist/task/split.js');
 const { buildTrainingTables } = await import('../dist/train/examples.js');
 const { embedExact } = await import('../dist/embed/layerwise.js');
-const { auroc } = await import('../dist/train/metrics.js');
-const { setQuiet } = await import('../dist/util/log.js');
+const { auroc } = await import('../dist/task/metrics.js');
+const { setQuiet } = await import('../dist/core/log.js');
 setQuiet(true);
 
 const cfg = loadConfig(benchConfig(size, data));

@@ -23,7 +23,7 @@ const { train } = await import('../dist/train/trainer.js');
 const { distill } = await import('../dist/distill/distill.js');
 const { embed } = await import('../dist/embed/embed.js');
 const { exportModel } = await import('../dist/export/export.js');
-const { setQuiet } = await import('../dist/util/log.js');
+const { setQuiet } = await import('../dist/core/log.js');
 setQuiet(true);
 
 const cfgPath = benchConfig(size, data);

@@ -30,7 +30,7 @@ import {
   layerNorm,
   layerNormComposite,
 } from '../dist/compute/fused.js';
-import { Rng } from '../dist/util/rng.js';
+import { Rng } from '../dist/core/rng.js';
 
 function arg(name, fallback) {
   const i = process.argv.indexOf(`--${name}`);

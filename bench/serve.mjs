@@ -77,7 +77,7 @@ async function serverRole() {
 
 /** Child 2: the open-loop load generator (what `gnnctl bench serve --json` runs). */
 async function clientRole() {
-  const { benchServe } = await import(new URL('serve/loadgen/bench_serve.js', dist));
+  const { benchServe } = await import(new URL('loadgen/bench_serve.js', dist));
   let cpu0;
   const result = await benchServe({
     url: args.url,
@@ -99,7 +99,7 @@ async function clientRole() {
 }
 
 async function main() {
-  const { writeSyntheticRepository, syntheticKey, buildSyntheticModel, writeVersionFolder } = await import(new URL('serve/synthetic_model.js', dist));
+  const { writeSyntheticRepository, syntheticKey, buildSyntheticModel, writeVersionFolder } = await import(new URL('loadgen/synthetic_model.js', dist));
   const dir = mkdtempSync(join(tmpdir(), 'gnnctl-bench-serve-'));
   try {
     const rows = Number(args.rows);

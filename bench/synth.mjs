@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateSynthetic } from '../dist/datasets/synth.js';
-import { setQuiet } from '../dist/util/log.js';
+import { setQuiet } from '../dist/core/log.js';
 
 const { values } = parseArgs({
   options: {

@@ -13,7 +13,7 @@ const epochs = Number(arg('epochs', '1'));
 const data = await dataset(size);
 const { loadConfig } = await import('../dist/config/load.js');
 const { train } = await import('../dist/train/trainer.js');
-const { setQuiet } = await import('../dist/util/log.js');
+const { setQuiet } = await import('../dist/core/log.js');
 setQuiet(true);
 const cfg = loadConfig(benchConfig(size, data));
 cfg.taskSpecs.churn.model = { ...cfg.taskSpecs.churn.model, encoder: 'sage', layers: 2, channels: 64, num_neighbors: [10, 5], batch_size: 512, sampling: 'last' };

@@ -3,7 +3,7 @@
  * bar. METRIC is a dotted path into the command's `metrics` (e.g. `test.auroc`, `baseline.test.auroc`,
  * `lift`); for error metrics (mae, rmse) "under" means "worse", i.e. the gate fails when the value is above.
  */
-import { QualityGateError, UsageError } from '../errors.js';
+import { QualityGateError, UsageError } from '../core/errors.js';
 
 export interface Gate {
   path: string;

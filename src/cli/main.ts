@@ -4,9 +4,9 @@
  * when a command needs them).
  */
 import { Command, CommanderError, Option } from 'commander';
-import { ExitCode } from '../errors.js';
+import { ExitCode } from '../core/errors.js';
 import { reportError, runCommand, type CommandOutput } from './run.js';
-import { VERSION } from '../version.js';
+import { VERSION } from '../core/version.js';
 
 type Opts = Record<string, unknown> & { json?: boolean; quiet?: boolean };
 

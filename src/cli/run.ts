@@ -2,8 +2,8 @@
  * The one place that turns a command's result or error into output and an exit code. Commands are plain
  * async functions that take options and return a `CommandOutput`; tests call them directly.
  */
-import { ExitCode, GnnctlError, QualityGateError } from '../errors.js';
-import { setQuiet, takeWarnings } from '../util/log.js';
+import { ExitCode, GnnctlError, QualityGateError } from '../core/errors.js';
+import { setQuiet, takeWarnings } from '../core/log.js';
 
 export interface CommandOutput<T = unknown> {
   /** What `--json` prints: one object. */

@@ -35,10 +35,10 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { getThreadsCount, setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
-import { UsageError, suggest } from '../errors.js';
-import { warn } from '../util/log.js';
-import { cpuBackend, registerWasmKernels } from './wasm-kernels.js';
-import { registerFastWasmKernels } from './wasm-fast-kernels.js';
+import { UsageError, suggest } from '../core/errors.js';
+import { warn } from '../core/log.js';
+import { cpuBackend, registerWasmKernels } from './wasm_kernels.js';
+import { registerFastWasmKernels } from './wasm_fast_kernels.js';
 import { registerFusedKernels } from './fused.js';
 
 export const BACKEND_REQUESTS = ['auto', 'tensorflow', 'wasm', 'cpu'] as const;

@@ -10,8 +10,8 @@
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { GnnctlError } from '../errors.js';
-import { VERSION } from '../version.js';
+import { GnnctlError } from '../core/errors.js';
+import { VERSION } from '../core/version.js';
 import { selectBackend, type BackendInfo, type BackendRequest } from './backend.js';
 import { probeMatmul, type MatmulProbe } from './probe.js';
 

@@ -34,10 +34,10 @@ import {
   gatherWeightedSumWeightsGradKernel,
   layerNormGradKernel,
   layerNormKernel,
-} from './fused-kernels.js';
-import { cpuKernelFunc, wasmKernelFunc, type TypedKernel } from './typed-kernel.js';
+} from './fused_kernels.js';
+import { cpuKernelFunc, wasmKernelFunc, type TypedKernel } from './typed_kernel.js';
 
-export { FusedKernelName } from './fused-kernels.js';
+export { FusedKernelName } from './fused_kernels.js';
 
 const KERNELS: readonly TypedKernel[] = [
   layerNormKernel,

@@ -6,8 +6,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { LineCounter, parseDocument, isMap, isSeq, type Document } from 'yaml';
 import type { z } from 'zod';
-import { ConfigError, suggest, type ConfigProblem } from '../errors.js';
-import { parseQuery, conditionAggregates, conditionColumns, type PredictiveQuery, PqlSyntaxError } from '../train/pql.js';
+import { ConfigError, suggest, type ConfigProblem } from '../core/errors.js';
+import { parseQuery, conditionAggregates, conditionColumns, type PredictiveQuery, PqlSyntaxError } from '../task/pql.js';
+import type { HopPath, TaskDefinition } from '../task/task_spec.js';
 import { configSchema, type RawConfig, type TableConfig, type ModelConfig, modelSchema } from './schema.js';
 
 export interface TableSpec extends TableConfig {
@@ -18,21 +19,8 @@ export interface TableSpec extends TableConfig {
   databasePath?: string;
 }
 
-/** A parsed RTI hop path `fact.fk->parent.pk->child.fk`: the child rows sharing the fact row's parent. */
-export interface HopPath {
-  text: string;
-  factTable: string;
-  factColumn: string;
-  parentTable: string;
-  parentKey: string;
-  childTable: string;
-  childColumn: string;
-  maxLength: number;
-}
-
-export interface TaskSpec {
-  name: string;
-  query: PredictiveQuery;
+/** A task as the config defines it: the task layer's definition plus its resolved model block. */
+export interface TaskSpec extends TaskDefinition {
   split: RawConfig['tasks'][string]['split'];
   model: ModelConfig;
 }

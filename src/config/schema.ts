@@ -4,7 +4,7 @@
  * config reference (`gnnctl config reference`), so write them for users.
  */
 import { z } from 'zod';
-import { durationSchema } from '../util/duration.js';
+import { durationSchema } from '../core/duration.js';
 
 export const COLUMN_KINDS = ['numerical', 'categorical', 'timestamp', 'text', 'ignore'] as const;
 export type ColumnKind = (typeof COLUMN_KINDS)[number];

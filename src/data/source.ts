@@ -5,7 +5,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { existsSync, statSync } from 'node:fs';
 import type { TableSpec } from '../config/load.js';
-import { DataError, suggest } from '../errors.js';
+import { DataError, suggest } from '../core/errors.js';
 import { lit, q, queryRows, queryValue } from './duck.js';
 
 export interface SourceFile {

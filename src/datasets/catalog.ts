@@ -4,7 +4,7 @@
  * a section, a product group/type, a department and a price tier. Popularity is Zipf-like over a random
  * ranking, times a launch curve for products released inside the simulated window.
  */
-import type { Rng } from '../util/rng.js';
+import type { Rng } from '../core/rng.js';
 import { csvField, type CsvSink } from './csv.js';
 import { cumulative, pick, lognormal, searchCumulative, uniform } from './random.js';
 import { COLOURS, GARMENT_GROUPS, INDEXES, KIND_GROUPS, NAME_STYLES, NAME_WORDS, PRODUCT_GROUPS, SECTIONS } from './taxonomy.js';

@@ -3,7 +3,7 @@
  * the simulation drives them with: a heavy-tailed visit rate, basket size, channel habit, price tier and a
  * preference over at most three sections. Everything is a typed array indexed by customer.
  */
-import type { Rng } from '../util/rng.js';
+import type { Rng } from '../core/rng.js';
 import { CsvSink } from './csv.js';
 import { hexId, lognormal, pick, uniform } from './random.js';
 import { INDEXES, SECTIONS } from './taxonomy.js';

@@ -1,5 +1,5 @@
 /** Sampling helpers over `Rng` used by the synthetic generator (all draws go through the seeded Rng). */
-import type { Rng } from '../util/rng.js';
+import type { Rng } from '../core/rng.js';
 
 /** A positive integer with mean `mean` (≥ 1): geometric number of trials until the first success. */
 export function geometric(rng: Rng, mean: number): number {

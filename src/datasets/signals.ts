@@ -11,7 +11,7 @@
  * - Account takeovers: short episodes of expensive, mostly online, often night-time purchases on a victim's
  *   account.
  */
-import type { Rng } from '../util/rng.js';
+import type { Rng } from '../core/rng.js';
 import type { Catalog } from './catalog.js';
 import type { Population } from './population.js';
 import { cumulative, geometric, searchCumulative, uniform } from './random.js';

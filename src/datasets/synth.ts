@@ -10,11 +10,11 @@
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { DataError } from '../errors.js';
-import { Rng } from '../util/rng.js';
-import { tempSibling, writeJsonAtomic } from '../util/atomic.js';
-import { info } from '../util/log.js';
-import { VERSION } from '../version.js';
+import { DataError } from '../core/errors.js';
+import { Rng } from '../core/rng.js';
+import { tempSibling, writeJsonAtomic } from '../core/atomic.js';
+import { info } from '../core/log.js';
+import { VERSION } from '../core/version.js';
 import { ARTICLE_COLUMNS, generateCatalog, writeArticles } from './catalog.js';
 import { CsvSink } from './csv.js';
 import { CUSTOMER_COLUMNS, generatePopulation } from './population.js';

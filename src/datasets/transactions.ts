@@ -10,7 +10,7 @@
  * labelled fraud for no visible reason. The day's rows are sorted by time of day (a stable counting sort
  * over seconds) and written with increasing transaction ids.
  */
-import type { Rng } from '../util/rng.js';
+import type { Rng } from '../core/rng.js';
 import { ArticleSampler, PRICE_POINTS, PRICE_SCALE, type Catalog } from './catalog.js';
 import type { CsvSink } from './csv.js';
 import { PREFS, type Population } from './population.js';

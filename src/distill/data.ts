@@ -6,14 +6,14 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { HopPath } from '../config/load.js';
+import type { HopPath } from '../task/task_spec.js';
 import { lit, q, queryRows, queryValue, readColumns, withDuck } from '../data/duck.js';
 import { embedExact, tableDepth } from '../embed/layerwise.js';
-import { ArtifactError, DataError } from '../errors.js';
+import { ArtifactError, DataError } from '../core/errors.js';
 import type { Graph } from '../graph/graph.js';
 import { rowsPath } from '../train/examples.js';
-import type { DeepModel } from '../train/deep_model.js';
-import { info } from '../util/log.js';
+import type { DeepModel } from '../model/deep_model.js';
+import { info } from '../core/log.js';
 
 /**
  * RTI element node ids per example, most recent first: [examples × maxLength], −1 where there is none.

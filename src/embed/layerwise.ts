@@ -18,10 +18,10 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { EdgeType } from '../graph/graph.js';
-import type { DeepModel } from '../train/deep_model.js';
-import type { NeighbourBlock } from '../train/model/sage_conv.js';
-import { buildPlan, type Plan } from '../train/plan.js';
-import { upperBound } from '../train/sampler.js';
+import type { DeepModel } from '../model/deep_model.js';
+import type { NeighbourBlock } from '../model/sage_conv.js';
+import { buildPlan, type Plan } from '../model/plan.js';
+import { upperBound } from '../model/sampler.js';
 
 /** rows per TF call when encoding a class */
 const ROW_CHUNK = 16384;

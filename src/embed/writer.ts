@@ -11,7 +11,7 @@ import { createWriteStream, renameSync, rmSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as pq from 'parquet-wasm/node';
-import { tempSibling } from '../util/atomic.js';
+import { tempSibling } from '../core/atomic.js';
 import { sortParquetKeyValueMetadata } from './parquet_footer.js';
 
 export interface EmbeddingChunk {

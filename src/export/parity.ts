@@ -7,12 +7,12 @@
 import * as tf from '@tensorflow/tfjs';
 import * as ort from 'onnxruntime-node';
 import { join } from 'node:path';
-import type { HopPath } from '../config/load.js';
+import type { HopPath } from '../task/task_spec.js';
 import { lit, q, readStrings, withDuck } from '../data/duck.js';
 import { rtiElements } from '../distill/data.js';
-import { StudentFeatures, type StudentData } from '../distill/features.js';
-import { isIntegerType, type CategoricalSpec, type StudentSpec } from '../distill/spec.js';
-import type { StudentModel } from '../distill/student.js';
+import { StudentFeatures, type StudentData } from '../model/student/features.js';
+import { isIntegerType, type CategoricalSpec, type StudentSpec } from '../model/student/spec.js';
+import type { StudentModel } from '../model/student/student.js';
 import type { Graph } from '../graph/graph.js';
 import { INT64_MIN } from './onnx/ops/time.js';
 import { elemTypeOf, requestInputs, type EntityTable } from './student_onnx.js';

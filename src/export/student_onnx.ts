@@ -11,7 +11,7 @@
  * tasks) or `prediction` (regression).
  */
 import { attr } from './onnx/attributes.js';
-import { ML_DOMAIN, OnnxGraphBuilder } from './onnx/OnnxGraphBuilder.js';
+import { ML_DOMAIN, OnnxGraphBuilder } from './onnx/onnx_graph_builder.js';
 import { cast, concat, floatScalar, int64s, squeeze } from './onnx/ops/basic.js';
 import { dense } from './onnx/ops/dense.js';
 import { lookupIndex, type Vocabulary } from './onnx/ops/lookup.js';
@@ -19,7 +19,7 @@ import { maskedAttentionPool, maskedMeanPool } from './onnx/ops/pooling.js';
 import { standardize } from './onnx/ops/standardize.js';
 import { INT64_MIN, relativeTime } from './onnx/ops/time.js';
 import type { ElemType } from './onnx/types.js';
-import { DELTA_CAP_DAYS, LOG_RATIO_CLIP, LOG_RATIO_EPS, elementNumericDim, factNumericDim, headInputDim, isIntegerType, type CategoricalSpec, type StudentSpec } from '../distill/spec.js';
+import { DELTA_CAP_DAYS, LOG_RATIO_CLIP, LOG_RATIO_EPS, elementNumericDim, factNumericDim, headInputDim, isIntegerType, type CategoricalSpec, type StudentSpec } from '../model/student/spec.js';
 
 export interface EntityTable {
   /** keys in row order (strings, or bigints for integer keys) */

@@ -10,13 +10,13 @@ import { join } from 'node:path';
 import type { Config, TableSpec } from '../config/load.js';
 import { lit, q, queryRows, queryValue, readColumns, withDuck } from '../data/duck.js';
 import { createSourceView, firstLine, rowCount, sourceFiles, type ColumnInfo, type SourceFile } from '../data/source.js';
-import { DataError, suggest } from '../errors.js';
-import { taskSplit } from '../train/anchors.js';
-import { produceAtomically, writeJsonAtomic } from '../util/atomic.js';
-import { isoSeconds } from '../util/duration.js';
-import { hashValue } from '../util/hash.js';
-import { info, warn } from '../util/log.js';
-import { VERSION } from '../version.js';
+import { DataError, suggest } from '../core/errors.js';
+import { taskSplit } from '../task/split.js';
+import { produceAtomically, writeJsonAtomic } from '../core/atomic.js';
+import { isoSeconds } from '../core/duration.js';
+import { hashValue } from '../core/hash.js';
+import { info, warn } from '../core/log.js';
+import { VERSION } from '../core/version.js';
 import { inferColumnRole } from './infer.js';
 import {
   GRAPH_FORMAT,
@@ -26,7 +26,7 @@ import {
   type GraphSchema,
   type TableManifest,
   type TableSchema,
-} from './types.js';
+} from '../artifacts/graph_manifest.js';
 
 export interface BuildOptions {
   /** rebuild even when a cached build with the same fingerprint exists */

@@ -4,8 +4,8 @@
  */
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { ArtifactError } from '../errors.js';
-import type { CategoricalColumnManifest, EdgeManifest, GraphManifest, NumericColumnManifest, TableManifest } from './types.js';
+import { ArtifactError } from '../core/errors.js';
+import type { CategoricalColumnManifest, EdgeManifest, GraphManifest, NumericColumnManifest, TableManifest } from '../artifacts/graph_manifest.js';
 
 export interface NodeTable {
   name: string;

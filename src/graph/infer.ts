@@ -5,7 +5,7 @@
  */
 import type { DataConfig } from '../config/schema.js';
 import type { ColumnInfo } from '../data/source.js';
-import type { ColumnRole } from './types.js';
+import type { ColumnRole } from '../artifacts/graph_manifest.js';
 import type { ColumnStats } from './build.js';
 
 const INTEGER = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT)$/;

@@ -2,7 +2,7 @@
  * A summary of a built graph for people and machines: rows per table, edges and degree statistics per
  * edge type, and for each column the role it plays and why.
  */
-import type { GraphManifest } from './types.js';
+import type { GraphManifest } from '../artifacts/graph_manifest.js';
 
 export interface GraphSummary {
   dir: string;

@@ -2,7 +2,7 @@
  * Differences between two graph schemas, in words: which table or column was added, removed or changed.
  * Used to refuse a run on a graph it was not trained for (embed, fine-tune) and to say why.
  */
-import type { GraphSchema } from './types.js';
+import type { GraphSchema } from '../artifacts/graph_manifest.js';
 
 export function diffSchemas(before: GraphSchema, after: GraphSchema): string[] {
   const out: string[] = [];

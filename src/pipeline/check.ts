@@ -15,10 +15,10 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config/load.js';
 import { lit, queryRows, withDuck } from '../data/duck.js';
-import { ArtifactError } from '../errors.js';
+import { ArtifactError } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
-import { formatDuration } from '../util/duration.js';
-import { hashFile } from '../util/hash.js';
+import { formatDuration } from '../core/duration.js';
+import { hashFile } from '../core/hash.js';
 import { latestVersion } from './refresh.js';
 
 export interface CheckItem {

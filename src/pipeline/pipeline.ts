@@ -10,12 +10,12 @@ import type { BackendRequest } from '../compute/backend.js';
 import type { Config } from '../config/load.js';
 import { distill, distillRunKey, type DistillManifest } from '../distill/distill.js';
 import { defaultEmbeddingDir, embed } from '../embed/embed.js';
-import { ConfigError } from '../errors.js';
+import { ConfigError } from '../core/errors.js';
 import { exportModel } from '../export/export.js';
 import { buildGraph } from '../graph/build.js';
-import { listRuns } from '../runs/store.js';
+import { listRuns } from '../artifacts/run_store.js';
 import { train, trainRunKey, type TrainManifest } from '../train/trainer.js';
-import { info } from '../util/log.js';
+import { info } from '../core/log.js';
 import { smokeRequest, type SmokeResult } from './smoke.js';
 
 export interface PipelineOptions {

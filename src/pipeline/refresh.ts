@@ -10,9 +10,9 @@ import type { BackendRequest } from '../compute/backend.js';
 import type { Config } from '../config/load.js';
 import type { DistillManifest } from '../distill/distill.js';
 import { embed } from '../embed/embed.js';
-import { ArtifactError } from '../errors.js';
+import { ArtifactError } from '../core/errors.js';
 import { exportModel } from '../export/export.js';
-import { readManifest, resolveRun } from '../runs/store.js';
+import { readManifest, resolveRun } from '../artifacts/run_store.js';
 
 export interface RefreshOptions {
   cfg: Config;

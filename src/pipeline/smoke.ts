@@ -3,7 +3,7 @@
  * (in-process, on an ephemeral port), built from the model's own metadata, answered with a finite value.
  */
 import type { Config } from '../config/load.js';
-import { ArtifactError } from '../errors.js';
+import { ArtifactError } from '../core/errors.js';
 
 export interface SmokeResult {
   url: string;

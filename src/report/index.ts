@@ -17,7 +17,7 @@
  * | `data`        | ✓     | ✓       | examples per split, anchor times                                |
  * | `details`     | ✓     | ✓       | stage timings, baseline features, resolved config              |
  */
-import { VERSION } from '../version.js';
+import { VERSION } from '../core/version.js';
 import { loadReportData, type LoadOptions, type ReportData } from './model.js';
 import { page } from './page.js';
 import { calibrationSection, rocPrSection } from './sections/curves.js';

@@ -9,8 +9,8 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
-import { ArtifactError } from '../errors.js';
-import { readManifest, type RunManifestBase } from '../runs/store.js';
+import { ArtifactError } from '../core/errors.js';
+import { readManifest, type RunManifestBase } from '../artifacts/run_store.js';
 
 /** JSON turns NaN (AUROC of a one-class split) into null, so every metric may be null. */
 const value = z.number().nullable();

@@ -5,7 +5,7 @@
  * gnnctl serves the types its exports use and the common numeric ones. FP16 and BF16 are left out: JSON
  * carries them as numbers, and converting them to half-precision bits here would be code no export needs.
  */
-import type { TritonDataType } from '../export/pbtxt.js';
+import type { TritonDataType } from '../artifacts/triton/pbtxt.js';
 
 /** KServe V2 / Triton datatype names, as they appear in requests, responses and model metadata. */
 export type V2Datatype = 'BOOL' | 'UINT8' | 'UINT16' | 'UINT32' | 'UINT64' | 'INT8' | 'INT16' | 'INT32' | 'INT64' | 'FP32' | 'FP64' | 'BYTES';

@@ -19,7 +19,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync, inflateSync } from 'node:zlib';
-import { VERSION } from '../version.js';
+import { VERSION } from '../core/version.js';
 import { decodeInferRequest } from './decode.js';
 import { encodeInferResponse } from './encode.js';
 import { HttpError } from './http_error.js';

@@ -13,8 +13,8 @@
  * new export leaves the previous version serving. Polls never overlap.
  */
 import { readFile } from 'node:fs/promises';
-import { GnnctlError, suggest } from '../errors.js';
-import { parseModelConfig } from '../export/pbtxt.js';
+import { GnnctlError, suggest } from '../core/errors.js';
+import { parseModelConfig } from '../artifacts/triton/pbtxt.js';
 import { HttpError, notFound, unavailable, badRequest } from './http_error.js';
 import { modelSpecFromConfig, selectVersions, type ModelSpec } from './model_spec.js';
 import { loadModelVersion, type ModelVersion } from './model_version.js';

@@ -5,8 +5,8 @@
  * Everything the server cannot honour fails here, at load, with every problem listed: a config that
  * loads serves as written, never half-understood.
  */
-import { ConfigError, suggest, type ConfigProblem } from '../errors.js';
-import type { TritonModelConfig, TritonModelInput, TritonModelOutput } from '../export/pbtxt.js';
+import { ConfigError, suggest, type ConfigProblem } from '../core/errors.js';
+import type { TritonModelConfig, TritonModelInput, TritonModelOutput } from '../artifacts/triton/pbtxt.js';
 import { allocValues, parseScalar, v2FromTriton, type PadValue, type V2Datatype } from './datatypes.js';
 
 /** The `parameters` key prefix that names an input's padding value: `pad_value:<input name>`. */

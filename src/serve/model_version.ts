@@ -3,7 +3,7 @@
  * up with a zero request before it serves), its dynamic batcher, and a reference count so that a
  * version replaced by a newer one finishes its in-flight requests before its session is released.
  */
-import { ArtifactError } from '../errors.js';
+import { ArtifactError } from '../core/errors.js';
 import { allocValues, v2FromOrt, type HostTensor } from './datatypes.js';
 import type { DimGroup, InferRequest } from './decode.js';
 import { DynamicBatcher, type BatcherObserver } from './batcher.js';

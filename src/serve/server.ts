@@ -15,7 +15,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
-import { ArtifactError, UsageError } from '../errors.js';
+import { ArtifactError, UsageError } from '../core/errors.js';
 import { InferenceHttpServer } from './http_server.js';
 import { ModelManager, type IndexEntry } from './model_manager.js';
 import { ServerMetrics } from './server_metrics.js';

@@ -7,10 +7,10 @@
  *   and a share of the batch — on the single-threaded wasm backend, the way to use a second core.
  */
 import * as tf from '@tensorflow/tfjs';
-import { Rng } from '../util/rng.js';
-import type { DeepModel } from './deep_model.js';
-import type { Examples } from './examples.js';
-import { bceWithLogits } from './mlp.js';
+import { Rng } from '../core/rng.js';
+import type { DeepModel } from '../model/deep_model.js';
+import type { Examples } from '../task/task_spec.js';
+import { bceWithLogits } from '../model/mlp.js';
 
 export interface StepResult {
   /** mean loss over the rows */

@@ -11,17 +11,13 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { join } from 'node:path';
 import type { TaskSpec } from '../config/load.js';
 import { lit, q, queryValue, readColumns, withDuck } from '../data/duck.js';
-import { ConfigError, NotImplementedError, suggest } from '../errors.js';
-import type { GraphManifest } from '../graph/types.js';
+import { ConfigError, NotImplementedError, suggest } from '../core/errors.js';
+import type { GraphManifest } from '../artifacts/graph_manifest.js';
 import { baselineSqlFeatures, type SqlFeatures } from './baseline.js';
-import type { TaskSplit } from './anchors.js';
-import type { Aggregate, CompareOp, Condition, Literal } from './pql.js';
+import type { Examples } from '../task/task_spec.js';
+import type { TaskSplit } from '../task/split.js';
+import type { Aggregate, CompareOp, Condition, Literal } from '../task/pql.js';
 
-export interface Examples {
-  nodes: Int32Array;
-  anchors: Float64Array;
-  labels: Float32Array;
-}
 
 export interface TrainingTables {
   train: Examples;

@@ -13,11 +13,11 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { BackendRequest } from '../compute/backend.js';
 import type { Graph } from '../graph/graph.js';
-import { warn } from '../util/log.js';
+import { warn } from '../core/log.js';
 import type { EngineData, GradientEngine, StepResult } from './engine.js';
-import type { Examples } from './examples.js';
-import type { FeatureSpec } from './features.js';
-import type { ModelSpec } from './model/hetero_gnn.js';
+import type { Examples } from '../task/task_spec.js';
+import type { FeatureSpec } from '../model/features.js';
+import type { ModelSpec } from '../model/hetero_gnn.js';
 
 export interface WorkerInit {
   graph: ReturnType<Graph['shareable']>;

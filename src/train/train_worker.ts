@@ -5,8 +5,8 @@
 import { parentPort } from 'node:worker_threads';
 import { selectBackend } from '../compute/backend.js';
 import { Graph } from '../graph/graph.js';
-import { setQuiet } from '../util/log.js';
-import { DeepModel } from './deep_model.js';
+import { setQuiet } from '../core/log.js';
+import { DeepModel } from '../model/deep_model.js';
 import { computeGradients } from './engine.js';
 import type { WorkerInit } from './parallel.js';
 

@@ -7,27 +7,28 @@
 import { join } from 'node:path';
 import { selectBackend, type BackendInfo, type BackendRequest } from '../compute/backend.js';
 import type { Config, TaskSpec } from '../config/load.js';
-import { ArtifactError, ConfigError, DataError, suggest } from '../errors.js';
+import { ArtifactError, ConfigError, DataError, suggest } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
 import { diffSchemas } from '../graph/schema_diff.js';
-import { createRunDir, newRunId, readManifest, readModelJson, resolveRun, saveWeights, writeManifest, writeModelJson, loadWeights, type RunManifestBase } from '../runs/store.js';
-import { writeJsonAtomic } from '../util/atomic.js';
-import { hashValue } from '../util/hash.js';
-import { isoSeconds } from '../util/duration.js';
-import { info, warn } from '../util/log.js';
-import { Progress, formatRate } from '../util/progress.js';
-import { Rng } from '../util/rng.js';
-import { VERSION } from '../version.js';
-import { taskSplit, type TaskSplit } from './anchors.js';
-import { DeepModel } from './deep_model.js';
-import { buildTrainingTables, type Examples, type TrainingTables } from './examples.js';
-import { categoricalSizes, featureSpecFromGraph, numericDim, TableFeatures, type FeatureSpec } from './features.js';
-import { binaryMetrics, calibration, mainMetric, prCurve, regressionMetrics, rocCurve, type Metrics } from './metrics.js';
-import { fitMlp, standardizeColumns } from './mlp.js';
-import { convLayout, type ModelSpec } from './model/hetero_gnn.js';
-import { buildPlan } from './plan.js';
-import { FlatAdam } from './optim.js';
+import { createRunDir, newRunId, readManifest, readModelJson, resolveRun, saveWeights, writeManifest, writeModelJson, loadWeights, type RunManifestBase } from '../artifacts/run_store.js';
+import { writeJsonAtomic } from '../core/atomic.js';
+import { hashValue } from '../core/hash.js';
+import { isoSeconds } from '../core/duration.js';
+import { info, warn } from '../core/log.js';
+import { Progress, formatRate } from '../core/progress.js';
+import { Rng } from '../core/rng.js';
+import { VERSION } from '../core/version.js';
+import { taskSplit, type TaskSplit } from '../task/split.js';
+import { targetExclusions, type Examples } from '../task/task_spec.js';
+import { DeepModel } from '../model/deep_model.js';
+import { buildTrainingTables, type TrainingTables } from './examples.js';
+import { categoricalSizes, featureSpecFromGraph, numericDim, TableFeatures, type FeatureSpec } from '../model/features.js';
+import { binaryMetrics, calibration, mainMetric, prCurve, regressionMetrics, rocCurve, type Metrics } from '../task/metrics.js';
+import { fitMlp, standardizeColumns } from '../model/mlp.js';
+import { convLayout, type ModelSpec } from '../model/hetero_gnn.js';
+import { buildPlan } from '../model/plan.js';
+import { FlatAdam } from '../model/optim.js';
 import { LocalEngine, type GradientEngine } from './engine.js';
 import { WorkerEngine } from './parallel.js';
 import { availableParallelism } from 'node:os';
@@ -89,13 +90,6 @@ export interface TrainResult {
   seconds: number;
 }
 
-/** Columns a task may never see: the fact target column, or the column its target aggregates. */
-export function targetExclusions(task: TaskSpec): { table: string; column: string; reason: string }[] {
-  const t = task.query.target;
-  if (t.kind === 'fact') return [{ table: t.column.table, column: t.column.column, reason: `target of task ${task.name}` }];
-  if (t.aggregate.column) return [{ table: t.aggregate.table, column: t.aggregate.column, reason: `aggregated by the target of task ${task.name}` }];
-  return [];
-}
 
 export async function train(opts: TrainOptions): Promise<TrainResult> {
   const t0 = performance.now();

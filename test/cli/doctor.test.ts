@@ -2,8 +2,8 @@ import * as tf from '@tensorflow/tfjs';
 import { describe, expect, it } from 'vitest';
 import { doctorCommand } from '../../src/cli/commands/doctor.js';
 import { satisfiesMin } from '../../src/compute/diagnose.js';
-import { UsageError } from '../../src/errors.js';
-import { VERSION } from '../../src/version.js';
+import { UsageError } from '../../src/core/errors.js';
+import { VERSION } from '../../src/core/version.js';
 
 describe('gnnctl doctor', () => {
   it('reports the machine, the wasm backend with reasons, DuckDB and onnxruntime, and ok', async () => {

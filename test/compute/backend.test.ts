@@ -3,8 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { parseBackendRequest, selectBackend, type BackendInfo, type NativeLoader } from '../../src/compute/backend.js';
 import { FUSED_KERNELS } from '../../src/compute/fused.js';
 import { probeMatmul } from '../../src/compute/probe.js';
-import { UsageError } from '../../src/errors.js';
-import { takeWarnings } from '../../src/util/log.js';
+import { UsageError } from '../../src/core/errors.js';
+import { takeWarnings } from '../../src/core/log.js';
 
 function reason(info: BackendInfo, backend: string) {
   const r = info.reasons.find((x) => x.backend === backend);

@@ -19,8 +19,8 @@ import {
   layerNormComposite,
   registerFusedKernels,
 } from '../../src/compute/fused.js';
-import { cpuBackend } from '../../src/compute/wasm-kernels.js';
-import { Rng } from '../../src/util/rng.js';
+import { cpuBackend } from '../../src/compute/wasm_kernels.js';
+import { Rng } from '../../src/core/rng.js';
 import { maxRelDiff, prng, runOp, uniform, type OpCase } from './ops.js';
 
 const FORWARD_TOL = 1e-5;

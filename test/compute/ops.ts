@@ -4,7 +4,7 @@
  * PRNG inside each run, on the backend under test.
  */
 import * as tf from '@tensorflow/tfjs';
-import { cpuBackend } from '../../src/compute/wasm-kernels.js';
+import { cpuBackend } from '../../src/compute/wasm_kernels.js';
 
 /** mulberry32: a tiny deterministic PRNG, so both backends see the same inputs. */
 export function prng(seed: number): () => number {

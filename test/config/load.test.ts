@@ -2,7 +2,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, parseConfig, type Config } from '../../src/config/load.js';
-import { ConfigError, type ConfigProblem } from '../../src/errors.js';
+import { ConfigError, type ConfigProblem } from '../../src/core/errors.js';
 import { positionOf, replaceOnce } from '../helpers/text.js';
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

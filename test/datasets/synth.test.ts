@@ -10,8 +10,8 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { generateSynthetic, SYNTH_SCHEMAS, SYNTH_TABLES, type SynthResult } from '../../src/datasets/synth.js';
 import { SYNTH_SIZES } from '../../src/datasets/sizes.js';
 import { synthCommand } from '../../src/cli/commands/synth.js';
-import { UsageError } from '../../src/errors.js';
-import { setQuiet } from '../../src/util/log.js';
+import { UsageError } from '../../src/core/errors.js';
+import { setQuiet } from '../../src/core/log.js';
 
 const root = mkdtempSync(join(tmpdir(), 'gnnctl-synth-'));
 let db: DuckDBInstance;

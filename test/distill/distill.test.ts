@@ -12,14 +12,14 @@ import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig, type Config } from '../../src/config/load.js';
 import { computedEmbeddings, embeddingFiles, fileEmbeddings } from '../../src/distill/data.js';
 import { defaultCadence, distill, type DistillManifest, type DistillMetrics } from '../../src/distill/distill.js';
-import type { StudentSpec } from '../../src/distill/spec.js';
+import type { StudentSpec } from '../../src/model/student/spec.js';
 import { embed } from '../../src/embed/embed.js';
 import { buildGraph } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
-import { readManifest, readModelJson } from '../../src/runs/store.js';
-import { DeepModel } from '../../src/train/deep_model.js';
+import { readManifest, readModelJson } from '../../src/artifacts/run_store.js';
+import { DeepModel } from '../../src/model/deep_model.js';
 import { train, type TrainResult } from '../../src/train/trainer.js';
-import { setQuiet } from '../../src/util/log.js';
+import { setQuiet } from '../../src/core/log.js';
 import { maxAbsDiff, pipelineConfig, RTI_PATH } from '../helpers/pipeline.js';
 import { tinySynth, type SynthFixture } from '../helpers/synth.js';
 

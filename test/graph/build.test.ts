@@ -2,7 +2,7 @@ import { existsSync, readdirSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
-import { DataError } from '../../src/errors.js';
+import { DataError } from '../../src/core/errors.js';
 import { buildGraph } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
 import { duckRows } from '../helpers/graph.js';

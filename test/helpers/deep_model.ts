@@ -4,10 +4,10 @@
  * paying for a training run.
  */
 import type { Graph } from '../../src/graph/graph.js';
-import { DeepModel } from '../../src/train/deep_model.js';
-import { categoricalSizes, featureSpecFromGraph, numericDim } from '../../src/train/features.js';
-import { convLayout, type ModelSpec } from '../../src/train/model/hetero_gnn.js';
-import { buildPlan } from '../../src/train/plan.js';
+import { DeepModel } from '../../src/model/deep_model.js';
+import { categoricalSizes, featureSpecFromGraph, numericDim } from '../../src/model/features.js';
+import { convLayout, type ModelSpec } from '../../src/model/hetero_gnn.js';
+import { buildPlan } from '../../src/model/plan.js';
 
 export function randomDeepModel(graph: Graph, root: string, fanouts: number[], opts: { channels?: number; seed?: number } = {}): DeepModel {
   const featureSpec = featureSpecFromGraph(graph, []);

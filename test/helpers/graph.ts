@@ -3,7 +3,7 @@
  */
 import { DuckDBInstance } from '@duckdb/node-api';
 import { join } from 'node:path';
-import type { GraphManifest } from '../../src/graph/types.js';
+import type { GraphManifest } from '../../src/artifacts/graph_manifest.js';
 
 /** Rows of a SQL query as plain JS objects, on a throwaway in-memory DuckDB. */
 export async function duckRows(sql: string): Promise<Record<string, unknown>[]> {

@@ -11,9 +11,9 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { expect, it } from 'vitest';
-import { ParamStore } from '../../src/train/model/params.js';
-import type { NeighbourBlock } from '../../src/train/model/sage_conv.js';
-import { Rng } from '../../src/util/rng.js';
+import { ParamStore } from '../../src/model/params.js';
+import type { NeighbourBlock } from '../../src/model/sage_conv.js';
+import { Rng } from '../../src/core/rng.js';
 
 /**
  * One edge type's sampled neighbours as plain arrays, in the layers' block layout: a table of child rows

@@ -3,9 +3,9 @@
  * one RTI path with a numeric, a categorical, a log-ratio and a same-entity feature) and random inputs in
  * the layout `StudentFeatures.batch` produces, for tests of the TF.js student without a graph.
  */
-import type { StudentBatch } from '../../src/distill/features.js';
-import { elementNumericDim, factNumericDim, type StudentSpec } from '../../src/distill/spec.js';
-import { Rng } from '../../src/util/rng.js';
+import type { StudentBatch } from '../../src/model/student/features.js';
+import { elementNumericDim, factNumericDim, type StudentSpec } from '../../src/model/student/spec.js';
+import { Rng } from '../../src/core/rng.js';
 import { RTI_PATH } from './pipeline.js';
 
 export function handStudentSpec(maxLength = 6, overrides: Partial<StudentSpec> = {}): StudentSpec {

@@ -6,7 +6,7 @@ import { appendFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateSynthetic } from '../../src/datasets/synth.js';
-import { Rng } from '../../src/util/rng.js';
+import { Rng } from '../../src/core/rng.js';
 
 export interface SynthFixture {
   /** folder holding customers.csv, articles.csv, transactions.csv and config.yaml */

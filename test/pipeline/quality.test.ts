@@ -14,7 +14,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { generateSynthetic } from '../../src/datasets/synth.js';
 import type { DistillMetrics } from '../../src/distill/distill.js';
 import { runPipeline } from '../../src/pipeline/pipeline.js';
-import type { BinaryMetrics } from '../../src/train/metrics.js';
+import type { BinaryMetrics } from '../../src/task/metrics.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const root = mkdtempSync(join(tmpdir(), 'gnnctl-quality-'));

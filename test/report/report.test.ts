@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reportCommand } from '../../src/cli/commands/report.js';
-import { ArtifactError } from '../../src/errors.js';
+import { ArtifactError } from '../../src/core/errors.js';
 import { countPathPoints } from '../../src/report/charts/line.js';
 import { fmtAge, fmtBytes, fmtPercent, fmtSigned } from '../../src/report/format.js';
 import { renderReport } from '../../src/report/index.js';

@@ -6,7 +6,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { BinaryMetrics } from '../../src/train/metrics.js';
+import type { BinaryMetrics } from '../../src/task/metrics.js';
 
 export interface RunsFixture {
   root: string;

@@ -3,7 +3,7 @@ import { decodeInferRequest } from '../../src/serve/decode.js';
 import { HttpError } from '../../src/serve/http_error.js';
 import { parseJsonBody } from '../../src/serve/json_body.js';
 import { modelSpecFromConfig } from '../../src/serve/model_spec.js';
-import { syntheticConfig } from '../../src/serve/synthetic_model.js';
+import { syntheticConfig } from '../../src/loadgen/synthetic_model.js';
 import { ANCHOR, inferBody, KEY_INPUT, RTI_PATH, txRequest } from './helpers.js';
 
 const spec = modelSpecFromConfig(syntheticConfig({ maxBatchSize: 8 }), 'online-model');

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { INT64_MIN } from '../../src/export/onnx/index.js';
 import { startServer, type RunningServer, type ServeOptions } from '../../src/serve/server.js';
-import { KEY_INPUT, RTI_PATH, syntheticKey, writeSyntheticRepository, type SyntheticRepositoryOptions } from '../../src/serve/synthetic_model.js';
+import { KEY_INPUT, RTI_PATH, syntheticKey, writeSyntheticRepository, type SyntheticRepositoryOptions } from '../../src/loadgen/synthetic_model.js';
 
 export { INT64_MIN, KEY_INPUT, RTI_PATH };
 export const MODEL = 'online-model';

@@ -5,8 +5,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { writeModelConfig } from '../../src/export/pbtxt.js';
-import { buildSyntheticModel, syntheticConfig, writeVersionFolder } from '../../src/serve/synthetic_model.js';
+import { writeModelConfig } from '../../src/artifacts/triton/pbtxt.js';
+import { buildSyntheticModel, syntheticConfig, writeVersionFolder } from '../../src/loadgen/synthetic_model.js';
 import { batchOneAnswers, get, infer, inferBody, MODEL, startTestServer, tempRepo, txRequest, waitFor, type TempRepo, type TestServer } from './helpers.js';
 
 const open: { server?: TestServer; repo: TempRepo }[] = [];

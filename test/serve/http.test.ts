@@ -5,8 +5,8 @@
 import { gzipSync } from 'node:zlib';
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeModelConfig } from '../../src/export/pbtxt.js';
-import { syntheticConfig } from '../../src/serve/synthetic_model.js';
+import { writeModelConfig } from '../../src/artifacts/triton/pbtxt.js';
+import { syntheticConfig } from '../../src/loadgen/synthetic_model.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchOneAnswers, get, infer, inferBody, KEY_INPUT, MODEL, post, RTI_PATH, startTestServer, tempRepo, txRequest, type TempRepo, type TestServer } from './helpers.js';
 

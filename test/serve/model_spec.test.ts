@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/errors.js';
-import type { TritonModelConfig } from '../../src/export/pbtxt.js';
+import { ConfigError } from '../../src/core/errors.js';
+import type { TritonModelConfig } from '../../src/artifacts/triton/pbtxt.js';
 import { modelSpecFromConfig, selectVersions, type VersionPolicy } from '../../src/serve/model_spec.js';
 import { INT64_MIN, RTI_PATH } from './helpers.js';
-import { syntheticConfig } from '../../src/serve/synthetic_model.js';
+import { syntheticConfig } from '../../src/loadgen/synthetic_model.js';
 
 function problems(config: TritonModelConfig, dir = 'm'): string[] {
   try {

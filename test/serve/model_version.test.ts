@@ -4,13 +4,13 @@
  */
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ArtifactError } from '../../src/errors.js';
+import { ArtifactError } from '../../src/core/errors.js';
 import { decodeInferRequest } from '../../src/serve/decode.js';
 import { parseJsonBody } from '../../src/serve/json_body.js';
 import { modelSpecFromConfig } from '../../src/serve/model_spec.js';
 import { loadModelVersion, zeroRequest } from '../../src/serve/model_version.js';
 import { InlineSessionHost, type HostedSession, type SessionHost } from '../../src/serve/session_host.js';
-import { syntheticConfig } from '../../src/serve/synthetic_model.js';
+import { syntheticConfig } from '../../src/loadgen/synthetic_model.js';
 import { INT64_MIN, inferBody, MODEL, RTI_PATH, tempRepo, txRequest } from './helpers.js';
 
 const repo = tempRepo({});

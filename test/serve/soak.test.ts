@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { benchServeCommand } from '../../src/cli/commands/bench.js';
-import { syntheticKey } from '../../src/serve/synthetic_model.js';
+import { syntheticKey } from '../../src/loadgen/synthetic_model.js';
 import { MODEL, startTestServer, tempRepo, type TempRepo, type TestServer } from './helpers.js';
 
 let repo: TempRepo;

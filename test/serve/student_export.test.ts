@@ -9,10 +9,10 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
-import { StudentModel } from '../../src/distill/student.js';
-import { writeModelConfig, type TritonModelConfig } from '../../src/export/pbtxt.js';
+import { StudentModel } from '../../src/model/student/student.js';
+import { writeModelConfig, type TritonModelConfig } from '../../src/artifacts/triton/pbtxt.js';
 import { buildStudentOnnx, requestInputs } from '../../src/export/student_onnx.js';
-import { Rng } from '../../src/util/rng.js';
+import { Rng } from '../../src/core/rng.js';
 import { handStudentSpec } from '../helpers/student.js';
 import { infer, startTestServer, tempRepo, type TempRepo, type TestServer } from './helpers.js';
 

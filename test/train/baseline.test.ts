@@ -5,9 +5,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type Config } from '../../src/config/load.js';
 import { buildGraph, type BuildResult } from '../../src/graph/build.js';
-import { taskSplit } from '../../src/train/anchors.js';
-import { buildTrainingTables, type Examples } from '../../src/train/examples.js';
-import { targetExclusions } from '../../src/train/trainer.js';
+import { taskSplit } from '../../src/task/split.js';
+import { buildTrainingTables } from '../../src/train/examples.js';
+import type { Examples } from '../../src/task/task_spec.js';
+import { targetExclusions } from '../../src/task/task_spec.js';
 import { BOUNDARY_TRANSACTIONS, configWithTasks, retailFixture, type Fixture } from '../helpers/fixtures.js';
 import { nodeKeys } from '../helpers/graph.js';
 

@@ -18,11 +18,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type Config } from '../../src/config/load.js';
 import { taskSchema } from '../../src/config/schema.js';
-import { ConfigError, NotImplementedError } from '../../src/errors.js';
+import { ConfigError, NotImplementedError } from '../../src/core/errors.js';
 import { buildGraph, type BuildResult } from '../../src/graph/build.js';
 import { readF64 } from '../../src/graph/graph.js';
-import { taskSplit } from '../../src/train/anchors.js';
-import { buildTrainingTables, type Examples } from '../../src/train/examples.js';
+import { taskSplit } from '../../src/task/split.js';
+import { buildTrainingTables } from '../../src/train/examples.js';
+import type { Examples } from '../../src/task/task_spec.js';
 import { BOUNDARY_TRANSACTIONS, configWithTasks, retailFixture, type Fixture } from '../helpers/fixtures.js';
 import { nodeKeys } from '../helpers/graph.js';
 

@@ -7,12 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type Config } from '../../src/config/load.js';
 import { buildGraph } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
-import { buildBatchArrays } from '../../src/train/batch.js';
-import { bindFeatures, featureSpecFromGraph, type FeatureSpec } from '../../src/train/features.js';
-import { buildPlan, type Plan } from '../../src/train/plan.js';
-import { TemporalSampler, type SampledBatch, type SamplingMethod } from '../../src/train/sampler.js';
-import { targetExclusions } from '../../src/train/trainer.js';
-import { Rng } from '../../src/util/rng.js';
+import { buildBatchArrays } from '../../src/model/batch.js';
+import { bindFeatures, featureSpecFromGraph, type FeatureSpec } from '../../src/model/features.js';
+import { buildPlan, type Plan } from '../../src/model/plan.js';
+import { TemporalSampler, type SampledBatch, type SamplingMethod } from '../../src/model/sampler.js';
+import { targetExclusions } from '../../src/task/task_spec.js';
+import { Rng } from '../../src/core/rng.js';
 import { nodeKeys } from '../helpers/graph.js';
 import { appendFutureRows, copyFixture, synthConfig, tinySynth, type FutureRows, type SynthFixture } from '../helpers/synth.js';
 

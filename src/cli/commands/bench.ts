@@ -1,9 +1,9 @@
 /**
- * `gnnctl bench serve`: open-loop load against a KServe V2 server (see `serve/loadgen/`), printed as a
+ * `gnnctl bench serve`: open-loop load against a KServe V2 server (see `loadgen/`), printed as a
  * short report or one JSON object.
  */
-import { UsageError } from '../../errors.js';
-import { benchServe, type BenchServeResult } from '../../serve/loadgen/bench_serve.js';
+import { UsageError } from '../../core/errors.js';
+import { benchServe, type BenchServeResult } from '../../loadgen/bench_serve.js';
 import { seconds } from './serve.js';
 import type { CommandOutput } from '../run.js';
 

@@ -1,7 +1,7 @@
 import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
 import { embed, parseShard, type EmbedMode } from '../../embed/embed.js';
-import { UsageError } from '../../errors.js';
+import { UsageError } from '../../core/errors.js';
 import type { CommandOutput } from '../run.js';
 
 export interface EmbedCommandOptions {

@@ -1,6 +1,6 @@
 import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
-import { UsageError } from '../../errors.js';
+import { UsageError } from '../../core/errors.js';
 import { exportModel } from '../../export/export.js';
 import type { CommandOutput } from '../run.js';
 

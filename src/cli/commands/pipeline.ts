@@ -1,10 +1,10 @@
 import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
-import { QualityGateError, UsageError } from '../../errors.js';
+import { QualityGateError, UsageError } from '../../core/errors.js';
 import { checkRepository } from '../../pipeline/check.js';
 import { formatPipeline, runPipeline } from '../../pipeline/pipeline.js';
 import { refresh } from '../../pipeline/refresh.js';
-import { parseTime } from '../../train/anchors.js';
+import { parseTime } from '../../task/split.js';
 import { join, resolve } from 'node:path';
 import type { CommandOutput } from '../run.js';
 import { checkQualityGates, parseGates } from '../gates.js';

@@ -2,8 +2,8 @@ import { statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { loadConfig } from '../../config/load.js';
 import { renderReport } from '../../report/index.js';
-import { resolveRun } from '../../runs/store.js';
-import { writeFileAtomic } from '../../util/atomic.js';
+import { resolveRun } from '../../artifacts/run_store.js';
+import { writeFileAtomic } from '../../core/atomic.js';
 import { fmtBytes } from '../../report/format.js';
 import type { CommandOutput } from '../run.js';
 

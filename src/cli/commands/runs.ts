@@ -1,5 +1,5 @@
 import { loadConfig } from '../../config/load.js';
-import { listRuns } from '../../runs/store.js';
+import { listRuns } from '../../artifacts/run_store.js';
 import { join, resolve } from 'node:path';
 import type { CommandOutput } from '../run.js';
 

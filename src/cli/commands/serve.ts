@@ -3,10 +3,10 @@
  * shuts down gracefully and exits 0. The server itself is `serve/server.ts`; this file parses the
  * options, logs, and waits for the signal.
  */
-import { UsageError } from '../../errors.js';
+import { UsageError } from '../../core/errors.js';
 import { startServer, type OrtThread, type RunningServer, type StopResult } from '../../serve/server.js';
-import { info, isQuiet } from '../../util/log.js';
-import { parseDuration } from '../../util/duration.js';
+import { info, isQuiet } from '../../core/log.js';
+import { parseDuration } from '../../core/duration.js';
 import type { CommandOutput } from '../run.js';
 
 /** As commander passes them; checked here. */

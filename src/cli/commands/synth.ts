@@ -1,6 +1,6 @@
 /** `gnnctl datasets synth`: validate the flags, run the generator, summarise what was written. */
 import { isAbsolute, relative } from 'node:path';
-import { UsageError, suggest } from '../../errors.js';
+import { UsageError, suggest } from '../../core/errors.js';
 import { generateSynthetic, SYNTH_TABLES, type SynthFormat, type SynthResult } from '../../datasets/synth.js';
 import { isSynthSize, SYNTH_SIZE_NAMES } from '../../datasets/sizes.js';
 import type { CommandOutput } from '../run.js';

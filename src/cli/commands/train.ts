@@ -1,6 +1,6 @@
 import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
-import { InterruptedError } from '../../errors.js';
+import { InterruptedError } from '../../core/errors.js';
 import { train } from '../../train/trainer.js';
 import type { CommandOutput } from '../run.js';
 import { checkQualityGates, parseGates } from '../gates.js';

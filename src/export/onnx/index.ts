@@ -1,6 +1,6 @@
 /** The ONNX toolkit of the export stage: a typed graph builder and the subgraphs the distilled model needs. */
-export { OnnxGraphBuilder, ML_DOMAIN, DEFAULT_IR_VERSION, DEFAULT_OPSET, DEFAULT_ML_OPSET, PROTOBUF_LIMIT_BYTES } from './OnnxGraphBuilder.js';
-export type { OnnxGraphBuilderOptions, NodeOptions, ToFilesOptions, ModelFiles } from './OnnxGraphBuilder.js';
+export { OnnxGraphBuilder, ML_DOMAIN, DEFAULT_IR_VERSION, DEFAULT_OPSET, DEFAULT_ML_OPSET, PROTOBUF_LIMIT_BYTES } from './onnx_graph_builder.js';
+export type { OnnxGraphBuilderOptions, NodeOptions, ToFilesOptions, ModelFiles } from './onnx_graph_builder.js';
 export { attr, type AttributeValue } from './attributes.js';
 export { ElemType, type Dim, type TensorData } from './types.js';
 export type { TensorSpec } from './tensor.js';

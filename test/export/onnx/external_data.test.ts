@@ -2,7 +2,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ArtifactError } from '../../../src/errors.js';
+import { ArtifactError } from '../../../src/core/errors.js';
 import { dense, keyedEmbedding, onnx, OnnxGraphBuilder } from '../../../src/export/onnx/index.js';
 import { expectClose, f32, randomFloats, runModel, str } from './ort_helpers.js';
 

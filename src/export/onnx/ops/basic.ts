@@ -3,7 +3,7 @@
  * returns the name of the value it produces. All use ai.onnx opset ≥ 13 forms (axes as an input).
  */
 import { attr } from '../attributes.js';
-import type { OnnxGraphBuilder } from '../OnnxGraphBuilder.js';
+import type { OnnxGraphBuilder } from '../onnx_graph_builder.js';
 import { ElemType } from '../types.js';
 
 /** An INT64 1-D initializer, e.g. the `axes` input of Squeeze/ReduceSum or the `pads` of Pad. */

@@ -1,5 +1,5 @@
-import { ArtifactError } from '../../../errors.js';
-import type { OnnxGraphBuilder } from '../OnnxGraphBuilder.js';
+import { ArtifactError } from '../../../core/errors.js';
+import type { OnnxGraphBuilder } from '../onnx_graph_builder.js';
 
 /** Activations the distilled model uses; each maps to one ONNX op and one TF.js op of the same formula. */
 export type Activation = 'linear' | 'relu' | 'sigmoid' | 'tanh';

@@ -1,6 +1,6 @@
-import { ArtifactError, formatValue } from '../../../errors.js';
+import { ArtifactError, formatValue } from '../../../core/errors.js';
 import { attr, type AttributeValue } from '../attributes.js';
-import { ML_DOMAIN, type OnnxGraphBuilder } from '../OnnxGraphBuilder.js';
+import { ML_DOMAIN, type OnnxGraphBuilder } from '../onnx_graph_builder.js';
 
 /** Keys of a lookup table: strings (STRING input) or int64s (INT64 input). Position = row index. */
 export type Vocabulary = readonly string[] | readonly bigint[] | BigInt64Array;

@@ -7,9 +7,9 @@
  * through `0 · NaN`), and a constant zero slot is appended on the sequence axis so no reduction or
  * softmax ever runs over an empty axis.
  */
-import { ArtifactError } from '../../../errors.js';
+import { ArtifactError } from '../../../core/errors.js';
 import { attr } from '../attributes.js';
-import type { OnnxGraphBuilder } from '../OnnxGraphBuilder.js';
+import type { OnnxGraphBuilder } from '../onnx_graph_builder.js';
 import { cast, floatScalar, int64s, squeeze, unsqueeze } from './basic.js';
 
 /**

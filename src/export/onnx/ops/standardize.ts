@@ -1,5 +1,5 @@
-import { ArtifactError } from '../../../errors.js';
-import type { OnnxGraphBuilder } from '../OnnxGraphBuilder.js';
+import { ArtifactError } from '../../../core/errors.js';
+import type { OnnxGraphBuilder } from '../onnx_graph_builder.js';
 import { cast, floatScalar } from './basic.js';
 
 export interface StandardizeStats {

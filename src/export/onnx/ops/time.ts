@@ -1,4 +1,4 @@
-import type { OnnxGraphBuilder } from '../OnnxGraphBuilder.js';
+import type { OnnxGraphBuilder } from '../onnx_graph_builder.js';
 import { cast, floatScalar, int64s } from './basic.js';
 
 /** INT64 min, the value the serving layer pads RTI time columns with (`-9223372036854775808`). */

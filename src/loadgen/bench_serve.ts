@@ -1,0 +1,166 @@
+/**
+ * `gnnctl bench serve`: an open-loop load test of a KServe V2 server (gnnctl's or Triton), in the manner
+ * of Kumo's published online-serving benchmark: fixed offered rate, latency from the scheduled send
+ * time, a pool of distinct pre-serialized requests built from the model's metadata.
+ */
+import { request } from 'node:http';
+import { readFile } from 'node:fs/promises';
+import { ArtifactError, UsageError } from '../core/errors.js';
+import { runOpenLoop, type OpenLoopResult } from './open_loop.js';
+import { buildRequestPool, type ModelMetadata } from './request_pool.js';
+import { breakdown, scrapeMetrics, type ServerBreakdown } from './server_stats.js';
+
+/** The pad value of time columns in the export contract. */
+const INT64_MIN = -(2n ** 63n);
+
+export interface BenchServeOptions {
+  url: string;
+  model: string;
+  /** Model version to target; default the server's choice (latest). */
+  version?: string;
+  rate: number;
+  durationS: number;
+  warmupS?: number;
+  /** Most sockets open at once. Default 64. */
+  connections?: number;
+  /** Distinct requests in the pool. Default 512. */
+  poolSize?: number;
+  maxSequence?: number;
+  /**
+   * Keys the model knows: embeddings.parquet files (each feeds the input named like its key column, e.g.
+   * customer_id → transactions.customer_id) or a text file with one key per line (feeds the first key input).
+   */
+  keysFile?: string | string[];
+  knownKeyRate?: number;
+  seed?: number;
+  timeoutMs?: number;
+  /** Called right before the first request is sent (after the pool is built). */
+  onStart?: () => void;
+  /** HTTP client of the generator: `raw` (default) or `node` (see `open_loop.ts`). */
+  client?: 'raw' | 'node';
+}
+
+export interface BenchServeResult extends OpenLoopResult {
+  url: string;
+  model: string;
+  pool: { size: number; meanBytes: number; knownKeyShare: number; meanSequence: number };
+  /** From the server's /metrics when it is a gnnctl server. */
+  server?: ServerBreakdown;
+}
+
+export async function benchServe(options: BenchServeOptions): Promise<BenchServeResult> {
+  const base = options.url.replace(/\/+$/, '');
+  const modelPath = `/v2/models/${encodeURIComponent(options.model)}${options.version ? `/versions/${encodeURIComponent(options.version)}` : ''}`;
+  const meta = await getJson<ModelMetadata>(base, modelPath);
+  if (!meta.ok) {
+    throw new UsageError(`cannot get the metadata of model "${options.model}" from ${base}${modelPath}: ${meta.error}`, { hint: 'is the server running, and is the model name right?' });
+  }
+  // Pad values tell which sequence inputs are time columns (padded with INT64 min).
+  const config = await getJson<{ parameters?: Record<string, { string_value?: string }> }>(base, `${modelPath}/config`);
+  const timeInputs = new Set<string>();
+  if (config.ok) {
+    for (const [k, v] of Object.entries(config.value.parameters ?? {})) {
+      if (k.startsWith('pad_value:') && v.string_value?.trim() === String(INT64_MIN)) timeInputs.add(k.slice('pad_value:'.length));
+    }
+  }
+  const knownKeys = options.keysFile ? await knownKeysByInput(meta.value, typeof options.keysFile === 'string' ? [options.keysFile] : options.keysFile) : undefined;
+  const pool = buildRequestPool(meta.value, {
+    size: options.poolSize,
+    seed: options.seed,
+    knownKeys,
+    knownKeyRate: options.knownKeyRate,
+    maxSequence: options.maxSequence,
+    timeInputs,
+  });
+  // Scraped again when the warm-up ends, so the server's breakdown covers the measured window only.
+  let before = await scrapeMetrics(base);
+  let windowScrape: Promise<void> | undefined;
+  const result = await runOpenLoop({
+    url: base,
+    path: `${modelPath}/infer`,
+    bodies: pool.bodies,
+    rate: options.rate,
+    durationS: options.durationS,
+    warmupS: options.warmupS,
+    connections: options.connections,
+    timeoutMs: options.timeoutMs,
+    onStart: options.onStart,
+    onWindowStart: () => {
+      if (before && (options.warmupS ?? 0) > 0) windowScrape = scrapeMetrics(base).then((s) => void (before = s ?? before));
+    },
+    client: options.client,
+  });
+  await windowScrape;
+  const after = before ? await scrapeMetrics(base) : undefined;
+  return {
+    url: base,
+    model: options.model,
+    ...result,
+    pool: { size: pool.bodies.length, meanBytes: Math.round(pool.meanBytes), knownKeyShare: pool.knownKeyShare, meanSequence: pool.meanSequence },
+    ...(before && after ? { server: breakdown(before, after) } : {}),
+  };
+}
+
+/** Input name → known keys, one entry per keys file. */
+async function knownKeysByInput(meta: ModelMetadata, files: string[]): Promise<Map<string, (string | bigint)[]>> {
+  const keyInputs = meta.inputs.filter((t) => !t.shape.slice(1).includes(-1) && /(^|_)id$/.test(t.name.split('.').pop() ?? ''));
+  const out = new Map<string, (string | bigint)[]>();
+  for (const file of files) {
+    const { column, keys } = await readKeys(file);
+    const numeric = keys.every((k) => /^-?\d+$/.test(k));
+    const input = column !== undefined
+      ? keyInputs.find((t) => t.name.split('.').pop() === column)
+      : keyInputs.find((t) => (t.datatype === 'INT64' ? numeric : t.datatype === 'BYTES'));
+    if (!input) {
+      throw new ArtifactError(`no input of model "${meta.name}" takes the keys of ${file}${column ? ` (column ${column})` : ''}`, {
+        hint: `key inputs: ${keyInputs.map((t) => `${t.name} (${t.datatype})`).join(', ') || 'none'}`,
+      });
+    }
+    if (input.datatype === 'INT64' && !numeric) throw new ArtifactError(`the keys of ${file} are not integers, but ${input.name} is INT64`, { where: file });
+    out.set(input.name, input.datatype === 'INT64' ? keys.map((k) => BigInt(k)) : keys);
+  }
+  return out;
+}
+
+/** The keys of an embeddings.parquet (and its key column's name) or of a text file (one per line). */
+async function readKeys(file: string): Promise<{ column?: string; keys: string[] }> {
+  let column: string | undefined;
+  let keys: string[];
+  if (file.endsWith('.parquet')) {
+    const { withDuck, queryRows, q, lit } = await import('../data/duck.js');
+    keys = await withDuck(async ({ conn }) => {
+      const cols = await queryRows<{ column_name: string }>(conn, `DESCRIBE SELECT * FROM read_parquet(${lit(file)})`);
+      column = cols.map((c) => c.column_name).find((c) => c !== 'embedding' && c !== 'anchor_time');
+      if (!column) throw new ArtifactError('no key column in the embeddings file', { where: file });
+      const rows = await queryRows<{ k: string }>(conn, `SELECT CAST(${q(column)} AS VARCHAR) AS k FROM read_parquet(${lit(file)}) WHERE ${q(column)} IS NOT NULL LIMIT 1000000`);
+      return rows.map((r) => r.k);
+    });
+  } else {
+    keys = (await readFile(file, 'utf8')).split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  }
+  if (keys.length === 0) throw new ArtifactError('the keys file holds no key', { where: file });
+  return { column, keys };
+}
+
+type JsonResult<T> = { ok: true; value: T } | { ok: false; error: string };
+
+function getJson<T>(base: string, path: string): Promise<JsonResult<T>> {
+  return new Promise((resolve) => {
+    const req = request(`${base}${path}`, { method: 'GET', timeout: 10_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => {
+        if (res.statusCode !== 200) return resolve({ ok: false, error: `HTTP ${res.statusCode} ${body.slice(0, 300)}` });
+        try {
+          resolve({ ok: true, value: JSON.parse(body) as T });
+        } catch (e) {
+          resolve({ ok: false, error: `not JSON: ${(e as Error).message}` });
+        }
+      });
+    });
+    req.on('error', (e) => resolve({ ok: false, error: e.message }));
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.end();
+  });
+}

@@ -1,0 +1,119 @@
+/**
+ * A deep model bound to a graph: the saved spec and feature encoders, the weights, the sampling plan.
+ * Training creates one; embed, distill and fine-tuning load one from a run folder and get exactly the
+ * model that was trained (same encoders, same plan, same weights).
+ */
+import * as tf from '@tensorflow/tfjs';
+import { ArtifactError } from '../core/errors.js';
+import type { Graph } from '../graph/graph.js';
+import { loadWeights, readModelJson } from '../artifacts/run_store.js';
+import { Rng } from '../core/rng.js';
+import { buildBatchArrays, type BatchArrays } from './batch.js';
+import type { Examples } from '../task/task_spec.js';
+import { bindFeatures, numericDim, type FeatureSpec, type TableFeatures } from './features.js';
+import { HeteroGnn, type ModelSpec } from './hetero_gnn.js';
+import { ParamStore } from './params.js';
+import { buildPlan, type Plan } from './plan.js';
+import { TemporalSampler, type SampledBatch } from './sampler.js';
+
+export class DeepModel {
+  readonly plan: Plan;
+  readonly sampler: TemporalSampler;
+  readonly features: Record<string, TableFeatures>;
+  readonly params: ParamStore;
+  readonly gnn: HeteroGnn;
+
+  constructor(
+    readonly graph: Graph,
+    readonly spec: ModelSpec,
+    readonly featureSpec: FeatureSpec,
+    seed: number,
+  ) {
+    this.plan = buildPlan(graph, spec.root, spec.fanouts);
+    this.sampler = new TemporalSampler(graph, this.plan, spec.sampling);
+    this.features = bindFeatures(graph, featureSpec);
+    this.params = new ParamStore(seed);
+    this.gnn = new HeteroGnn(this.params, spec);
+  }
+
+  /** Loads a trained model from a run folder onto `graph` (which may be newer than the training graph). */
+  static load(runDir: string, graph: Graph): DeepModel {
+    const spec = readModelJson<ModelSpec>(runDir, 'spec.json');
+    const featureSpec = readModelJson<FeatureSpec>(runDir, 'features.json');
+    for (const [type, t] of Object.entries(spec.types)) {
+      const now = featureSpec.tables[type] ? numericDim(featureSpec.tables[type]) : -1;
+      if (now !== t.numDim) {
+        throw new ArtifactError(`run ${runDir} was trained with ${t.numDim} numeric inputs for ${type}, but this gnnctl encodes ${type} with ${now}`, {
+          hint: 'the run comes from another gnnctl version whose feature encoding differs; retrain it with gnnctl train',
+        });
+      }
+    }
+    const model = new DeepModel(graph, spec, featureSpec, 0);
+    const { index, blob } = loadWeights(runDir);
+    model.params.load(index, blob);
+    return model;
+  }
+
+  batch(seeds: Int32Array, anchors: Float64Array, rng: Rng | null, plan: Plan = this.plan, sampler: TemporalSampler = this.sampler): BatchArrays {
+    return buildBatchArrays(plan, sampler.sample(seeds, anchors, rng), this.features);
+  }
+
+  /** Dense model inputs for an already sampled batch. */
+  arrays(sampled: SampledBatch, plan: Plan = this.plan): BatchArrays {
+    return buildBatchArrays(plan, sampled, this.features);
+  }
+
+  /**
+   * Raw head outputs (logits, or standardized regression values) for examples, in batches. Sampling is
+   * seeded, so the same call gives the same numbers.
+   */
+  predictRaw(ex: Pick<Examples, 'nodes' | 'anchors'>, batchSize = 2048, seed = 1234): Float32Array {
+    const out = new Float32Array(ex.nodes.length);
+    const rng = new Rng(seed);
+    for (let i = 0; i < ex.nodes.length; i += batchSize) {
+      const j = Math.min(ex.nodes.length, i + batchSize);
+      const arrays = this.batch(ex.nodes.subarray(i, j), ex.anchors.subarray(i, j), rng);
+      const logits = tf.tidy(() => this.gnn.forward(this.plan, arrays, false).logits!);
+      out.set(logits.dataSync() as Float32Array, i);
+      logits.dispose();
+    }
+    return out;
+  }
+
+  /** Predictions in the task's units: probabilities (binary) or label units (regression). */
+  predict(ex: Pick<Examples, 'nodes' | 'anchors'>, batchSize = 2048, seed = 1234): Float32Array {
+    return this.toOutput(this.predictRaw(ex, batchSize, seed));
+  }
+
+  toOutput(raw: Float32Array): Float32Array {
+    const o = this.spec.output;
+    const out = new Float32Array(raw.length);
+    for (let i = 0; i < raw.length; i++) out[i] = o.kind === 'binary' ? 1 / (1 + Math.exp(-raw[i]!)) : raw[i]! * o.labelStd + o.labelMean;
+    return out;
+  }
+
+  /**
+   * Sampled embeddings of `nodes` of `table` at one anchor: the layer-(L − depth) representation of a
+   * tree rooted at the table, sampled with the training fanouts of the hops below `depth` (seeded).
+   */
+  embedSampled(table: string, depth: number, nodes: Int32Array, anchor: number, seed: number, batchSize = 4096): Float32Array {
+    const plan = depth === 0 && table === this.spec.root ? this.plan : buildPlan(this.graph, table, this.spec.fanouts.slice(depth));
+    const sampler = plan === this.plan ? this.sampler : new TemporalSampler(this.graph, plan, this.spec.sampling);
+    const C = this.spec.channels;
+    const out = new Float32Array(nodes.length * C);
+    const rng = new Rng(seed);
+    const anchors = new Float64Array(batchSize).fill(anchor);
+    for (let i = 0; i < nodes.length; i += batchSize) {
+      const j = Math.min(nodes.length, i + batchSize);
+      const arrays = this.batch(nodes.subarray(i, j), anchors.subarray(0, j - i), rng, plan, sampler);
+      const emb = tf.tidy(() => this.gnn.forward(plan, arrays, false).embedding);
+      out.set(emb.dataSync() as Float32Array, i * C);
+      emb.dispose();
+    }
+    return out;
+  }
+
+  dispose(): void {
+    this.params.dispose();
+  }
+}

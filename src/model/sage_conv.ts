@@ -1,0 +1,90 @@
+import * as tf from '@tensorflow/tfjs';
+import { gatherWeightedSum } from '../compute/fused.js';
+import type { ParamStore } from './params.js';
+
+export interface SageConvArgs {
+  /** input and output width */
+  channels: number;
+  /** incoming edge types (their order fixes the weight layout) */
+  edges: string[];
+}
+
+/**
+ * Heterogeneous GraphSAGE layer for one destination node type (Hamilton et al., 2017, mean aggregator;
+ * the heterogeneous form sums one SAGEConv per edge type, as PyG's `to_hetero` does), with a degree term:
+ *
+ *   h_i' = W_self h_i + Σ_e ( W_e · mean_{j ∈ N_e(i)} h_j + w_e · log(1 + |N_e(i)|) ) + b
+ *
+ * The mean alone cannot tell one recent purchase from ten; the log-degree term (PNA's degree scaler,
+ * Corso et al., 2020, in its simplest form) gives the layer the count that recency/frequency signals need.
+ * The means over sampled neighbours are masked: padded positions have weight 0 and a node with no
+ * neighbours of a type gets a zero mean and degree term 0.
+ *
+ * Shapes: self [n, C]; per edge a table of child rows [m, C] with an index and weights (mask / count)
+ * over n·f_e neighbour positions and degrees [n, 1] → [n, C]. The masked mean is one fused
+ * gather-weighted-sum (one kernel forward, one backward). Each term has its own weight and matmul rather
+ * than one matmul over [h ‖ means ‖ degrees]: on wasm the concat and, in the backward pass, the split
+ * of that wide input cost more than the extra (narrower) matmuls. Several row groups (the slots of one
+ * node type) are stacked so each weight is used in one matmul per step.
+ */
+export class SageConv {
+  private readonly wSelf: tf.Variable;
+  private readonly wEdge: tf.Variable[];
+  private readonly wDeg: tf.Variable[];
+  private readonly b: tf.Variable;
+
+  constructor(params: ParamStore, name: string, readonly args: SageConvArgs) {
+    const C = args.channels;
+    this.wSelf = params.glorot(`${name}/w_self`, [C, C]);
+    this.wEdge = args.edges.map((_, i) => params.glorot(`${name}/w_e${i}`, [C, C]));
+    this.wDeg = args.edges.map((_, i) => params.glorot(`${name}/w_deg${i}`, [1, C]));
+    this.b = params.zeros(`${name}/b`, [C]);
+  }
+
+  /** h' for stacked row groups, each with its own neighbour blocks (ordered as `args.edges`) → [Σn, C]. */
+  apply(groups: { self: tf.Tensor2D; blocks: (NeighbourBlock | null)[] }[]): tf.Tensor2D {
+    const C = this.args.channels;
+    const stack = (xs: tf.Tensor2D[]): tf.Tensor2D => (xs.length === 1 ? xs[0]! : tf.concat(xs, 0));
+    let out = tf.matMul(stack(groups.map((g) => g.self)), this.wSelf).add(this.b) as tf.Tensor2D;
+    this.args.edges.forEach((_, e) => {
+      const w = this.wEdge[e]!;
+      // W·mean(x) = mean(W·x): transform first when the table has fewer rows than the nodes reading it
+      // (distinct encoder rows at layer 1), aggregate first otherwise — the same value, fewer FLOPs.
+      const messages = groups.map((g) => {
+        const nb = g.blocks[e];
+        const n = g.self.shape[0];
+        if (!nb) return tf.zeros([n, C]) as tf.Tensor2D;
+        if (nb.transformed) return gatherWeightedSum(nb.table, nb.index, nb.weights, nb.fanout);
+        if (nb.table.shape[0] < n) return gatherWeightedSum(tf.matMul(nb.table, w) as tf.Tensor2D, nb.index, nb.weights, nb.fanout);
+        return tf.matMul(gatherWeightedSum(nb.table, nb.index, nb.weights, nb.fanout), w) as tf.Tensor2D;
+      });
+      out = out.add(stack(messages)) as tf.Tensor2D;
+      // The degree term is a broadcast product ([n, 1] · [1, C]); a matmul with inner size 1 is far slower.
+      const deg = stack(groups.map((g) => g.blocks[e]?.degree ?? (tf.zeros([g.self.shape[0], 1]) as tf.Tensor2D)));
+      out = out.add(deg.mul(this.wDeg[e]!)) as tf.Tensor2D;
+    });
+    return out;
+  }
+
+  /** W_e·x for edge e: rows a caller transforms once and passes back as a `transformed` block. */
+  transform(edge: number, x: tf.Tensor2D): tf.Tensor2D {
+    return tf.matMul(x, this.wEdge[edge]!) as tf.Tensor2D;
+  }
+}
+
+/** The sampled neighbours of a slot's nodes over one edge type. */
+export interface NeighbourBlock {
+  /** the child slot's rows, [m, C] */
+  table: tf.Tensor2D;
+  /** int32 [n · fanout]: the row of each neighbour position (any row where the mask is 0) */
+  index: tf.Tensor1D;
+  fanout: number;
+  /** [n · fanout]: mask / max(1, count), the mean's weights */
+  weights: tf.Tensor1D;
+  /** [n · fanout]: 0/1 validity (attention needs the mask itself) */
+  mask: tf.Tensor1D;
+  /** [n, 1]: log(1 + number of valid neighbours) */
+  degree: tf.Tensor2D;
+  /** SAGE only: `table` already holds W_e·h (from `SageConv.transform`), so only the mean is left to do */
+  transformed?: boolean;
+}

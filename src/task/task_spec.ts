@@ -1,0 +1,49 @@
+/**
+ * What a predictive task is, independent of how the config file spells it: the parsed query, how its
+ * anchors are split, and the training examples it produces. The config layer extends these with the
+ * model block; every stage that needs "the task" reads these types.
+ */
+import type { PredictiveQuery } from './pql.js';
+
+/** How anchors are laid out (see `split.ts`); times are ISO strings as written in the config. */
+export interface SplitSpec {
+  /** anchor spacing in seconds */
+  window?: number;
+  test_anchor?: string;
+  val_anchor?: string;
+  train_anchors: number;
+  max_train_examples?: number;
+}
+
+export interface TaskDefinition {
+  name: string;
+  query: PredictiveQuery;
+  split: SplitSpec;
+}
+
+/** A parsed RTI hop path `fact.fk->parent.pk->child.fk`: the child rows sharing the fact row's parent. */
+export interface HopPath {
+  text: string;
+  factTable: string;
+  factColumn: string;
+  parentTable: string;
+  parentKey: string;
+  childTable: string;
+  childColumn: string;
+  maxLength: number;
+}
+
+/** Training examples of one split: the entity's node id, its anchor time (seconds) and its label. */
+export interface Examples {
+  nodes: Int32Array;
+  anchors: Float64Array;
+  labels: Float32Array;
+}
+
+/** Columns a task may never see: the fact target column, or the column its target aggregates. */
+export function targetExclusions(task: TaskDefinition): { table: string; column: string; reason: string }[] {
+  const t = task.query.target;
+  if (t.kind === 'fact') return [{ table: t.column.table, column: t.column.column, reason: `target of task ${task.name}` }];
+  if (t.aggregate.column) return [{ table: t.aggregate.table, column: t.aggregate.column, reason: `aggregated by the target of task ${task.name}` }];
+  return [];
+}

@@ -1,0 +1,77 @@
+/**
+ * The layer rule of docs/architecture.md, checked on the source: every import of a file in `src/` points
+ * to its own folder or to a folder of a lower layer. Type-only imports count too: a type is a dependency.
+ */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const SRC = resolve(__dirname, '../../src');
+
+/** Layer of each top-level folder of src/, lowest first; folders in one layer may not import each other. */
+export const LAYERS: string[][] = [
+  ['core'],
+  ['task'],
+  ['config'],
+  ['artifacts'],
+  ['data', 'compute', 'datasets'],
+  ['graph'],
+  ['model'],
+  ['train'],
+  ['embed'],
+  ['predict'],
+  ['distill'],
+  ['report', 'export', 'anomaly'],
+  ['serve'],
+  ['pipeline', 'loadgen'],
+  ['cli'],
+];
+
+const rank = new Map(LAYERS.flatMap((folders, i) => folders.map((f) => [f, i] as const)));
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? sourceFiles(path) : name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+function folderOf(file: string): string {
+  return relative(SRC, file).split('/')[0]!;
+}
+
+/** Relative import specifiers of a file (static, dynamic and type-only). */
+function imports(file: string): string[] {
+  return importsIn(readFileSync(file, 'utf8'));
+}
+
+function importsIn(text: string): string[] {
+  return [...text.matchAll(/(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) => m[1]!);
+}
+
+describe('layers', () => {
+  const files = sourceFiles(SRC);
+
+  it('every folder of src/ has a layer', () => {
+    const folders = new Set(files.map(folderOf).filter((f) => !f.endsWith('.ts')));
+    expect([...folders].filter((f) => !rank.has(f))).toEqual([]);
+  });
+
+  it('no file imports a folder of the same or a higher layer', () => {
+    const violations: string[] = [];
+    for (const file of files) {
+      const from = folderOf(file);
+      for (const spec of imports(file)) {
+        const to = folderOf(resolve(dirname(file), spec));
+        if (to === from) continue;
+        if (!(rank.get(to)! < rank.get(from)!)) violations.push(`${relative(SRC, file)} → ${spec} (${from} may not import ${to})`);
+      }
+    }
+    expect(violations).toEqual([]);
+  });
+
+  it('sees static, type-only and dynamic imports, and not packages', () => {
+    const text = "import { a } from '../core/a.js';\nimport type { B } from '../train/b.js';\nconst c = await import('./c.js');\nimport * as tf from '@tensorflow/tfjs';";
+    expect(importsIn(text)).toEqual(['../core/a.js', '../train/b.js', './c.js']);
+  });
+});

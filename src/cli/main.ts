@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { ExitCode } from '../core/errors.js';
 import { reportError, runCommand, type CommandOutput } from './run.js';
 import { VERSION } from '../core/version.js';
+import { bytesFlag, forCommander, intFlag, numberFlag, secondsFlag, shardFlag, timeFlag } from './flags.js';
 
 type Opts = Record<string, unknown> & { json?: boolean; quiet?: boolean };
 
@@ -20,6 +21,51 @@ const opt = {
   failUnder: () => new Option('--fail-under <metric=value...>', 'quality gate: exit 4 when a metric is below the value (e.g. test.auroc=0.7)'),
 };
 
+/** Typed option: its value goes through a flags.ts parser, so a bad value exits 2 before any work. */
+function typed<T>(flags: string, description: string, parse: (v: unknown) => T): Option {
+  return new Option(flags, description).argParser(forCommander(parse));
+}
+
+/** Shown after each command's --help, keyed by the command's path. */
+const EXAMPLES: Record<string, string[]> = {
+  'datasets synth': ['gnnctl datasets synth --out datasets/retail --size small', 'gnnctl datasets synth --out datasets/big --size medium --format parquet --seed 7'],
+  'graph build': ['gnnctl graph build --config configs/retail.yaml', 'gnnctl graph build --config configs/retail.yaml --force --json'],
+  'graph inspect': ['gnnctl graph inspect --config configs/retail.yaml'],
+  train: ['gnnctl train --config configs/retail.yaml --task churn', 'gnnctl train --config configs/retail.yaml --task fraud --epochs 5 --fail-under test.auroc=0.7 --json'],
+  'runs list': ['gnnctl runs list --config configs/retail.yaml'],
+  embed: ['gnnctl embed --config configs/retail.yaml --run latest:churn', 'gnnctl embed --config configs/retail.yaml --run latest:churn --anchor-time 2020-09-01 --shard 0/4'],
+  distill: ['gnnctl distill --config configs/retail.yaml', 'gnnctl distill --config configs/retail.yaml --base latest:fraud --epochs 10 --json'],
+  export: ['gnnctl export --config configs/retail.yaml --run latest:fraud', 'gnnctl export --config configs/retail.yaml --run latest:fraud --version 5 --json'],
+  pipeline: ['gnnctl pipeline --config configs/retail.yaml', 'gnnctl pipeline --config configs/retail.yaml --epochs 2 --no-smoke --json'],
+  refresh: ['gnnctl refresh --config configs/retail.yaml'],
+  check: ['gnnctl check --model-repository artifacts/model_repository', 'gnnctl check --config configs/retail.yaml --now clock --json'],
+  'config validate': ['gnnctl config validate --config configs/retail.yaml'],
+  'config reference': ['gnnctl config reference > docs/config.md'],
+  report: ['gnnctl report latest:fraud --config configs/retail.yaml', 'gnnctl report artifacts/runs/<run-id> --out /tmp/report.html'],
+  serve: ['gnnctl serve --model-repository artifacts/model_repository', 'gnnctl serve --model-repository artifacts/model_repository --port 0 --host 0.0.0.0 --max-body-size 8MiB'],
+  'bench serve': ['gnnctl bench serve --url http://127.0.0.1:8000 --model online-model --rate 1000 --duration 30'],
+  doctor: ['gnnctl doctor', 'gnnctl doctor --backend wasm --json'],
+};
+
+/** The command's path below the root, e.g. "graph build". */
+function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c && c.parent; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+/** Every command without subcommands, depth first. */
+export function leafCommands(cmd: Command): Command[] {
+  return cmd.commands.length === 0 ? [cmd] : cmd.commands.flatMap(leafCommands);
+}
+
+function addExamples(program: Command): void {
+  for (const cmd of leafCommands(program)) {
+    const lines = EXAMPLES[commandPath(cmd)];
+    if (lines) cmd.addHelpText('after', `\nExamples:\n${lines.map((l) => `  $ ${l}`).join('\n')}\n`);
+  }
+}
+
 function action(load: () => Promise<(opts: Opts) => Promise<CommandOutput>>) {
   return async (...args: unknown[]): Promise<void> => {
     const cmd = args[args.length - 1] as Command;
@@ -32,7 +78,9 @@ function action(load: () => Promise<(opts: Opts) => Promise<CommandOutput>>) {
 export function buildProgram(): Command {
   const program = new Command('gnnctl')
     .description('Relational tables to production graph models: graph → train → embed → distill → export → serve')
-    .version(VERSION)
+    .version(VERSION, '-V, --version', 'print gnnctl\'s version')
+    // Root options only before the subcommand: `export --version 5` is export's option, not the root's.
+    .enablePositionalOptions()
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
 
@@ -42,7 +90,7 @@ export function buildProgram(): Command {
     .description('write H&M-shaped synthetic tables (customers, articles, transactions) with planted graph signals')
     .requiredOption('--out <dir>', 'output folder')
     .addOption(new Option('--size <size>', 'dataset size').choices(['tiny', 'small', 'medium', 'large']).default('small'))
-    .option('--seed <n>', 'random seed', '0')
+    .addOption(typed('--seed <n>', 'random seed', intFlag('--seed', 0, 0xffffffff)).default(0))
     .addOption(new Option('--format <format>', 'file format').choices(['csv', 'parquet']).default('csv'))
     .addOption(opt.json())
     .addOption(opt.quiet())
@@ -74,7 +122,7 @@ export function buildProgram(): Command {
     .requiredOption('-t, --task <name>', 'task name from the config')
     .addOption(opt.backend())
     .option('--init-from <run>', 'fine-tune: start from this run\'s weights and encoders (run id, folder or latest:<task>)')
-    .option('--epochs <n>', 'override model.epochs')
+    .addOption(typed('--epochs <n>', 'override model.epochs', intFlag('--epochs', 1)))
     .addOption(opt.artifacts())
     .addOption(opt.failUnder())
     .addOption(opt.json())
@@ -96,9 +144,9 @@ export function buildProgram(): Command {
     .addOption(opt.config())
     .requiredOption('-r, --run <run>', 'trained run (id, folder, or latest:<task>)')
     .option('--table <name>', 'table to embed (default: the task\'s entity table)')
-    .option('--anchor-time <time>', 'ISO time or "latest" (the newest time in the data)', 'latest')
+    .addOption(typed('--anchor-time <time>', 'ISO time or "latest" (the newest time in the data)', timeFlag('--anchor-time', ['latest'])).default('latest'))
     .option('--out <path>', 'output file (default: artifacts/embeddings/<run>/<anchor>/embeddings.parquet)')
-    .option('--shard <i/n>', 'embed the i-th of n disjoint parts into a part file (e.g. $JOB_COMPLETION_INDEX/N)')
+    .addOption(typed('--shard <i/n>', 'embed the i-th of n disjoint parts into a part file (e.g. $JOB_COMPLETION_INDEX/N)', shardFlag('--shard')))
     .addOption(new Option('--mode <mode>', 'exact: deterministic layer-wise over the training neighbourhoods; sampled: the training fanouts').choices(['exact', 'sampled']).default('exact'))
     .option('--allow-schema-drift', 'embed even when the data\'s schema differs from the run\'s')
     .addOption(opt.backend())
@@ -114,7 +162,7 @@ export function buildProgram(): Command {
     .option('--base <run>', 'base (deep) run: id, folder or latest:<task> (default: latest run of distillation.base)')
     .option('--task <name>', 'serving task (default: distillation.task)')
     .option('--embeddings <path>', 'embedding snapshots (file, folder or glob); default: computed from the base run')
-    .option('--epochs <n>', 'override distillation.epochs')
+    .addOption(typed('--epochs <n>', 'override distillation.epochs', intFlag('--epochs', 1)))
     .addOption(opt.backend())
     .addOption(opt.artifacts())
     .addOption(opt.failUnder())
@@ -130,7 +178,7 @@ export function buildProgram(): Command {
     .option('--embeddings <path...>', 'embedding files/folders (default: embed each key table now with the base run)')
     .option('--out <dir>', 'model repository (default: artifacts/model_repository)')
     .option('--name <name>', 'model name (default: export.name)')
-    .option('--version <n>', 'version number (default: last + 1)')
+    .addOption(typed('--version <n>', 'version number (default: last + 1)', intFlag('--version', 1)))
     .addOption(opt.backend())
     .addOption(opt.artifacts())
     .addOption(opt.json())
@@ -142,8 +190,8 @@ export function buildProgram(): Command {
     .description('graph → train → embed → distill → export → serve smoke request; reuses unchanged stages')
     .addOption(opt.config())
     .option('--force', 'redo every stage even when its artifact exists')
-    .option('--epochs <n>', 'override the deep model\'s epochs')
-    .option('--distill-epochs <n>', 'override the student\'s epochs')
+    .addOption(typed('--epochs <n>', 'override the deep model\'s epochs', intFlag('--epochs', 1)))
+    .addOption(typed('--distill-epochs <n>', 'override the student\'s epochs', intFlag('--distill-epochs', 1)))
     .option('--no-smoke', 'skip the serve smoke request')
     .addOption(opt.backend())
     .addOption(opt.artifacts())
@@ -169,7 +217,7 @@ export function buildProgram(): Command {
     .description('embedding age and schema fingerprints of a model repository; exit 4 when stale or skewed')
     .option('--model-repository <dir>', 'model repository (default: artifacts/model_repository)')
     .option('-c, --config <file>', 'config: compare with the current data (and use its newest time as "now")')
-    .option('--now <time>', 'reference time: ISO time, or "clock" (default: newest data time with --config, else the clock)')
+    .addOption(typed('--now <time>', 'reference time: ISO time, or "clock" (default: newest data time with --config, else the clock)', timeFlag('--now', ['clock'])))
     .addOption(opt.artifacts())
     .addOption(opt.json())
     .action(action(async () => (await import('./commands/pipeline.js')).checkCommand as never));
@@ -207,13 +255,13 @@ export function buildProgram(): Command {
     .command('serve')
     .description('serve a Triton model repository over KServe V2 HTTP: dynamic batching, Prometheus /metrics, hot reload of new versions; graceful stop on SIGTERM/SIGINT')
     .requiredOption('--model-repository <dir>', 'Triton model repository (what `gnnctl export` writes)')
-    .option('--port <n>', 'HTTP port (0 picks a free one)', '8000')
+    .addOption(typed('--port <n>', 'HTTP port (0 picks a free one)', intFlag('--port', 0, 65535)).default(8000))
     .option('--host <host>', 'address to listen on', '127.0.0.1')
-    .option('--poll-interval <t>', 'seconds between repository scans for new versions (e.g. 2, 500ms); 0 turns hot reload off', '2')
-    .option('--max-body-size <size>', 'largest request body, in bytes or e.g. 8MiB', '4MiB')
+    .addOption(typed('--poll-interval <t>', 'seconds between repository scans for new versions (e.g. 2, 500ms); 0 turns hot reload off', secondsFlag('--poll-interval')).default(2))
+    .addOption(typed('--max-body-size <size>', 'largest request body, in bytes or e.g. 8MiB', bytesFlag('--max-body-size')).default(4 * 2 ** 20, '4MiB'))
     .addOption(new Option('--ort-thread <where>', 'where onnxruntime runs: a worker thread (model loads never stall requests) or the main thread (least CPU)').choices(['worker', 'main']).default('worker'))
-    .option('--ort-threads <n>', 'onnxruntime intra-op threads per session', '1')
-    .option('--shutdown-timeout <t>', 'seconds shutdown waits for in-flight requests before closing connections', '30')
+    .addOption(typed('--ort-threads <n>', 'onnxruntime intra-op threads per session', intFlag('--ort-threads', 1, 64)).default(1))
+    .addOption(typed('--shutdown-timeout <t>', 'seconds shutdown waits for in-flight requests before closing connections', secondsFlag('--shutdown-timeout')).default(30))
     .addOption(opt.json())
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/serve.js')).serveCommand as never));
@@ -225,15 +273,15 @@ export function buildProgram(): Command {
     .requiredOption('--url <url>', 'server base URL, e.g. http://127.0.0.1:8000')
     .requiredOption('--model <name>', 'model name')
     .option('--model-version <v>', 'model version (default: the server\'s latest)')
-    .requiredOption('--rate <qps>', 'requests per second offered')
-    .requiredOption('--duration <s>', 'seconds of measured load')
-    .option('--warmup <s>', 'seconds of load before the measured window', '0')
-    .option('--concurrency <n>', 'most connections open at once', '64')
-    .option('--pool <n>', 'distinct pre-built requests', '512')
-    .option('--max-sequence <n>', 'longest RTI sequence', '32')
+    .addOption(typed('--rate <qps>', 'requests per second offered', numberFlag('--rate', { above: 0 })).makeOptionMandatory())
+    .addOption(typed('--duration <s>', 'seconds of measured load', secondsFlag('--duration')).makeOptionMandatory())
+    .addOption(typed('--warmup <s>', 'seconds of load before the measured window', secondsFlag('--warmup')).default(0))
+    .addOption(typed('--concurrency <n>', 'most connections open at once', intFlag('--concurrency', 1)).default(64))
+    .addOption(typed('--pool <n>', 'distinct pre-built requests', intFlag('--pool', 2)).default(512))
+    .addOption(typed('--max-sequence <n>', 'longest RTI sequence', intFlag('--max-sequence', 0)).default(32))
     .option('--keys <file...>', 'known keys: embeddings.parquet files (each feeds the input named like its key column) or a text file with one key per line')
-    .option('--known-key-rate <r>', 'share of requests with a known key (with --keys)', '0.9')
-    .option('--seed <n>', 'random seed', '1')
+    .addOption(typed('--known-key-rate <r>', 'share of requests with a known key (with --keys)', numberFlag('--known-key-rate', { min: 0, max: 1 })).default(0.9))
+    .addOption(typed('--seed <n>', 'random seed', intFlag('--seed', 0)).default(1))
     .addOption(new Option('--client <kind>', 'the generator\'s HTTP client: raw (lean keep-alive HTTP/1.1) or node (http.Agent)').choices(['raw', 'node']).default('raw'))
     .addOption(opt.json())
     .action(action(async () => (await import('./commands/bench.js')).benchServeCommand as never));
@@ -246,6 +294,7 @@ export function buildProgram(): Command {
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/doctor.js')).doctorCommand as never));
 
+  addExamples(program);
   return program;
 }
 
@@ -256,8 +305,11 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : ExitCode.ok;
   } catch (e) {
     if (e instanceof CommanderError) {
-      // --help and --version exit 0; a usage error is a config-class error.
-      return e.exitCode === 0 ? ExitCode.ok : ExitCode.config;
+      // --help and --version exit 0; a usage error (unknown flag, bad value) is a config-class error.
+      if (e.exitCode === 0) return ExitCode.ok;
+      // commander already wrote the message to stderr; --json callers also get it as the result object.
+      if (argv.includes('--json')) process.stdout.write(`${JSON.stringify({ error: 'UsageError', message: e.message.replace(/^error: /, ''), code: e.code, exit_code: ExitCode.config })}\n`);
+      return ExitCode.config;
     }
     return reportError(e);
   }

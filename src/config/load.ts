@@ -8,6 +8,7 @@ import { LineCounter, parseDocument, isMap, isSeq, type Document } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError, suggest, type ConfigProblem } from '../core/errors.js';
 import { parseQuery, conditionAggregates, conditionColumns, type PredictiveQuery, PqlSyntaxError } from '../task/pql.js';
+import { objectiveFor } from '../task/objective/objective.js';
 import type { HopPath, TaskDefinition } from '../task/task_spec.js';
 import { configSchema, type RawConfig, type TableConfig, type ModelConfig, modelSchema } from './schema.js';
 
@@ -157,6 +158,8 @@ function checkTasks(cfg: RawConfig, add: Add, raw: unknown): Record<string, Task
     add(where, `num_neighbors has ${model.num_neighbors.length} entries but layers is ${model.layers}`, `give one fanout per layer, e.g. num_neighbors: [${Array.from({ length: model.layers }, (_, i) => Math.max(2, 16 >> i)).join(', ')}]`);
   };
   let topLevelReported = false;
+  // A mistake in the top-level model block is reported once, not once per task that inherits it.
+  let gatReported = false;
   const rawTasks = (raw as { tasks?: Record<string, { model?: Record<string, unknown> } | null> } | null)?.tasks;
   for (const [name, task] of Object.entries(cfg.tasks)) {
     const at = ['tasks', name];
@@ -170,6 +173,11 @@ function checkTasks(cfg: RawConfig, add: Add, raw: unknown): Record<string, Task
       // A mistake in the top-level block is reported once, not once per task that inherits it.
       else if (!topLevelReported) fanoutProblem(model, ['model', 'num_neighbors']);
       topLevelReported ||= !('num_neighbors' in overrides || 'layers' in overrides);
+    }
+    const gatOverridden = 'channels' in overrides || 'heads' in overrides || 'encoder' in overrides;
+    if (model.encoder === 'gat' && model.channels % model.heads !== 0 && (gatOverridden || !gatReported)) {
+      gatReported ||= !gatOverridden;
+      add(gatOverridden ? [...at, 'model', 'heads'] : ['model', 'heads'], `GAT splits channels over heads: channels ${model.channels} is not divisible by heads ${model.heads}`, `e.g. channels: ${model.heads * Math.ceil(model.channels / model.heads)} or heads: ${largestDivisor(model.channels, model.heads)}`);
     }
     let query: PredictiveQuery;
     try {
@@ -210,12 +218,22 @@ function checkTasks(cfg: RawConfig, add: Add, raw: unknown): Record<string, Task
         add([...at, 'query'], `${agg.table} has ${link.length} foreign keys to ${ent.table} (${link.map(([c]) => c).join(', ')}); the aggregate is ambiguous`, 'keep one foreign key to the entity table');
       }
     }
+    const objective = objectiveFor(query.taskType);
+    if (model.loss !== undefined && !objective.losses.includes(model.loss)) {
+      add('loss' in overrides ? [...at, 'model', 'loss'] : ['model', 'loss'], `loss ${model.loss} does not fit task ${name}, a ${objective.description} task`, `use ${objective.losses.join(' or ')}`);
+    }
     for (const col of [...(query.target.kind === 'fact' ? [query.target.column] : []), ...conditionColumns(query.where)]) {
       tableOk(col.table, [...at, 'query']);
     }
     specs[name] = { name, query, split: task.split, model };
   }
   return specs;
+}
+
+/** The largest divisor of n that is at most `atMost` (a heads value that fits the channels). */
+function largestDivisor(n: number, atMost: number): number {
+  for (let d = Math.min(n, atMost); d > 1; d--) if (n % d === 0) return d;
+  return 1;
 }
 
 export function parseHopPath(text: string, maxLength: number, tables: RawConfig['data']['tables']): HopPath | string {
@@ -349,11 +367,4 @@ function locateInDoc(doc: Document, lc: LineCounter, path: readonly PropertyKey[
     if (node?.range) return lc.linePos(node.range[0]);
   }
   return {};
-}
-
-/** The model settings of a task (top-level model block with the task's overrides applied). */
-export function taskModel(cfg: Config, task: string): ModelConfig {
-  const spec = cfg.taskSpecs[task];
-  if (!spec) throw new ConfigError(`unknown task "${task}"`, [], { hint: suggest(task, Object.keys(cfg.taskSpecs)) });
-  return spec.model;
 }

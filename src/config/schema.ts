@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { durationSchema } from '../core/duration.js';
+import { isoTimeSchema } from '../core/time.js';
 
 export const COLUMN_KINDS = ['numerical', 'categorical', 'timestamp', 'text', 'ignore'] as const;
 export type ColumnKind = (typeof COLUMN_KINDS)[number];
@@ -52,7 +53,7 @@ export const dataSchema = z
     tables: z.record(z.string(), tableSchema).describe('one entry per table; the key is the table name'),
     strict: z.boolean().default(false).describe('fail on FK values that match no primary key (default: drop those edges with a warning)'),
     fit_until: z
-      .string()
+      .union([z.literal('auto'), isoTimeSchema])
       .default('auto')
       .describe('fit feature statistics on rows up to this time (ISO timestamp); "auto" = the earliest validation anchor of the tasks, so no statistic sees val/test data'),
     max_vocab: z.number().int().min(2).default(10000).describe('categorical vocabulary cap; rarer values share the out-of-vocabulary bucket'),
@@ -63,8 +64,8 @@ export const dataSchema = z
 const splitSchema = z
   .object({
     window: durationSchema.optional().describe('anchor spacing; default: the target window (entity tasks) or 7 days (fact tasks)'),
-    test_anchor: z.string().optional().describe('ISO time of the test anchor (default: newest time − window)'),
-    val_anchor: z.string().optional().describe('ISO time of the validation anchor (default: test anchor − window)'),
+    test_anchor: isoTimeSchema.optional().describe('ISO time of the test anchor (default: newest time − window)'),
+    val_anchor: isoTimeSchema.optional().describe('ISO time of the validation anchor (default: test anchor − window)'),
     train_anchors: z.number().int().min(1).default(10).describe('entity tasks: number of train anchors stepping back from val by the window'),
     max_train_examples: z.number().int().positive().optional().describe('subsample training examples to at most this many (seeded)'),
   })

@@ -20,8 +20,8 @@ import { createRunDir, newRunId, readManifest, resolveRun, saveWeights, writeMan
 import { taskSplit } from '../task/split.js';
 import { DeepModel } from '../model/deep_model.js';
 import { buildTrainingTables } from '../train/examples.js';
-import { binaryMetrics, calibration, prCurve, regressionMetrics, rocCurve, type Metrics } from '../task/metrics.js';
-import { bceWithLogits } from '../model/mlp.js';
+import type { Metrics } from '../task/metrics.js';
+import { objectiveFor, predictValues, teacherRatio, type Curves, type Objective, type ObjectiveKind } from '../task/objective/objective.js';
 import { Adam } from '../model/optim.js';
 import type { TrainManifest } from '../train/trainer.js';
 import { writeJsonAtomic } from '../core/atomic.js';
@@ -57,7 +57,7 @@ export interface StudentMetrics {
 
 export interface DistillMetrics {
   task: string;
-  kind: 'binary' | 'regression';
+  kind: ObjectiveKind;
   base_run: string;
   base_task: string;
   val: Metrics;
@@ -72,7 +72,7 @@ export interface DistillMetrics {
   counts: { train: number; val: number; test: number };
   epochs: { epoch: number; loss: number; val: Metrics }[];
   best_epoch: number;
-  curves?: { roc: [number, number][]; pr: [number, number][]; calibration: ReturnType<typeof calibration> };
+  curves?: Curves;
 }
 
 export interface DistillManifest extends RunManifestBase {
@@ -121,11 +121,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
 
   const teacherModel = DeepModel.load(base.dir, graph);
   const spec = studentSpec(d, task, cfg.hopPaths, graph, teacherModel);
-  if (spec.output.kind === 'regression') {
-    const y = tables.train.labels;
-    spec.output.labelMean = y.reduce((a, b) => a + b, 0) / y.length;
-    spec.output.labelStd = Math.sqrt(y.reduce((a, b) => a + (b - spec.output.labelMean) ** 2, 0) / y.length) || 1;
-  }
+  spec.output = objectiveFor(spec.output.kind).fitOutput(tables.train.labels);
   const all = concatExamples([tables.train, tables.val, tables.test]);
   const ranges = { train: [0, tables.train.nodes.length], val: [tables.train.nodes.length, tables.train.nodes.length + tables.val.nodes.length], test: [tables.train.nodes.length + tables.val.nodes.length, all.nodes.length] } as const;
 
@@ -153,6 +149,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
 
   // Teacher predictions (the KD target, and the teacher's own test metric) when it was trained on this task.
   const kind = task.query.taskType;
+  const objective = objectiveFor(kind);
   const sameTask = baseManifest.task === taskName;
   let teacherPred: Float32Array | null = null;
   if (sameTask) {
@@ -163,11 +160,11 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   const features = new StudentFeatures(graph, spec);
   const labels = all.labels;
   const runStudent = (variant: Partial<StudentSpec>, epochs: number, kdWeight: number) =>
-    trainStudent({ ...spec, ...variant }, features, data, labels, ranges, kind, teacherPred, kdWeight, { epochs, batchSize: d.batch_size, lr: d.lr, patience: d.patience, dropout: d.dropout, seed });
+    trainStudent({ ...spec, ...variant }, features, data, labels, ranges, objective, teacherPred, kdWeight, { epochs, batchSize: d.batch_size, lr: d.lr, patience: d.patience, dropout: d.dropout, seed });
 
   t = performance.now();
   const epochs = opts.epochs ?? d.epochs;
-  const main = runStudent({}, epochs, sameTask && kind === 'binary' ? d.kd_weight : 0);
+  const main = runStudent({}, epochs, sameTask && objective.softTargets ? d.kd_weight : 0);
   timings.student = secs(t);
   t = performance.now();
   const ablationEpochs = Math.max(1, Math.ceil(epochs * 0.67));
@@ -179,7 +176,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   timings.ablations = secs(t);
 
   const testLabels = labels.subarray(ranges.test[0], ranges.test[1]);
-  const evaluate = (l: Float32Array, p: Float32Array): Metrics => (kind === 'binary' ? binaryMetrics(l, p) : regressionMetrics(l, p));
+  const evaluate = (l: Float32Array, p: Float32Array): Metrics => objective.metrics(l, p);
   const teacher = teacherPred
     ? {
         val: evaluate(labels.subarray(ranges.val[0], ranges.val[1]), teacherPred.subarray(ranges.val[0], ranges.val[1])),
@@ -202,7 +199,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
     test: main.test,
     teacher,
     ablations,
-    teacher_ratio: teacher && kind === 'binary' ? round((main.test as { auroc: number }).auroc / (teacher.test as { auroc: number }).auroc) : null,
+    teacher_ratio: teacher ? round(teacherRatio(objective, main.test, teacher.test)) : null,
     student: { parameters: main.model.parameterCount(), bytes: ser.blob.byteLength, latency_ms_p50: latency.p50, latency_ms_p99: latency.p99 },
     teacher_model: { parameters: teacherModel.gnn.parameterCount(false), parameters_without_embeddings: teacherModel.gnn.parameterCount(true), bytes: teacherBytes },
     embeddings: {
@@ -220,7 +217,8 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
     epochs: main.epochs,
     best_epoch: main.bestEpoch,
   };
-  if (kind === 'binary') metrics.curves = { roc: rocCurve(testLabels, main.testPred), pr: prCurve(testLabels, main.testPred), calibration: calibration(testLabels, main.testPred) };
+  const curves = objective.curves(testLabels, main.testPred);
+  if (curves) metrics.curves = curves;
   writeJsonAtomic(join(runDir, 'metrics.json'), metrics);
   const manifest: DistillManifest = {
     kind: 'distill',
@@ -416,7 +414,7 @@ function trainStudent(
   data: StudentData,
   labels: Float32Array,
   ranges: { train: readonly [number, number]; val: readonly [number, number]; test: readonly [number, number] },
-  kind: 'binary' | 'regression',
+  objective: Objective,
   teacher: Float32Array | null,
   kdWeight: number,
   o: { epochs: number; batchSize: number; lr: number; patience: number; dropout: number; seed: number },
@@ -426,7 +424,8 @@ function trainStudent(
   const rng = new Rng(o.seed);
   const [a, b] = ranges.train;
   const order = Int32Array.from({ length: b - a }, (_, i) => a + i);
-  const { labelMean, labelStd } = spec.output;
+  const output = spec.output;
+  const lossName = objective.losses[0]!;
   const predict = (lo: number, hi: number): Float32Array => {
     const out = new Float32Array(hi - lo);
     for (let i = lo; i < hi; i += 4096) {
@@ -435,12 +434,11 @@ function trainStudent(
       const r = tf.tidy(() => model.forward(batch, false));
       const v = r.dataSync() as Float32Array;
       r.dispose();
-      for (let k = 0; k < v.length; k++) out[i - lo + k] = kind === 'binary' ? 1 / (1 + Math.exp(-v[k]!)) : v[k]! * labelStd + labelMean;
+      out.set(predictValues(output, v), i - lo);
     }
     return out;
   };
-  const score = (m: Metrics): number => (kind === 'binary' ? (m as { auroc: number }).auroc : -(m as { mae: number }).mae);
-  const evaluate = (lo: number, hi: number, p: Float32Array): Metrics => (kind === 'binary' ? binaryMetrics(labels.subarray(lo, hi), p) : regressionMetrics(labels.subarray(lo, hi), p));
+  const evaluate = (lo: number, hi: number, p: Float32Array): Metrics => objective.metrics(labels.subarray(lo, hi), p);
   const y = new Float32Array(o.batchSize);
   const soft = new Float32Array(o.batchSize);
   let best = model.params.snapshot();
@@ -458,26 +456,26 @@ function trainStudent(
       const rows = order.subarray(i, Math.min(order.length, i + o.batchSize));
       const m = rows.length;
       for (let k = 0; k < m; k++) {
-        y[k] = kind === 'binary' ? labels[rows[k]!]! : (labels[rows[k]!]! - labelMean) / labelStd;
+        y[k] = objective.target(labels[rows[k]!]!, output);
         soft[k] = teacher ? teacher[rows[k]!]! : 0;
       }
       const batch = features.batch(data, rows);
       const loss = optimizer.minimize(() => {
         const logits = model.forward(batch, true);
         const yt = tf.tensor1d(y.subarray(0, m));
-        if (kind === 'regression') return tf.mean(tf.abs(logits.sub(yt))) as tf.Scalar;
-        const hard = bceWithLogits(logits, yt);
+        const hard = objective.loss(lossName, logits, yt);
         if (!teacher || kdWeight === 0) return hard;
-        return hard.mul(1 - kdWeight).add(bceWithLogits(logits, tf.tensor1d(soft.subarray(0, m))).mul(kdWeight)) as tf.Scalar;
+        // The teacher's predictions as soft targets (only objectives with softTargets get a kdWeight > 0).
+        return hard.mul(1 - kdWeight).add(objective.loss(lossName, logits, tf.tensor1d(soft.subarray(0, m))).mul(kdWeight)) as tf.Scalar;
       });
       lossSum += loss * m;
       progress.update(i + m, `loss ${(lossSum / (i + m)).toFixed(4)}`);
     }
     const val = evaluate(ranges.val[0], ranges.val[1], predict(ranges.val[0], ranges.val[1]));
     epochs.push({ epoch, loss: round(lossSum / order.length), val });
-    const sc = score(val);
+    const sc = objective.score(val);
     const improved = sc > bestScore + 1e-6;
-    progress.end(`distill epoch ${epoch}/${o.epochs}: loss ${(lossSum / order.length).toFixed(4)}, val ${kind === 'binary' ? 'auroc' : 'mae'} ${Math.abs(sc).toFixed(4)}${improved ? ' (best)' : ''}`);
+    progress.end(`distill epoch ${epoch}/${o.epochs}: loss ${(lossSum / order.length).toFixed(4)}, val ${objective.mainMetric.name} ${Math.abs(sc).toFixed(4)}${improved ? ' (best)' : ''}`);
     if (improved) {
       bestScore = sc;
       best = model.params.snapshot();

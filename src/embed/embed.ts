@@ -72,15 +72,6 @@ export interface EmbeddingMetadata {
   gnnctl: string;
 }
 
-export function parseShard(text: string | undefined): { index: number; count: number } | undefined {
-  if (text === undefined) return undefined;
-  const m = /^(\d+)\/(\d+)$/.exec(text.trim());
-  const index = m ? Number(m[1]) : NaN;
-  const count = m ? Number(m[2]) : NaN;
-  if (!m || count < 1 || index >= count) throw new UsageError('bad --shard', { value: text, hint: 'write i/n with 0 ≤ i < n, e.g. --shard 0/4 (in a Kubernetes Indexed Job: --shard $JOB_COMPLETION_INDEX/N)' });
-  return { index, count };
-}
-
 /** `artifacts/embeddings/<run-id>/<anchor>/<table>/`: one folder per snapshot and table (a run may embed several). */
 export function defaultEmbeddingDir(artifactsDir: string, runId: string, anchor: number, table: string): string {
   return join(artifactsDir, 'embeddings', runId, isoSeconds(anchor).replace(/[-:]/g, ''), table);

@@ -11,6 +11,7 @@
  * refused. The version folder is assembled under a temporary name, checked (onnxruntime loads it and
  * agrees with TF.js), then renamed into place: a server polling the repository never sees half a version.
  */
+import { objectiveFor } from '../task/objective/objective.js';
 import * as arrow from 'apache-arrow';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -332,7 +333,7 @@ function readme(spec: StudentSpec, name: string, version: number, embeddings: { 
     '',
     '## Output',
     '',
-    `\`${outputName(spec.output.kind)}\` FP32 [batch, 1]${spec.output.kind === 'binary' ? ': the probability of the positive class' : ''}.`,
+    `\`${outputName(spec.output.kind)}\` FP32 [batch, 1]: ${objectiveFor(spec.output.kind).outputMeaning}.`,
     '',
     '## Embeddings',
     '',

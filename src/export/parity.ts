@@ -4,6 +4,7 @@
  * the rows — and must agree within a tolerance. Export runs it as a self-check; tests run it on 1,000
  * examples at batch 1 and batch 256.
  */
+import { objectiveFor } from '../task/objective/objective.js';
 import * as tf from '@tensorflow/tfjs';
 import * as ort from 'onnxruntime-node';
 import { join } from 'node:path';
@@ -163,7 +164,7 @@ export async function checkParity(
   const o = spec.output;
   const t = tf.tidy(() => {
     const raw = student.forward(features.batch(data, rows), false);
-    return o.kind === 'binary' ? tf.sigmoid(raw) : raw.mul(o.labelStd).add(o.labelMean);
+    return objectiveFor(o.kind).transform === 'sigmoid' ? tf.sigmoid(raw) : raw.mul(o.labelStd).add(o.labelMean);
   });
   const expected = t.dataSync() as Float32Array;
   t.dispose();

@@ -10,6 +10,8 @@
  * slots carry INT64 min in the time column and are masked. Output: `probability` FLOAT [b, 1] (binary
  * tasks) or `prediction` (regression).
  */
+import { assertUnreachable } from '../core/errors.js';
+import { objectiveFor, type ObjectiveKind, type OutputTransform } from '../task/objective/objective.js';
 import { attr } from './onnx/attributes.js';
 import { ML_DOMAIN, OnnxGraphBuilder } from './onnx/onnx_graph_builder.js';
 import { cast, concat, floatScalar, int64s, squeeze } from './onnx/ops/basic.js';
@@ -36,7 +38,7 @@ export interface StudentOnnxInputs {
   entities: EntityTable[];
   /** primary keys of tables referenced by same-entity flags, by table name */
   keyVocabularies: Record<string, Vocabulary>;
-  kind: 'binary' | 'regression';
+  kind: ObjectiveKind;
   labelMean?: number;
   labelStd?: number;
   metadata?: Record<string, string>;
@@ -88,8 +90,20 @@ function categoricalType(c: CategoricalSpec): ElemType {
   return isIntegerType(c.type) ? 'INT64' : 'STRING';
 }
 
-export function outputName(kind: 'binary' | 'regression'): string {
-  return kind === 'binary' ? 'probability' : 'prediction';
+/** The objective's output transform as ONNX ops (the same formula as `predictValue` in TF.js and JS). */
+function outputTransform(g: OnnxGraphBuilder, x: string, transform: OutputTransform, inp: { labelMean?: number; labelStd?: number }): string {
+  switch (transform) {
+    case 'sigmoid':
+      return g.op('Sigmoid', [x]);
+    case 'affine':
+      return g.op('Add', [g.op('Mul', [x, floatScalar(g, inp.labelStd ?? 1, 'label_std')]), floatScalar(g, inp.labelMean ?? 0, 'label_mean')]);
+    default:
+      return assertUnreachable(transform);
+  }
+}
+
+export function outputName(kind: ObjectiveKind): string {
+  return objectiveFor(kind).outputName;
 }
 
 export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
@@ -174,10 +188,7 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
   for (let l = 0; l < dims.length - 1; l++) {
     x = dense(g, x, { kernel: w(`head/w${l}`), bias: w(`head/b${l}`), inputDim: dims[l]!, units: dims[l + 1]!, activation: l < dims.length - 2 ? 'relu' : 'linear', name: `head.${l}` });
   }
-  const out =
-    inp.kind === 'binary'
-      ? g.op('Sigmoid', [x])
-      : g.op('Add', [g.op('Mul', [x, floatScalar(g, inp.labelStd ?? 1, 'label_std')]), floatScalar(g, inp.labelMean ?? 0, 'label_mean')]);
+  const out = outputTransform(g, x, objectiveFor(inp.kind).transform, inp);
   g.addOutput(outputName(inp.kind), 'FLOAT', ['batch', 1], { from: out });
   for (const [k, v] of Object.entries(inp.metadata ?? {})) g.setMetadata(k, v);
   return g;

@@ -16,6 +16,7 @@ import { produceAtomically, writeJsonAtomic } from '../core/atomic.js';
 import { isoSeconds } from '../core/duration.js';
 import { hashValue } from '../core/hash.js';
 import { info, warn } from '../core/log.js';
+import { parseIsoTime, TIME_HINT } from '../core/time.js';
 import { VERSION } from '../core/version.js';
 import { inferColumnRole } from './infer.js';
 import {
@@ -248,9 +249,9 @@ export function schemaFingerprint(schema: GraphSchema): string {
 function resolveFitUntil(cfg: Config, timeRange: [number, number] | null): number | null {
   if (!timeRange) return null;
   if (cfg.data.fit_until !== 'auto') {
-    const t = Date.parse(/[zZ]$/.test(cfg.data.fit_until) ? cfg.data.fit_until : `${cfg.data.fit_until.replace(' ', 'T')}Z`);
-    if (!Number.isFinite(t)) throw new DataError(`data.fit_until is not a timestamp`, { value: cfg.data.fit_until, hint: 'write an ISO time such as 2020-08-01 or "auto"' });
-    return t / 1000;
+    const t = parseIsoTime(cfg.data.fit_until);
+    if (t === null) throw new DataError(`data.fit_until is not a time`, { value: cfg.data.fit_until, hint: `${TIME_HINT}, or "auto"` });
+    return t;
   }
   let fit = timeRange[1];
   for (const task of Object.values(cfg.taskSpecs)) {

@@ -8,6 +8,7 @@ import { ArtifactError } from '../core/errors.js';
 import type { Graph } from '../graph/graph.js';
 import { loadWeights, readModelJson } from '../artifacts/run_store.js';
 import { Rng } from '../core/rng.js';
+import { predictValues } from '../task/objective/objective.js';
 import { buildBatchArrays, type BatchArrays } from './batch.js';
 import type { Examples } from '../task/task_spec.js';
 import { bindFeatures, numericDim, type FeatureSpec, type TableFeatures } from './features.js';
@@ -86,10 +87,7 @@ export class DeepModel {
   }
 
   toOutput(raw: Float32Array): Float32Array {
-    const o = this.spec.output;
-    const out = new Float32Array(raw.length);
-    for (let i = 0; i < raw.length; i++) out[i] = o.kind === 'binary' ? 1 / (1 + Math.exp(-raw[i]!)) : raw[i]! * o.labelStd + o.labelMean;
-    return out;
+    return predictValues(this.spec.output, raw);
   }
 
   /**

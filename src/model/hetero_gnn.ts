@@ -11,6 +11,7 @@
  * weights serve any tree depth: the embedding of a table found at depth d of the training tree is the
  * layer-(L − d) representation of a tree rooted at that table (see `embed/`).
  */
+import type { LossName, OutputSpec } from '../task/objective/objective.js';
 import * as tf from '@tensorflow/tfjs';
 import { dropout } from '../compute/fused.js';
 import type { BatchArrays } from './batch.js';
@@ -38,9 +39,9 @@ export interface ModelSpec {
   types: Record<string, { numDim: number; catSizes: number[] }>;
   /** per layer (1-based index − 1), per node type updated at that layer: incoming edge types */
   convs: Record<string, string[]>[];
-  output: { kind: 'binary' | 'regression'; labelMean: number; labelStd: number };
-  /** bce for binary; l1 or mse (on standardized labels) for regression */
-  loss: 'bce' | 'l1' | 'mse';
+  output: OutputSpec;
+  /** one of the objective's losses (bce for binary; l1 or mse on standardised labels for regression) */
+  loss: LossName;
 }
 
 /** Which (layer, type) pairs need a conv, and their edges, for a training plan. */

@@ -5,11 +5,11 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../core/rng.js';
-import { binaryMetrics, mainMetric, regressionMetrics, type Metrics } from '../task/metrics.js';
+import { objectiveFor, predictValues, type ObjectiveKind } from '../task/objective/objective.js';
 import { ParamStore } from './params.js';
 
 export interface MlpOptions {
-  kind: 'binary' | 'regression';
+  kind: ObjectiveKind;
   hidden?: number[];
   epochs?: number;
   batchSize?: number;
@@ -57,13 +57,10 @@ export function fitMlp(
   const dropout = opts.dropout ?? 0.1;
   const params = new ParamStore(opts.seed);
   const rng = new Rng(opts.seed);
-  let labelMean = 0;
-  let labelStd = 1;
-  if (opts.kind === 'regression') {
-    const n = train.y.length;
-    labelMean = train.y.reduce((a, b) => a + b, 0) / n;
-    labelStd = Math.sqrt(train.y.reduce((a, b) => a + (b - labelMean) ** 2, 0) / n) || 1;
-  }
+  const objective = objectiveFor(opts.kind);
+  const output = objective.fitOutput(train.y);
+  // The baseline trains with the objective's default loss, as the deep model does unless configured.
+  const loss = objective.losses[0]!;
   const dims = [d, ...hidden, 1];
   const layers = dims.slice(1).map((out, i) => ({ w: params.glorot(`mlp/w${i}`, [dims[i]!, out]), b: params.zeros(`mlp/b${i}`, [out]) }));
   let seedCounter = opts.seed * 7919 + 1;
@@ -87,14 +84,9 @@ export function fitMlp(
       out.set(r.dataSync() as Float32Array, i);
       r.dispose();
     }
-    for (let i = 0; i < n; i++) out[i] = opts.kind === 'binary' ? 1 / (1 + Math.exp(-out[i]!)) : out[i]! * labelStd + labelMean;
-    return out;
+    return predictValues(output, out);
   };
-  const score = (m: Metrics): number => (opts.kind === 'binary' ? (m as { auroc: number }).auroc : -(m as { mae: number }).mae);
-  const evalVal = (): number => {
-    const p = predictAll(val.X);
-    return score(opts.kind === 'binary' ? binaryMetrics(val.y, p) : regressionMetrics(val.y, p));
-  };
+  const evalVal = (): number => objective.score(objective.metrics(val.y, predictAll(val.X)));
 
   const optimizer = tf.train.adam(opts.lr ?? 1e-3);
   const n = train.y.length;
@@ -113,12 +105,12 @@ export function fitMlp(
         for (let k = 0; k < m; k++) {
           const r = order[i + k]!;
           xb.set(train.X.subarray(r * d, (r + 1) * d), k * d);
-          yb[k] = opts.kind === 'binary' ? train.y[r]! : (train.y[r]! - labelMean) / labelStd;
+          yb[k] = objective.target(train.y[r]!, output);
         }
         const cost = optimizer.minimize(() => {
           const logits = forward(tf.tensor2d(xb.subarray(0, m * d), [m, d]), true);
           const y = tf.tensor1d(yb.subarray(0, m));
-          return opts.kind === 'binary' ? bceWithLogits(logits, y) : tf.mean(tf.abs(logits.sub(y))) as tf.Scalar;
+          return objective.loss(loss, logits, y);
         }, true);
         cost?.dispose();
       }
@@ -131,16 +123,10 @@ export function fitMlp(
       } else if (++stale >= patience) break;
     }
     params.restore(bestSnap);
-    return { predictions: predict.map(predictAll), bestEpoch, valMetric: opts.kind === 'binary' ? best : -best };
+    // valMetric in the metric's own sign (score() negates lower-is-better metrics).
+    return { predictions: predict.map(predictAll), bestEpoch, valMetric: objective.mainMetric.higherIsBetter ? best : -best };
   } finally {
     optimizer.dispose();
     params.dispose();
   }
 }
-
-/** Mean binary cross-entropy from logits, in the numerically stable form max(x,0) − x·y + log(1 + e^−|x|). */
-export function bceWithLogits(logits: tf.Tensor1D, y: tf.Tensor1D): tf.Scalar {
-  return tf.tidy(() => tf.mean(tf.relu(logits).sub(logits.mul(y)).add(tf.log1p(tf.exp(tf.neg(tf.abs(logits)))))) as tf.Scalar);
-}
-
-export { mainMetric };

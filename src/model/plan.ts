@@ -67,18 +67,3 @@ export function buildPlan(graph: Pick<Graph, 'edges'>, root: string, fanouts: Fa
 export function slotsAtLayer(plan: Plan, layer: number): Slot[] {
   return plan.slots.filter((s) => s.depth <= plan.layers - layer);
 }
-
-/** Edge types leaving each node type that the plan follows (the children a slot of that type has). */
-export function childEdges(plan: Plan): Map<string, string[]> {
-  const m = new Map<string, string[]>();
-  for (const s of plan.slots) {
-    if (s.children.length === 0) continue;
-    const edges = s.children.map((c) => plan.slots[c]!.edge!);
-    const prev = m.get(s.type);
-    if (prev && prev.join('|') !== edges.join('|')) {
-      // Fanout maps may prune an edge at one depth only; the union keeps weights for every edge.
-      m.set(s.type, [...new Set([...prev, ...edges])]);
-    } else if (!prev) m.set(s.type, edges);
-  }
-  return m;
-}

@@ -45,16 +45,6 @@ export function fmtInt(x: number | null | undefined): string {
   return Math.round(x).toLocaleString('en-US');
 }
 
-/** A general number with about three significant digits, without exponent notation for ordinary sizes. */
-export function fmtNumber(x: number | null | undefined, sig = 3): string {
-  if (!finite(x)) return MISSING;
-  if (x === 0) return '0';
-  const abs = Math.abs(x);
-  if (abs >= 10 ** sig) return fmtInt(x);
-  if (abs < 1e-4) return x.toExponential(1);
-  return String(Number(x.toPrecision(sig)));
-}
-
 /** Bytes in binary units: 21016 → "20.5 KiB". */
 export function fmtBytes(x: number | null | undefined): string {
   if (!finite(x)) return MISSING;

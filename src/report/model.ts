@@ -6,6 +6,7 @@
  * metrics.json is validated here with zod (not `.strict()`: newer gnnctl versions may add fields, and
  * older runs may lack the curves or per-epoch timings, which the page then leaves out).
  */
+import { OBJECTIVE_KINDS, type ObjectiveKind } from '../task/objective/objective.js';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
@@ -22,7 +23,7 @@ const countsSchema = z.object({ train: z.number(), val: z.number(), test: z.numb
 
 const trainMetricsSchema = z.object({
   task: z.string(),
-  kind: z.enum(['binary', 'regression']),
+  kind: z.enum(OBJECTIVE_KINDS),
   main_metric: z.string().optional(),
   val: metricsSchema,
   test: metricsSchema,
@@ -49,7 +50,7 @@ const trainMetricsSchema = z.object({
 const studentMetricsSchema = z.object({ val: metricsSchema, test: metricsSchema, best_epoch: z.number().optional() });
 const distillMetricsSchema = z.object({
   task: z.string(),
-  kind: z.enum(['binary', 'regression']),
+  kind: z.enum(OBJECTIVE_KINDS),
   base_run: z.string(),
   base_task: z.string(),
   val: metricsSchema,
@@ -76,7 +77,7 @@ const exportManifestSchema = z.object({
   embeddings: z.array(z.object({ table: z.string(), anchor_time: z.string(), rows: z.number().optional(), run_id: z.string().optional() })).default([]),
 });
 
-export type TaskKind = 'binary' | 'regression';
+export type TaskKind = ObjectiveKind;
 export type MetricSet = Record<string, number | null>;
 export type CurvePoint = [number, number];
 export type CalibrationBin = z.infer<typeof calibrationBin>;

@@ -75,10 +75,6 @@ export function ortType(d: V2Datatype): OrtType {
   return INFO[d].ort;
 }
 
-export function isV2Datatype(s: unknown): s is V2Datatype {
-  return typeof s === 'string' && Object.prototype.hasOwnProperty.call(INFO, s);
-}
-
 /** `n` elements of type `d`, each equal to `fill` (the type's zero when omitted). */
 export function allocValues(d: V2Datatype, n: number, fill?: PadValue): TensorValues {
   const out = INFO[d].alloc(n);

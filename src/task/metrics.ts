@@ -117,11 +117,6 @@ export function regressionMetrics(labels: ArrayLike<number>, preds: ArrayLike<nu
   return { mae: round(ae / n), rmse: round(Math.sqrt(se / n)), r2: round(st > 0 ? 1 - se / st : Number.NaN), n };
 }
 
-/** The metric early stopping and `runs list` use, and whether larger is better. */
-export function mainMetric(kind: 'binary' | 'regression'): { name: 'auroc' | 'mae'; higherIsBetter: boolean } {
-  return kind === 'binary' ? { name: 'auroc', higherIsBetter: true } : { name: 'mae', higherIsBetter: false };
-}
-
 /** ROC curve points (fpr, tpr), thinned to at most `max` points, for reports. */
 export function rocCurve(labels: ArrayLike<number>, scores: ArrayLike<number>, max = 200): [number, number][] {
   const idx = orderDesc(scores);

@@ -13,6 +13,7 @@
  *
  * Errors carry the character position and what was expected, rendered with a caret under the query.
  */
+import type { ObjectiveKind } from './objective/objective.js';
 import { ConfigError } from '../core/errors.js';
 
 export type AggregateFn = 'COUNT' | 'SUM' | 'AVG' | 'MIN' | 'MAX' | 'EXISTS';
@@ -58,7 +59,7 @@ export interface PredictiveQuery {
   entity: ColumnRef;
   where: Condition | null;
   /** binary when the target is compared (or EXISTS), regression otherwise */
-  taskType: 'binary' | 'regression';
+  taskType: ObjectiveKind;
 }
 
 const UNIT_SECONDS: Record<TimeUnit, number> = { days: 86400, hours: 3600, minutes: 60 };

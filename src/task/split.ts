@@ -5,6 +5,7 @@
  */
 import { DataError } from '../core/errors.js';
 import { isoSeconds } from '../core/duration.js';
+import { parseIsoTime, TIME_HINT } from '../core/time.js';
 import type { TaskDefinition } from './task_spec.js';
 import { targetWindow } from './pql.js';
 
@@ -27,10 +28,11 @@ export function alignedEnd(maxTime: number, window: number): number {
   return window % DAY === 0 ? Math.ceil(maxTime / DAY) * DAY : maxTime;
 }
 
+/** Epoch seconds of an ISO time from a config value or flag; a DataError naming `where` when it is not one. */
 export function parseTime(text: string, where: string): number {
-  const t = Date.parse(/[zZ]|[+-]\d\d:?\d\d$/.test(text) ? text : `${text.replace(' ', 'T')}Z`);
-  if (!Number.isFinite(t)) throw new DataError(`not a timestamp: "${text}"`, { where, hint: 'write an ISO time such as 2020-09-15 or 2020-09-15T00:00:00Z' });
-  return t / 1000;
+  const t = parseIsoTime(text);
+  if (t === null) throw new DataError(`not a time: "${text}"`, { where, hint: TIME_HINT });
+  return t;
 }
 
 export function taskSplit(task: TaskDefinition, timeRange: { min: number; max: number }): TaskSplit {

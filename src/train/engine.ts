@@ -10,7 +10,7 @@ import * as tf from '@tensorflow/tfjs';
 import { Rng } from '../core/rng.js';
 import type { DeepModel } from '../model/deep_model.js';
 import type { Examples } from '../task/task_spec.js';
-import { bceWithLogits } from '../model/mlp.js';
+import { objectiveFor } from '../task/objective/objective.js';
 
 export interface StepResult {
   /** mean loss over the rows */
@@ -38,7 +38,8 @@ export interface EngineData {
 
 /** One step's loss and gradients on `rows` of the training examples. */
 export function computeGradients(model: DeepModel, train: Examples, rows: Int32Array, rngSeed: number): StepResult {
-  const { kind, labelMean, labelStd } = model.spec.output;
+  const output = model.spec.output;
+  const objective = objectiveFor(output.kind);
   const m = rows.length;
   const seeds = new Int32Array(m);
   const anchors = new Float64Array(m);
@@ -47,7 +48,7 @@ export function computeGradients(model: DeepModel, train: Examples, rows: Int32A
     const r = rows[k]!;
     seeds[k] = train.nodes[r]!;
     anchors[k] = train.anchors[r]!;
-    labels[k] = kind === 'binary' ? train.labels[r]! : (train.labels[r]! - labelMean) / labelStd;
+    labels[k] = objective.target(train.labels[r]!, output);
   }
   let t = performance.now();
   const sampled = model.sampler.sample(seeds, anchors, new Rng(rngSeed));
@@ -60,8 +61,7 @@ export function computeGradients(model: DeepModel, train: Examples, rows: Int32A
   const { value, grads } = tf.variableGrads(() => {
     const { logits } = model.gnn.forward(model.plan, arrays, true);
     const y = tf.tensor1d(labels);
-    if (model.spec.loss === 'bce') return bceWithLogits(logits!, y);
-    return (model.spec.loss === 'mse' ? tf.mean(tf.square(logits!.sub(y))) : tf.mean(tf.abs(logits!.sub(y)))) as tf.Scalar;
+    return objective.loss(model.spec.loss, logits!, y);
   }, vars);
   const loss = value.dataSync()[0]!;
   value.dispose();

@@ -24,7 +24,8 @@ import { targetExclusions, type Examples } from '../task/task_spec.js';
 import { DeepModel } from '../model/deep_model.js';
 import { buildTrainingTables, type TrainingTables } from './examples.js';
 import { categoricalSizes, featureSpecFromGraph, numericDim, TableFeatures, type FeatureSpec } from '../model/features.js';
-import { binaryMetrics, calibration, mainMetric, prCurve, regressionMetrics, rocCurve, type Metrics } from '../task/metrics.js';
+import { type Metrics } from '../task/metrics.js';
+import { objectiveFor, type Curves, type ObjectiveKind } from '../task/objective/objective.js';
 import { fitMlp, standardizeColumns } from '../model/mlp.js';
 import { convLayout, type ModelSpec } from '../model/hetero_gnn.js';
 import { buildPlan } from '../model/plan.js';
@@ -57,7 +58,7 @@ export interface EpochRecord {
 
 export interface TrainMetrics {
   task: string;
-  kind: 'binary' | 'regression';
+  kind: ObjectiveKind;
   main_metric: string;
   val: Metrics;
   test: Metrics;
@@ -68,7 +69,7 @@ export interface TrainMetrics {
   epochs: EpochRecord[];
   counts: { train: number; val: number; test: number };
   anchors: { train: string[]; val: string; test: string };
-  curves?: { roc: [number, number][]; pr: [number, number][]; calibration: ReturnType<typeof calibration> };
+  curves?: Curves;
   baseline_curves?: { roc: [number, number][]; pr: [number, number][] };
   parameters: { total: number; without_embeddings: number };
 }
@@ -149,13 +150,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   }
 
   const plan = buildPlan(graph, task.query.entity.table, mc.num_neighbors);
-  let labelMean = 0;
-  let labelStd = 1;
-  if (kind === 'regression') {
-    const y = tables.train.labels;
-    labelMean = y.reduce((a, b) => a + b, 0) / y.length;
-    labelStd = Math.sqrt(y.reduce((a, b) => a + (b - labelMean) ** 2, 0) / y.length) || 1;
-  }
+  const objective = objectiveFor(kind);
   const spec: ModelSpec = {
     encoder: mc.encoder,
     layers: mc.layers,
@@ -170,15 +165,10 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     sampling: mc.sampling,
     types: Object.fromEntries(Object.entries(featureSpec.tables).map(([t, s]) => [t, { numDim: numericDim(s), catSizes: categoricalSizes(s) }])),
     convs: convLayout(plan),
-    output: { kind, labelMean, labelStd },
-    loss: mc.loss ?? (kind === 'binary' ? 'bce' : 'l1'),
+    output: objective.fitOutput(tables.train.labels),
+    // `config validate` already checked that a configured loss fits the objective.
+    loss: mc.loss ?? objective.losses[0]!,
   };
-  if ((kind === 'binary') !== (spec.loss === 'bce')) {
-    throw new ConfigError(`loss ${spec.loss} does not fit a ${kind} task`, [], { where: `tasks.${task.name}.model.loss`, hint: kind === 'binary' ? 'use bce' : 'use l1 or mse' });
-  }
-  if (mc.encoder === 'gat' && mc.channels % mc.heads !== 0) {
-    throw new ConfigError(`model.channels (${mc.channels}) must be divisible by model.heads (${mc.heads}) for GAT`, [], { hint: `e.g. channels: ${mc.heads * Math.ceil(mc.channels / mc.heads)}` });
-  }
   const model = new DeepModel(graph, spec, featureSpec, seed);
   if (init) {
     const w = loadWeights(init.dir);
@@ -234,8 +224,8 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     model.params.assignBlob(loop.best);
     const valPred = model.toOutput(await engine.predict(loop.best, 'val', 1234));
     const testPred = model.toOutput(await engine.predict(loop.best, 'test', 1234));
-    const val = evaluate(kind, tables.val.labels, valPred);
-    const test = evaluate(kind, tables.test.labels, testPred);
+    const val = objective.metrics(tables.val.labels, valPred);
+    const test = objective.metrics(tables.test.labels, testPred);
     manifest.timings.evaluation = round((performance.now() - tStage) / 1000);
     await engine.close();
     engine = null;
@@ -244,7 +234,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     const baseline = tables.baseline ? fitBaseline(model, task, tables, kind, seed) : null;
     if (baseline) manifest.timings.baseline = round((performance.now() - tStage) / 1000);
 
-    const mm = mainMetric(kind);
+    const mm = objective.mainMetric;
     const testMain = (test as unknown as Record<string, number>)[mm.name]!;
     const baseMain = baseline ? (baseline.test as unknown as Record<string, number>)[mm.name]! : null;
     const metrics: TrainMetrics = {
@@ -261,9 +251,11 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       anchors: manifest.split,
       parameters: { total: model.gnn.parameterCount(false), without_embeddings: model.gnn.parameterCount(true) },
     };
-    if (kind === 'binary') {
-      metrics.curves = { roc: rocCurve(tables.test.labels, testPred), pr: prCurve(tables.test.labels, testPred), calibration: calibration(tables.test.labels, testPred) };
-      if (baseline) metrics.baseline_curves = { roc: rocCurve(tables.test.labels, baseline.testPred), pr: prCurve(tables.test.labels, baseline.testPred) };
+    const curves = objective.curves(tables.test.labels, testPred);
+    if (curves) {
+      metrics.curves = curves;
+      const bc = baseline ? objective.curves(tables.test.labels, baseline.testPred) : null;
+      if (bc) metrics.baseline_curves = { roc: bc.roc, pr: bc.pr };
     }
     writeJsonAtomic(join(runDir, 'metrics.json'), metrics);
     const status = stop.requested ? 'interrupted' : 'complete';
@@ -304,12 +296,8 @@ function checkTables(task: TaskSpec, t: TrainingTables, split: TaskSplit): void 
       });
     }
   }
-  if (task.query.taskType === 'binary') {
-    const pos = t.train.labels.reduce((a, b) => a + b, 0);
-    if (pos === 0 || pos === t.train.labels.length) {
-      throw new DataError(`task ${task.name}: every training label is ${pos === 0 ? 0 : 1}, so there is nothing to learn`, { hint: 'check the query\'s comparison and window' });
-    }
-  }
+  const degenerate = objectiveFor(task.query.taskType).degenerate(t.train.labels);
+  if (degenerate) throw new DataError(`task ${task.name}: ${degenerate}`, { hint: 'check the query\'s comparison and window' });
 }
 
 /** Fine-tuning: keep the run's codes, append values the new graph has that the run never saw. */
@@ -350,8 +338,8 @@ async function trainLoop(
   stop: { requested: boolean },
   runDir: string,
 ): Promise<LoopResult> {
-  const kind = model.spec.output.kind;
-  const mm = mainMetric(kind);
+  const objective = objectiveFor(model.spec.output.kind);
+  const mm = objective.mainMetric;
   const rng = new Rng(seed);
   const n = tables.train.nodes.length;
   const order = Int32Array.from({ length: n }, (_, i) => i);
@@ -386,8 +374,8 @@ async function trainLoop(
     }
     const seconds = (performance.now() - tEpoch) / 1000;
     if (seen === 0) break;
-    const val = evaluate(kind, tables.val.labels, model.toOutput(await engine.predict(weights, 'val', 1234)));
-    const score = (val as unknown as Record<string, number>)[mm.name]! * (mm.higherIsBetter ? 1 : -1);
+    const val = objective.metrics(tables.val.labels, model.toOutput(await engine.predict(weights, 'val', 1234)));
+    const score = objective.score(val);
     const record: EpochRecord = {
       epoch: epoch + 1,
       loss: round(lossSum / seen, 5),
@@ -418,12 +406,12 @@ async function trainLoop(
   return { best, bestEpoch, epochs: records };
 }
 
-export function evaluate(kind: 'binary' | 'regression', labels: Float32Array, preds: Float32Array): Metrics {
-  return kind === 'binary' ? binaryMetrics(labels, preds) : regressionMetrics(labels, preds);
+export function evaluate(kind: ObjectiveKind, labels: Float32Array, preds: Float32Array): Metrics {
+  return objectiveFor(kind).metrics(labels, preds);
 }
 
 /** The no-graph baseline on the same examples: own features (numeric encoding + small categoricals one-hot) + DuckDB aggregates. */
-function fitBaseline(model: DeepModel, task: TaskSpec, tables: TrainingTables, kind: 'binary' | 'regression', seed: number) {
+function fitBaseline(model: DeepModel, task: TaskSpec, tables: TrainingTables, kind: ObjectiveKind, seed: number) {
   const sql = tables.baseline!;
   const own = model.features[task.query.entity.table]!;
   const build = (ex: Examples, agg: Float32Array) => {

@@ -189,6 +189,30 @@ const RULES: RuleCase[] = [
     at: 'model: { layers: 3 }',
   },
   {
+    name: 'GAT heads that do not divide the channels',
+    edit: (y) => replaceOnce(y, 'model: { layers: 2, channels: 16,', 'model: { encoder: gat, heads: 3, layers: 2, channels: 16,'),
+    path: 'model.heads',
+    message: /channels 16 is not divisible by heads 3/,
+    hint: /channels: 18 or heads: 2/,
+    at: 'heads: 3',
+  },
+  {
+    name: 'a loss that does not fit the task kind (task-level override)',
+    edit: (y) => replaceOnce(y, 'FOR EACH transactions.transaction_id\n', 'FOR EACH transactions.transaction_id\n    model: { loss: l1 }\n'),
+    path: 'tasks.fraud.model.loss',
+    message: /loss l1 does not fit task fraud, a binary classification task/,
+    hint: /use bce/,
+    at: 'loss: l1',
+  },
+  {
+    name: 'fit_until that is not a time',
+    edit: (y) => replaceOnce(y, 'data:\n', 'data:\n  fit_until: "2020-08-32"\n'),
+    path: 'data.fit_until',
+    message: /not a time \(got "2020-08-32"\)/,
+    hint: /.*/,
+    at: 'fit_until',
+  },
+  {
     name: 'unknown task in distillation',
     edit: (y) => replaceOnce(y, '  task: fraud', '  task: frad'),
     path: 'distillation.task',
@@ -334,6 +358,19 @@ describe('invalid YAML is reported with its line and column', () => {
       expect(d).toMatch(new RegExp(`^/configs/shop\\.yaml: cannot parse YAML\n {2}- <root> \\(line ${line}, col 1\\): invalid YAML: Map keys must be unique`));
       expect(d).toContain('\n      fix: fix the YAML syntax at that line');
     }
+  });
+});
+
+describe('time values with offsets', () => {
+  it.each(['2020-08-01T00:00:00+02:00', '2020-08-01 00:00:00-0530', '2020-08-01T00:00:00Z', '2020-08-01'])('data.fit_until "%s" validates', (t) => {
+    const cfg = parse(replaceOnce(BASE, 'data:\n', `data:\n  fit_until: "${t}"\n`));
+    expect(cfg.data.fit_until).toBe(t);
+  });
+
+  it('a split anchor with an offset validates; a bad one names its path', () => {
+    expect(() => parse(replaceOnce(BASE, 'FOR EACH transactions.transaction_id\n', 'FOR EACH transactions.transaction_id\n    split: { test_anchor: "2020-09-01T00:00:00+02:00" }\n'))).not.toThrow();
+    const problems = problemsOf(replaceOnce(BASE, 'FOR EACH transactions.transaction_id\n', 'FOR EACH transactions.transaction_id\n    split: { val_anchor: "last week" }\n'));
+    expect(problems.map((p) => p.path)).toEqual(['tasks.fraud.split.val_anchor']);
   });
 });
 

@@ -14,7 +14,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { embedCommand } from '../../src/cli/commands/embed.js';
 import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig, type Config } from '../../src/config/load.js';
-import { embed, parseShard } from '../../src/embed/embed.js';
+import { embed } from '../../src/embed/embed.js';
+import { shardFlag } from '../../src/cli/flags.js';
 import { embedExact, tableDepth } from '../../src/embed/layerwise.js';
 import { writeEmbeddings, type EmbeddingChunk } from '../../src/embed/writer.js';
 import { ArtifactError, UsageError } from '../../src/core/errors.js';
@@ -387,7 +388,7 @@ describe('embedCommand', () => {
     const target = join(out, `bad-shard.parquet`);
     const err = await embedCommand({ config: fx.config, run: runs.churn.runId, artifacts: fx.artifacts, cwd: fx.dir, out: target, shard, backend: 'wasm' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UsageError);
-    expect((err as UsageError).describe()).toMatch(/bad --shard/);
+    expect((err as UsageError).describe()).toMatch(/--shard must be i\/n/);
     expect(existsSync(target)).toBe(false);
   });
 
@@ -396,6 +397,6 @@ describe('embedCommand', () => {
     ['2/3', { index: 2, count: 3 }],
     [' 1/4 ', { index: 1, count: 4 }],
   ] as const)('--shard "%s" parses', (text, expected) => {
-    expect(parseShard(text)).toEqual(expected);
+    expect(shardFlag('--shard')(text)).toEqual(expected);
   });
 });

@@ -154,7 +154,7 @@ describe('the model repository', () => {
   it.each(['0', '-1', '1.5', 'two'])('exportCommand --version %s is a UsageError', async (version) => {
     const err = await exportCommand({ config: fx.config, artifacts: fx.artifacts, cwd: fx.dir, run: distilled.runId, out: repo, version, backend: 'wasm' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(UsageError);
-    expect((err as UsageError).describe()).toMatch(/bad --version/);
+    expect((err as UsageError).describe()).toMatch(/--version must be an integer ≥ 1/);
   });
 });
 

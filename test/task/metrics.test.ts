@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { auroc, averagePrecision, binaryMetrics, calibration, mainMetric, prCurve, regressionMetrics, rocCurve } from '../../src/task/metrics.js';
+import { auroc, averagePrecision, binaryMetrics, calibration, prCurve, regressionMetrics, rocCurve } from '../../src/task/metrics.js';
 
 describe('AUROC against hand-computed values', () => {
   // AUROC = P(score of a random positive > score of a random negative), ties counted ½.
@@ -95,10 +95,6 @@ describe('regressionMetrics', () => {
     expect(regressionMetrics([2, 2], [1, 3]).r2).toBeNaN();
   });
 
-  it('mainMetric: AUROC (higher is better) for binary, MAE (lower is better) for regression', () => {
-    expect(mainMetric('binary')).toEqual({ name: 'auroc', higherIsBetter: true });
-    expect(mainMetric('regression')).toEqual({ name: 'mae', higherIsBetter: false });
-  });
 });
 
 describe('curves for reports', () => {

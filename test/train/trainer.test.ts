@@ -19,7 +19,7 @@ import { taskSplit } from '../../src/task/split.js';
 import { DeepModel } from '../../src/model/deep_model.js';
 import { buildTrainingTables, type TrainingTables } from '../../src/train/examples.js';
 import { categoricalSizes, featureSpecFromGraph, numericDim, type FeatureSpec } from '../../src/model/features.js';
-import { bceWithLogits } from '../../src/model/mlp.js';
+import { bceWithLogits } from '../../src/task/objective/losses.js';
 import { convLayout, type ModelSpec } from '../../src/model/hetero_gnn.js';
 import { Adam } from '../../src/model/optim.js';
 import { buildPlan } from '../../src/model/plan.js';

@@ -3,6 +3,7 @@ import { loadConfig } from '../../config/load.js';
 import { distill } from '../../distill/distill.js';
 import type { CommandOutput } from '../run.js';
 import { checkQualityGates, parseGates } from '../gates.js';
+import { intFlag, optional } from '../flags.js';
 
 export interface DistillCommandOptions {
   config: string;
@@ -10,7 +11,7 @@ export interface DistillCommandOptions {
   task?: string;
   embeddings?: string;
   backend?: string;
-  epochs?: string;
+  epochs?: unknown;
   artifacts?: string;
   failUnder?: string[];
   cwd?: string;
@@ -25,7 +26,7 @@ export async function distillCommand(opts: DistillCommandOptions): Promise<Comma
     task: opts.task,
     embeddings: opts.embeddings,
     backend: parseBackendRequest(opts.backend),
-    epochs: opts.epochs === undefined ? undefined : Number(opts.epochs),
+    epochs: optional(intFlag('--epochs', 1), opts.epochs),
     cwd: opts.cwd,
   });
   const m = r.metrics;

@@ -1,6 +1,7 @@
 import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
-import { embed, parseShard, type EmbedMode } from '../../embed/embed.js';
+import { embed, type EmbedMode } from '../../embed/embed.js';
+import { optional, shardFlag, timeFlag } from '../flags.js';
 import { UsageError } from '../../core/errors.js';
 import type { CommandOutput } from '../run.js';
 
@@ -8,9 +9,9 @@ export interface EmbedCommandOptions {
   config: string;
   run: string;
   table?: string;
-  anchorTime?: string;
+  anchorTime?: unknown;
   out?: string;
-  shard?: string;
+  shard?: unknown;
   mode?: string;
   allowSchemaDrift?: boolean;
   backend?: string;
@@ -26,9 +27,9 @@ export async function embedCommand(opts: EmbedCommandOptions): Promise<CommandOu
     cfg,
     run: opts.run,
     table: opts.table,
-    anchorTime: opts.anchorTime,
+    anchorTime: optional(timeFlag('--anchor-time', ['latest']), opts.anchorTime),
     out: opts.out,
-    shard: parseShard(opts.shard),
+    shard: optional(shardFlag('--shard'), opts.shard),
     mode,
     allowSchemaDrift: opts.allowSchemaDrift,
     backend: parseBackendRequest(opts.backend),

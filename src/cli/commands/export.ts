@@ -1,8 +1,8 @@
 import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
-import { UsageError } from '../../core/errors.js';
 import { exportModel } from '../../export/export.js';
 import type { CommandOutput } from '../run.js';
+import { intFlag, optional } from '../flags.js';
 
 export interface ExportCommandOptions {
   config: string;
@@ -18,11 +18,8 @@ export interface ExportCommandOptions {
 
 export async function exportCommand(opts: ExportCommandOptions): Promise<CommandOutput> {
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
-  let version: number | undefined;
-  if (opts.version !== undefined) {
-    version = Number(opts.version);
-    if (!Number.isInteger(version) || version < 1) throw new UsageError('bad --version', { value: opts.version, hint: 'a positive integer (Triton version folders are numbers)' });
-  }
+  // Triton version folders are positive integers.
+  const version = optional(intFlag('--version', 1), opts.version);
   const r = await exportModel({ cfg, run: opts.run, embeddings: opts.embeddings, out: opts.out, name: opts.name, version, backend: parseBackendRequest(opts.backend), cwd: opts.cwd });
   const text = [
     `exported ${r.model} version ${r.version} in ${r.seconds}s: ${r.dir}`,

@@ -1,32 +1,27 @@
 import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
-import { QualityGateError, UsageError } from '../../core/errors.js';
+import { QualityGateError } from '../../core/errors.js';
 import { checkRepository } from '../../pipeline/check.js';
 import { formatPipeline, runPipeline } from '../../pipeline/pipeline.js';
 import { refresh } from '../../pipeline/refresh.js';
-import { parseTime } from '../../task/split.js';
+import { parseIsoTime } from '../../core/time.js';
 import { join, resolve } from 'node:path';
 import type { CommandOutput } from '../run.js';
 import { checkQualityGates, parseGates } from '../gates.js';
+import { intFlag, optional, timeFlag } from '../flags.js';
 
 export interface PipelineCommandOptions {
   config: string;
   backend?: string;
   force?: boolean;
-  epochs?: string;
-  distillEpochs?: string;
+  epochs?: unknown;
+  distillEpochs?: unknown;
   smoke?: boolean;
   artifacts?: string;
   failUnder?: string[];
   cwd?: string;
 }
 
-function int(v: string | undefined, flag: string): number | undefined {
-  if (v === undefined) return undefined;
-  const n = Number(v);
-  if (!Number.isInteger(n) || n < 1) throw new UsageError(`bad ${flag}`, { value: v, hint: 'a positive integer' });
-  return n;
-}
 
 export async function pipelineCommand(opts: PipelineCommandOptions): Promise<CommandOutput> {
   const gates = parseGates(opts.failUnder);
@@ -35,8 +30,8 @@ export async function pipelineCommand(opts: PipelineCommandOptions): Promise<Com
     cfg,
     backend: parseBackendRequest(opts.backend),
     force: opts.force,
-    epochs: int(opts.epochs, '--epochs'),
-    distillEpochs: int(opts.distillEpochs, '--distill-epochs'),
+    epochs: optional(intFlag('--epochs', 1), opts.epochs),
+    distillEpochs: optional(intFlag('--distill-epochs', 1), opts.distillEpochs),
     noSmoke: opts.smoke === false,
     cwd: opts.cwd,
   });
@@ -78,7 +73,8 @@ export interface CheckCommandOptions {
 export async function checkCommand(opts: CheckCommandOptions): Promise<CommandOutput> {
   const cfg = opts.config ? loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd }) : undefined;
   const repo = opts.modelRepository ? resolve(opts.cwd ?? process.cwd(), opts.modelRepository) : join(cfg?.artifactsDir ?? resolve(opts.cwd ?? process.cwd(), opts.artifacts ?? 'artifacts'), 'model_repository');
-  const now = opts.now === undefined ? undefined : opts.now === 'clock' ? Date.now() / 1000 : parseTime(opts.now, '--now');
+  const nowText = optional(timeFlag('--now', ['clock']), opts.now);
+  const now = nowText === undefined ? undefined : nowText === 'clock' ? Date.now() / 1000 : parseIsoTime(nowText)!;
   const r = await checkRepository(repo, cfg, now);
   const text = [
     `${r.ok ? 'OK' : 'FAILED'}: ${repo} (reference time ${r.reference_time}, from the ${r.reference})`,

@@ -4,13 +4,14 @@ import { InterruptedError } from '../../core/errors.js';
 import { train } from '../../train/trainer.js';
 import type { CommandOutput } from '../run.js';
 import { checkQualityGates, parseGates } from '../gates.js';
+import { intFlag, optional } from '../flags.js';
 
 export interface TrainCommandOptions {
   config: string;
   task: string;
   backend?: string;
   initFrom?: string;
-  epochs?: string;
+  epochs?: unknown;
   artifacts?: string;
   failUnder?: string[];
   cwd?: string;
@@ -24,7 +25,7 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
     task: opts.task,
     backend: parseBackendRequest(opts.backend),
     initFrom: opts.initFrom,
-    epochs: opts.epochs === undefined ? undefined : Number(opts.epochs),
+    epochs: optional(intFlag('--epochs', 1), opts.epochs),
   });
   const m = r.metrics;
   const result = {

@@ -20,6 +20,8 @@
  */
 
 /** A column of a request: its name in the table and how the model reads it. */
+import type { OutputSpec } from '../../task/objective/objective.js';
+
 export interface NumericSpec {
   column: string;
   mean: number;
@@ -84,7 +86,7 @@ export interface StudentSpec {
   useEmbeddings: boolean;
   useRti: boolean;
   /** binary: probability = sigmoid(logit); regression: prediction = logit · labelStd + labelMean */
-  output: { kind: 'binary' | 'regression'; labelMean: number; labelStd: number };
+  output: OutputSpec;
 }
 
 export const LOG_RATIO_EPS = 1e-6;

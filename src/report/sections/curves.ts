@@ -3,6 +3,7 @@
  * axes for train runs, against the chance line / positive rate), and calibration (reliability diagram,
  * per-bin counts, expected calibration error). Regression runs have neither section.
  */
+import { objectiveFor } from '../../task/objective/objective.js';
 import { esc, fmtInt, fmtMetric, fmtPercent, fmtSigned } from '../format.js';
 import { figure, grid, note, section, table } from '../html.js';
 import { COLORS } from '../charts/frame.js';
@@ -11,7 +12,7 @@ import { binRange, reliabilityDiagram } from '../charts/calibration.js';
 import type { CalibrationBin, DistillReport, TrainReport } from '../model.js';
 
 export function rocPrSection(d: TrainReport | DistillReport): string | null {
-  if (d.taskKind !== 'binary') return null;
+  if (!objectiveFor(d.taskKind).probabilistic) return null;
   const curves = d.metrics.curves;
   if (!curves) return section('curves', 'ROC and precision–recall', note('This run did not record test curves (it was made by an older gnnctl).'));
   const baseCurves = d.kind === 'train' ? d.metrics.baseline_curves : undefined;
@@ -75,7 +76,7 @@ export function expectedCalibrationError(bins: CalibrationBin[]): number | null 
 }
 
 export function calibrationSection(d: TrainReport | DistillReport): string | null {
-  if (d.taskKind !== 'binary') return null;
+  if (!objectiveFor(d.taskKind).probabilistic) return null;
   const bins = d.metrics.curves?.calibration;
   if (!bins || bins.length === 0) return section('calibration', 'Calibration', note('This run did not record calibration bins.'));
   const ece = expectedCalibrationError(bins);

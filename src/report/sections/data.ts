@@ -2,6 +2,7 @@
  * Counts and anchors (how many examples each split had, at which anchor times: the temporal split the
  * metrics rest on), and run details (stage timings, the no-graph baseline's features, the resolved config).
  */
+import { objectiveFor } from '../../task/objective/objective.js';
 import { esc, fmtAge, fmtInt, fmtPercent, fmtSeconds, fmtTime, MISSING } from '../format.js';
 import { chips, code, facts, grid, section, table } from '../html.js';
 import type { DistillReport, TrainReport } from '../model.js';
@@ -9,16 +10,17 @@ import type { DistillReport, TrainReport } from '../model.js';
 export function dataSection(d: TrainReport | DistillReport): string {
   const counts = d.metrics.counts;
   const total = counts.train + counts.val + counts.test;
-  const pos = (k: 'val' | 'test'): string => (d.taskKind === 'binary' ? esc(fmtPercent(d.metrics[k].positive_rate, 2)) : MISSING);
+  const probabilistic = objectiveFor(d.taskKind).probabilistic;
+  const pos = (k: 'val' | 'test'): string => (probabilistic ? esc(fmtPercent(d.metrics[k].positive_rate, 2)) : MISSING);
   const countsTable = table({
     id: 'counts-table',
     caption: 'Examples per split',
-    columns: [{ label: 'Split' }, { label: 'Examples', numeric: true }, { label: 'Share', numeric: true }, ...(d.taskKind === 'binary' ? [{ label: 'Positive rate', numeric: true }] : [])],
+    columns: [{ label: 'Split' }, { label: 'Examples', numeric: true }, { label: 'Share', numeric: true }, ...(probabilistic ? [{ label: 'Positive rate', numeric: true }] : [])],
     rows: (['train', 'val', 'test'] as const).map((k) => [
       esc(k === 'val' ? 'validation' : k),
       `<span data-metric="counts.${k}">${esc(fmtInt(counts[k]))}</span>`,
       esc(fmtPercent(total ? counts[k] / total : null, 1)),
-      ...(d.taskKind === 'binary' ? [k === 'train' ? '<span class="muted">—</span>' : pos(k)] : []),
+      ...(probabilistic ? [k === 'train' ? '<span class="muted">—</span>' : pos(k)] : []),
     ]),
   });
   let anchors: string;

@@ -4,6 +4,7 @@
  * trained on, how many rows found an embedding, and how old the embeddings of each export are against
  * `max_embedding_offset`).
  */
+import { objectiveFor } from '../../task/objective/objective.js';
 import { esc, fmtAge, fmtBytes, fmtDate, fmtInt, fmtMetric, fmtMs, fmtPercent, fmtSigned, fmtTime, MISSING } from '../format.js';
 import { card, cards, code, delta, facts, figure, formatBySpec, grid, meter, note, section, table } from '../html.js';
 import { barChart } from '../charts/bar.js';
@@ -29,7 +30,7 @@ export function ablationsSection(d: DistillReport): string {
     ...(m.teacher ? [{ key: 'teacher', label: 'teacher (deep GNN)', inputs: `the whole graph (run ${m.base_run})`, val: m.teacher.val, test: m.teacher.test, best: undefined, color: COLORS.teacher }] : []),
   ];
   const values = variants.map((v) => v.test?.[main.key]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
-  const binary = d.taskKind === 'binary';
+  const binary = objectiveFor(d.taskKind).probabilistic;
   const lo = binary ? Math.min(0.5, Math.floor(Math.min(...values, 1) * 10) / 10) : 0;
   const chart = barChart({
     id: 'chart-ablations',

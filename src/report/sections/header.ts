@@ -2,6 +2,7 @@
  * The page header: what this run is (id, kind, task, status), when and where it ran, and which data
  * and code made it (graph fingerprints, gnnctl version), so a printed report can be traced to its run.
  */
+import { objectiveFor } from '../../task/objective/objective.js';
 import { code, facts, note } from '../html.js';
 import { esc, fmtSeconds, fmtTime } from '../format.js';
 import type { ReportData } from '../model.js';
@@ -21,7 +22,7 @@ export function headerSection(ctx: RenderContext, toc: { id: string; title: stri
   const title = `${h.task} · ${d.kind === 'train' ? 'train' : 'distill'} report`;
   const total = h.timings.total;
   const pairs: [string, string | null][] = [
-    ['Kind', esc(`${d.kind} (${d.taskKind === 'binary' ? 'binary classification' : 'regression'})`)],
+    ['Kind', esc(`${d.kind} (${objectiveFor(d.taskKind).description})`)],
     ['Task', esc(h.task)],
     ['Status', `<span class="status status-${esc(h.status)}">${esc(h.status)}</span>`],
     ['Started', esc(fmtTime(h.createdAt))],

@@ -2,6 +2,7 @@
  * Training curves: loss and validation metrics per epoch, the best epoch (the checkpoint kept) marked,
  * and the per-epoch numbers in a table.
  */
+import { objectiveFor } from '../../task/objective/objective.js';
 import { esc, fmtMetric } from '../format.js';
 import { figure, formatBySpec, grid, section, table } from '../html.js';
 import { COLORS } from '../charts/frame.js';
@@ -20,7 +21,7 @@ export function trainingSection(d: TrainReport | DistillReport): string {
     title: 'Training loss per epoch',
     desc: `Mean training loss over ${epochs.length} epochs, from ${fmtMetric(epochs[0]?.loss)} to ${fmtMetric(epochs[epochs.length - 1]?.loss)}; best epoch ${best} is marked.`,
     xLabel: 'epoch',
-    yLabel: d.taskKind === 'binary' ? 'loss (binary cross-entropy)' : 'loss',
+    yLabel: objectiveFor(d.taskKind).probabilistic ? 'loss (binary cross-entropy)' : 'loss',
     integerX: true,
     series: [{ key: 'loss', name: 'training loss', points: epochs.map((e) => [e.epoch, e.loss]), color: COLORS.model, markers: true, tooltip: (x, y) => `epoch ${x}: loss ${fmtMetric(y)}` }],
     marker,

@@ -7,6 +7,7 @@
  * half-written table. Parquet output is the CSV converted by DuckDB with the column types DuckDB's CSV
  * auto-detection gives, so both formats read back identically.
  */
+import { round } from '../core/number.js';
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -219,7 +220,3 @@ function sqlString(s: string): string {
   return `'${s.replace(/'/g, "''")}'`;
 }
 
-function round(x: number, digits: number): number {
-  const f = 10 ** digits;
-  return Math.round(x * f) / f;
-}

@@ -4,6 +4,7 @@
  * the batch job would have published) and its recent interactions (RTI) — Kumo's "train, then distill".
  * Reports the distilled model against the teacher (same task) and the features/embedding/RTI ablations.
  */
+import { round } from '../core/number.js';
 import * as tf from '@tensorflow/tfjs';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -199,7 +200,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
     test: main.test,
     teacher,
     ablations,
-    teacher_ratio: teacher ? round(teacherRatio(objective, main.test, teacher.test)) : null,
+    teacher_ratio: teacher ? round(teacherRatio(objective, main.test, teacher.test), 4) : null,
     student: { parameters: main.model.parameterCount(), bytes: ser.blob.byteLength, latency_ms_p50: latency.p50, latency_ms_p99: latency.p99 },
     teacher_model: { parameters: teacherModel.gnn.parameterCount(false), parameters_without_embeddings: teacherModel.gnn.parameterCount(true), bytes: teacherBytes },
     embeddings: {
@@ -209,7 +210,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
       coverage: Object.fromEntries(
         (['train', 'val', 'test'] as const).map((k) => [
           k,
-          round(embeddings.length ? embeddings.reduce((a, e) => a + 1 - mean(e.missing.subarray(ranges[k][0], ranges[k][1])), 0) / embeddings.length : 0),
+          round(embeddings.length ? embeddings.reduce((a, e) => a + 1 - mean(e.missing.subarray(ranges[k][0], ranges[k][1])), 0) / embeddings.length : 0, 4),
         ]),
       ) as DistillMetrics['embeddings']['coverage'],
     },
@@ -472,7 +473,7 @@ function trainStudent(
       progress.update(i + m, `loss ${(lossSum / (i + m)).toFixed(4)}`);
     }
     const val = evaluate(ranges.val[0], ranges.val[1], predict(ranges.val[0], ranges.val[1]));
-    epochs.push({ epoch, loss: round(lossSum / order.length), val });
+    epochs.push({ epoch, loss: round(lossSum / order.length, 4), val });
     const sc = objective.score(val);
     const improved = sc > bestScore + 1e-6;
     progress.end(`distill epoch ${epoch}/${o.epochs}: loss ${(lossSum / order.length).toFixed(4)}, val ${objective.mainMetric.name} ${Math.abs(sc).toFixed(4)}${improved ? ' (best)' : ''}`);
@@ -500,7 +501,7 @@ function measureLatency(model: StudentModel, features: StudentFeatures, data: St
     if (i >= 50) times.push(performance.now() - t);
   }
   times.sort((a, b) => a - b);
-  return { p50: round(times[Math.floor(times.length * 0.5)]!), p99: round(times[Math.floor(times.length * 0.99)]!) };
+  return { p50: round(times[Math.floor(times.length * 0.5)]!, 4), p99: round(times[Math.floor(times.length * 0.99)]!, 4) };
 }
 
 function mean(a: Float32Array): number {
@@ -513,6 +514,3 @@ function secs(t: number): number {
   return Math.round((performance.now() - t) / 10) / 100;
 }
 
-function round(x: number): number {
-  return Math.round(x * 1e4) / 1e4;
-}

@@ -4,6 +4,7 @@
  * by default), restartable (the output appears only when complete), deterministic (same inputs → same
  * file), and refusing a run whose graph schema no longer matches the data.
  */
+import { round } from '../core/number.js';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
@@ -177,8 +178,8 @@ export async function embed(opts: EmbedOptions): Promise<EmbedResult> {
       rows,
       dim: C,
       anchor_time: meta.anchor_time,
-      seconds: round(seconds),
-      compute_seconds: round(computeMs / 1000),
+      seconds: round(seconds, 3),
+      compute_seconds: round(computeMs / 1000, 3),
       entities_per_s: Math.round(rows / Math.max(1e-9, computeMs / 1000)),
       mode,
       table,
@@ -228,7 +229,4 @@ function upper(time: Float64Array, t: number): number {
   return lo;
 }
 
-function round(x: number): number {
-  return Math.round(x * 1000) / 1000;
-}
 

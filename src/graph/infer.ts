@@ -6,7 +6,6 @@
 import type { DataConfig } from '../config/schema.js';
 import type { ColumnInfo } from '../data/source.js';
 import type { ColumnRole } from '../artifacts/graph_manifest.js';
-import type { ColumnStats } from './build.js';
 
 const INTEGER = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|UHUGEINT)$/;
 const FLOAT = /^(FLOAT|DOUBLE|REAL|DECIMAL)/;
@@ -15,6 +14,12 @@ const CODE_NAME = /(^|_)(id|no|nr|num|code|type|group|status|channel|category|ca
 const SMALL_INT_CARDINALITY = 16;
 /** strings longer than this on average, with many distinct values, are free text */
 const TEXT_LENGTH = 40;
+
+export interface ColumnStats {
+  distinct: number;
+  nonNull: number;
+  avgLength: number | null;
+}
 
 export function inferColumnRole(col: ColumnInfo, stats: ColumnStats, data: DataConfig): { role: ColumnRole; reason: string } {
   const d = stats.distinct;

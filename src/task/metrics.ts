@@ -2,6 +2,8 @@
  * Evaluation metrics. Binary: AUROC (ties get the average rank), average precision (sklearn's step-wise
  * definition, ties grouped), accuracy and F1 at threshold 0.5. Regression: MAE, RMSE, R².
  */
+import { round } from '../core/number.js';
+
 export interface BinaryMetrics {
   auroc: number;
   ap: number;
@@ -91,11 +93,11 @@ export function binaryMetrics(labels: ArrayLike<number>, probs: ArrayLike<number
   }
   const n = labels.length;
   return {
-    auroc: round(auroc(labels, probs)),
-    ap: round(averagePrecision(labels, probs)),
-    accuracy: round(n ? correct / n : Number.NaN),
-    f1: round(tp + fp + fn > 0 ? (2 * tp) / (2 * tp + fp + fn) : 0),
-    positive_rate: round(n ? pos / n : Number.NaN),
+    auroc: round(auroc(labels, probs), 4),
+    ap: round(averagePrecision(labels, probs), 4),
+    accuracy: round(n ? correct / n : Number.NaN, 4),
+    f1: round(tp + fp + fn > 0 ? (2 * tp) / (2 * tp + fp + fn) : 0, 4),
+    positive_rate: round(n ? pos / n : Number.NaN, 4),
     n,
   };
 }
@@ -114,7 +116,7 @@ export function regressionMetrics(labels: ArrayLike<number>, preds: ArrayLike<nu
     se += e * e;
     st += (labels[i]! - mean) ** 2;
   }
-  return { mae: round(ae / n), rmse: round(Math.sqrt(se / n)), r2: round(st > 0 ? 1 - se / st : Number.NaN), n };
+  return { mae: round(ae / n, 4), rmse: round(Math.sqrt(se / n), 4), r2: round(st > 0 ? 1 - se / st : Number.NaN, 4), n };
 }
 
 /** ROC curve points (fpr, tpr), thinned to at most `max` points, for reports. */
@@ -162,25 +164,20 @@ export function calibration(labels: ArrayLike<number>, probs: ArrayLike<number>,
     cnt[b]!++;
   }
   const out = [];
-  for (let b = 0; b < bins; b++) if (cnt[b]! > 0) out.push({ bin: b, predicted: round(sumP[b]! / cnt[b]!), observed: round(sumY[b]! / cnt[b]!), count: cnt[b]! });
+  for (let b = 0; b < bins; b++) if (cnt[b]! > 0) out.push({ bin: b, predicted: round(sumP[b]! / cnt[b]!, 4), observed: round(sumY[b]! / cnt[b]!, 4), count: cnt[b]! });
   return out;
 }
 
 function thin(pts: [number, number][], max: number): [number, number][] {
-  if (pts.length <= max) return pts.map(([a, b]) => [round(a), round(b)]);
+  if (pts.length <= max) return pts.map(([a, b]) => [round(a, 4), round(b, 4)]);
   const out: [number, number][] = [];
   for (let i = 0; i < max; i++) {
     const p = pts[Math.round((i * (pts.length - 1)) / (max - 1))]!;
-    out.push([round(p[0]), round(p[1])]);
+    out.push([round(p[0], 4), round(p[1], 4)]);
   }
   return out;
 }
 
-export function round(x: number, digits = 4): number {
-  if (!Number.isFinite(x)) return x;
-  const f = 10 ** digits;
-  return Math.round(x * f) / f;
-}
 
 export function sigmoid(x: number): number {
   return 1 / (1 + Math.exp(-x));

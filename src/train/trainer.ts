@@ -4,6 +4,7 @@
  * chosen TF.js backend with early stopping on the validation metric, keeps the best checkpoint on disk at
  * every improvement (so Ctrl-C leaves a usable run), and fits the no-graph baseline on the same examples.
  */
+import { round } from '../core/number.js';
 import { join } from 'node:path';
 import { selectBackend, type BackendInfo, type BackendRequest } from '../compute/backend.js';
 import type { Config, TaskSpec } from '../config/load.js';
@@ -196,7 +197,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     split: { window: split.window, train: split.trainAnchors.map(isoSeconds), val: isoSeconds(split.valAnchor), test: isoSeconds(split.testAnchor) },
     initFrom: init?.id ?? null,
     runKey: trainRunKey(cfg, task, graph.manifest.fingerprint, opts),
-    timings: { training_tables: round(tablesSeconds) },
+    timings: { training_tables: round(tablesSeconds, 2) },
   };
   writeManifest(runDir, manifest);
 
@@ -218,7 +219,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     if (engine.workers > 1) info(`train: data parallel over ${engine.workers} worker threads`);
     tStage = performance.now();
     const loop = await trainLoop(model, engine, tables, { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr }, seed, stop, runDir);
-    manifest.timings.training = round((performance.now() - tStage) / 1000);
+    manifest.timings.training = round((performance.now() - tStage) / 1000, 2);
 
     tStage = performance.now();
     model.params.assignBlob(loop.best);
@@ -226,13 +227,13 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     const testPred = model.toOutput(await engine.predict(loop.best, 'test', 1234));
     const val = objective.metrics(tables.val.labels, valPred);
     const test = objective.metrics(tables.test.labels, testPred);
-    manifest.timings.evaluation = round((performance.now() - tStage) / 1000);
+    manifest.timings.evaluation = round((performance.now() - tStage) / 1000, 2);
     await engine.close();
     engine = null;
 
     tStage = performance.now();
     const baseline = tables.baseline ? fitBaseline(model, task, tables, kind, seed) : null;
-    if (baseline) manifest.timings.baseline = round((performance.now() - tStage) / 1000);
+    if (baseline) manifest.timings.baseline = round((performance.now() - tStage) / 1000, 2);
 
     const mm = objective.mainMetric;
     const testMain = (test as unknown as Record<string, number>)[mm.name]!;
@@ -261,7 +262,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     const status = stop.requested ? 'interrupted' : 'complete';
     manifest.status = status;
     manifest.finishedAt = new Date().toISOString();
-    manifest.timings.total = round((performance.now() - t0) / 1000);
+    manifest.timings.total = round((performance.now() - t0) / 1000, 2);
     manifest.metrics = { val: val, test: test, baseline_test: baseline?.test ?? null, lift: metrics.lift };
     writeManifest(runDir, manifest);
     return { runId, runDir, status, metrics, seconds: (performance.now() - t0) / 1000 };
@@ -380,9 +381,9 @@ async function trainLoop(
       epoch: epoch + 1,
       loss: round(lossSum / seen, 5),
       val,
-      seconds: round(seconds),
+      seconds: round(seconds, 2),
       seeds_per_s: Math.round(seen / seconds),
-      timing: { sample: round(timing.sample / 1000), gather: round(timing.gather / 1000), step: round(timing.step / 1000) },
+      timing: { sample: round(timing.sample / 1000, 2), gather: round(timing.gather / 1000, 2), step: round(timing.step / 1000, 2) },
     };
     records.push(record);
     const improved = score > bestScore + 1e-6;
@@ -471,7 +472,3 @@ function ownFeatureNames(f: TableFeatures): string[] {
   return names;
 }
 
-function round(x: number, digits = 2): number {
-  const f = 10 ** digits;
-  return Math.round(x * f) / f;
-}

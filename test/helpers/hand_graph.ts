@@ -4,7 +4,7 @@
  * Only the fields the sampler, planner and feature code read are filled in.
  */
 import type { EdgeType, Graph, NodeTable } from '../../src/graph/graph.js';
-import { reverseCsr } from '../../src/graph/build.js';
+import { reverseCsr } from '../../src/graph/csr.js';
 
 export interface HandGraph {
   graph: Graph;

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Kernel throughput on the active TF.js backend, against the speed table in DESIGN.md ("Compute").
+ * Kernel throughput on the active TF.js backend, against the speed table in docs/architecture.md ("Compute").
  *
  *   npm run build && node bench/kernels.mjs [--backend auto|tensorflow|wasm|cpu] [--seconds 0.5]
  *
@@ -127,8 +127,8 @@ console.log(
       name: backend.name,
       simd: backend.simd,
       threads: backend.threads,
-      addedKernels: backend.addedKernels,
-      replacedKernels: backend.replacedKernels,
+      added_kernels: backend.added_kernels,
+      replaced_kernels: backend.replaced_kernels,
     },
     node: process.version,
     cpu: { model: os.cpus()[0]?.model.trim(), cores: os.availableParallelism() },

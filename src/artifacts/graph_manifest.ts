@@ -6,7 +6,7 @@
  */
 import type { ColumnKind } from '../config/schema.js';
 
-export const GRAPH_FORMAT = 3;
+export const GRAPH_FORMAT = 4;
 
 /** How a column is used: a feature kind, or why it is not one. */
 export type ColumnRole = ColumnKind | 'primary_key' | 'foreign_key' | 'time';
@@ -21,9 +21,9 @@ export interface ColumnSchema {
 }
 
 export interface TableSchema {
-  primaryKey: { column: string; type: string } | null;
-  timeColumn: string | null;
-  foreignKeys: { column: string; target: string; type: string }[];
+  primary_key: { column: string; type: string } | null;
+  time_column: string | null;
+  foreign_keys: { column: string; target: string; type: string }[];
   columns: ColumnSchema[];
 }
 
@@ -65,23 +65,23 @@ export interface ForeignKeyManifest {
   file: string;
   nulls: number;
   unmatched: number;
-  unmatchedExamples: string[];
+  unmatched_examples: string[];
 }
 
 export interface TableManifest {
   rows: number;
   /** Float64 epoch seconds per row, when the table has a time column */
-  timeFile: string | null;
-  timeRange: [number, number] | null;
+  time_file: string | null;
+  time_range: [number, number] | null;
   /**
    * Parquet file of the table's rows in node order: `__node`, `__t` (epoch seconds, tables with a time
    * column), `__fk_<column>` (parent node id or NULL) for each foreign key, then every source column.
    */
-  rowsFile: string;
+  rows_file: string;
   numeric: NumericColumnManifest[];
   categorical: CategoricalColumnManifest[];
   timestamps: TimestampColumnManifest[];
-  foreignKeys: ForeignKeyManifest[];
+  foreign_keys: ForeignKeyManifest[];
 }
 
 export interface EdgeManifest {
@@ -94,11 +94,11 @@ export interface EdgeManifest {
   /** the foreign-key column (on the child table) */
   column: string;
   /** the child table (= src for fk, dst for rev) */
-  childTable: string;
+  child_table: string;
   count: number;
   /** rev only: Int32 files of the CSR */
-  indptrFile: string | null;
-  indicesFile: string | null;
+  indptr_file: string | null;
+  indices_file: string | null;
   degree: { mean: number; p99: number; max: number };
 }
 
@@ -110,14 +110,14 @@ export interface GraphManifest {
   /** hash of the data config and the source files' sizes and mtimes: the cache key and folder suffix */
   fingerprint: string;
   /** hash of `schema`: tables, keys, columns, types and roles (not data statistics) */
-  schemaFingerprint: string;
+  schema_fingerprint: string;
   schema: GraphSchema;
-  createdAt: string;
+  created_at: string;
   /** feature statistics and vocabularies were fitted on rows with time ≤ this (epoch seconds) */
-  fitUntil: number | null;
+  fit_until: number | null;
   /** newest and oldest time over all tables with a time column */
-  timeRange: [number, number] | null;
-  sources: Record<string, { path: string; bytes: number; mtimeMs: number }[]>;
+  time_range: [number, number] | null;
+  sources: Record<string, { path: string; bytes: number; mtime_ms: number }[]>;
   tables: Record<string, TableManifest>;
   edges: EdgeManifest[];
   warnings: string[];

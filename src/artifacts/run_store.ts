@@ -24,10 +24,10 @@ export interface RunManifestBase {
   task: string;
   status: RunStatus;
   gnnctl: string;
-  createdAt: string;
-  finishedAt?: string;
+  created_at: string;
+  finished_at?: string;
   /** the graph the run was trained on */
-  graph: { dir: string; fingerprint: string; schemaFingerprint: string };
+  graph: { dir: string; fingerprint: string; schema_fingerprint: string };
   backend: string;
   seed: number;
   /** the resolved config (what `tasks`, `model` and `data` said when the run started) */
@@ -62,7 +62,13 @@ export function writeManifest(dir: string, manifest: RunManifestBase): void {
 export function readManifest<T extends RunManifestBase = RunManifestBase>(dir: string): T {
   const p = join(dir, 'manifest.json');
   if (!existsSync(p)) throw new ArtifactError(`not a run folder: ${dir} (no manifest.json)`, { hint: 'pass a run id from `gnnctl runs list` or a run folder' });
-  return JSON.parse(readFileSync(p, 'utf8')) as T;
+  const manifest = JSON.parse(readFileSync(p, 'utf8')) as T;
+  // gnnctl 0.1 wrote camelCase keys (createdAt, runKey, …); its runs cannot be read by field name.
+  const raw = manifest as Record<string, unknown>;
+  if (!('created_at' in raw) && 'createdAt' in raw) {
+    throw new ArtifactError(`run ${dir} was written by gnnctl ${String(raw.gnnctl)} (camelCase manifest keys), which this version cannot read`, { hint: 'retrain it with this version (artifact keys are snake_case since 0.2.0)' });
+  }
+  return manifest;
 }
 
 /** Saves weights atomically: `weights.bin` (float32) and its index `weights.json`. */
@@ -107,7 +113,7 @@ export function listRuns(artifactsDir: string): RunListing[] {
     if (id.startsWith('.') || !statSync(dir).isDirectory() || !existsSync(join(dir, 'manifest.json'))) continue;
     out.push({ id, dir, manifest: readManifest(dir) });
   }
-  return out.sort((a, b) => a.manifest.createdAt.localeCompare(b.manifest.createdAt) || a.id.localeCompare(b.id));
+  return out.sort((a, b) => a.manifest.created_at.localeCompare(b.manifest.created_at) || a.id.localeCompare(b.id));
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Choosing and initialising the TensorFlow.js backend that train, embed and distill run on.
  *
- * Order for `--backend auto` (DESIGN.md, "Compute"): `@tensorflow/tfjs-node-gpu`, `@tensorflow/tfjs-node`,
+ * Order for `--backend auto` (docs/architecture.md, "Compute"): `@tensorflow/tfjs-node-gpu`, `@tensorflow/tfjs-node`,
  * `@tensorflow/tfjs-backend-wasm`, the pure-JS cpu backend. Every candidate not chosen gets a reason, so
  * `gnnctl doctor` and run manifests can say why training ran where it ran.
  *
@@ -68,11 +68,11 @@ export interface BackendInfo {
    * Kernels gnnctl registered: on wasm those it lacked (`UnsortedSegmentSum`, …); on wasm and cpu the
    * fused ops of `fused.ts` (`GnnctlLayerNorm`, …). Absent on the native backends.
    */
-  addedKernels?: string[];
+  added_kernels?: string[];
   /** Backend kernels gnnctl replaced with faster ones (wasm only: `GatherV2`). */
-  replacedKernels?: string[];
+  replaced_kernels?: string[];
   /** The TF.js version (`@tensorflow/tfjs`). */
-  tfjsVersion: string;
+  tfjs_version: string;
 }
 
 const GPU_PKG = '@tensorflow/tfjs-node-gpu';
@@ -159,7 +159,7 @@ async function choose(requested: BackendRequest, loader: NativeLoader): Promise<
     name,
     requested,
     reasons,
-    tfjsVersion: tf.version.tfjs,
+    tfjs_version: tf.version.tfjs,
     ...extra,
   });
 
@@ -175,11 +175,11 @@ async function choose(requested: BackendRequest, loader: NativeLoader): Promise<
       if (wasm.ok) {
         reasons.push({ backend: WASM_PKG, status: 'active', why: wasmWhy(wasm) });
         reasons.push({ backend: 'cpu', status: 'available', why: 'pure-JS fallback, ~30× slower than wasm' });
-        return done('wasm', { threads: wasm.threads, simd: wasm.simd, addedKernels: wasm.addedKernels, replacedKernels: wasm.replacedKernels });
+        return done('wasm', { threads: wasm.threads, simd: wasm.simd, added_kernels: wasm.added_kernels, replaced_kernels: wasm.replaced_kernels });
       }
       reasons.push({ backend: WASM_PKG, status: 'skipped', why: wasm.why });
       const addedKernels = await activateCpu(reasons, 'the fallback: every faster backend was skipped');
-      return done('cpu', { addedKernels });
+      return done('cpu', { added_kernels: addedKernels });
     }
     case 'tensorflow': {
       const native = await tryNative(loader, reasons);
@@ -208,13 +208,13 @@ async function choose(requested: BackendRequest, loader: NativeLoader): Promise<
       }
       reasons.push({ backend: WASM_PKG, status: 'active', why: wasmWhy(wasm) });
       reasons.push({ backend: 'cpu', status: 'available', why: 'pure-JS fallback, ~30× slower than wasm' });
-      return done('wasm', { threads: wasm.threads, simd: wasm.simd, addedKernels: wasm.addedKernels, replacedKernels: wasm.replacedKernels });
+      return done('wasm', { threads: wasm.threads, simd: wasm.simd, added_kernels: wasm.added_kernels, replaced_kernels: wasm.replaced_kernels });
     }
     case 'cpu': {
       noteAvailable(reasons, loader, [GPU_PKG, NODE_PKG]);
       reasons.push({ backend: WASM_PKG, status: 'available', why: 'not requested (--backend cpu)' });
       const addedKernels = await activateCpu(reasons, 'requested with --backend cpu');
-      return done('cpu', { addedKernels });
+      return done('cpu', { added_kernels: addedKernels });
     }
   }
 }
@@ -259,7 +259,7 @@ function noteAvailable(reasons: BackendReason[], loader: NativeLoader, pkgs: str
   }
 }
 
-type WasmResult = { ok: true; simd: boolean; threads: number; addedKernels: string[]; replacedKernels: string[] } | { ok: false; why: string };
+type WasmResult = { ok: true; simd: boolean; threads: number; added_kernels: string[]; replaced_kernels: string[] } | { ok: false; why: string };
 
 function wasmWhy(w: { simd: boolean; threads: number }): string {
   const simd = w.simd ? 'SIMD' : 'no SIMD (the plain build: expect several times slower matmul)';
@@ -294,13 +294,13 @@ async function tryWasm(): Promise<WasmResult> {
   } catch (e) {
     return { ok: false, why: `initialisation failed: ${firstLine(e)}` };
   }
-  return { ok: true, simd, threads: getThreadsCount(), addedKernels: kernels.added, replacedKernels: kernels.replaced };
+  return { ok: true, simd, threads: getThreadsCount(), added_kernels: kernels.added, replaced_kernels: kernels.replaced };
 }
 
 const cpuWarning =
   'the TF.js cpu backend is active: it is ~30× slower than wasm (≈0.85 vs ≈29 GFLOP/s matmul); use it for debugging only';
 
-/** Activates cpu; returns the fused kernels registered for it (`BackendInfo.addedKernels`). */
+/** Activates cpu; returns the fused kernels registered for it (`BackendInfo.added_kernels`). */
 async function activateCpu(reasons: BackendReason[], why: string): Promise<string[]> {
   cpuBackend(); // initialises it and silences its "install tfjs-node" banner
   const added = registerFusedKernels();

@@ -23,7 +23,7 @@ export interface Diagnosis {
   node: { version: string; required: string; ok: boolean };
   platform: { os: string; arch: string; release: string };
   cpu: { model: string; cores: number };
-  memory: { totalBytes: number; freeBytes: number };
+  memory: { total_bytes: number; free_bytes: number };
   backend: BackendInfo & { matmul: MatmulProbe };
   duckdb: { ok: boolean; version?: string; error?: string };
   onnxruntime: { ok: boolean; version?: string; session?: string; error?: string };
@@ -76,7 +76,7 @@ export async function diagnose(options: DiagnoseOptions = {}): Promise<Diagnosis
     node: { version: process.version, required, ok: nodeOk },
     platform: { os: process.platform, arch: process.arch, release: os.release() },
     cpu: { model: cpus[0]?.model.trim() ?? 'unknown', cores: os.availableParallelism() },
-    memory: { totalBytes: os.totalmem(), freeBytes: os.freemem() },
+    memory: { total_bytes: os.totalmem(), free_bytes: os.freemem() },
     backend: { ...info, matmul },
     duckdb,
     onnxruntime,

@@ -60,7 +60,7 @@ let registered = false;
 
 /**
  * Registers the fused kernels on wasm and cpu and their gradients (idempotent). Returns the kernel
- * names, for `BackendInfo.addedKernels`.
+ * names, for `BackendInfo.added_kernels`.
  */
 export function registerFusedKernels(): string[] {
   if (!registered) {

@@ -25,7 +25,7 @@
  * the inputs and the output (`typedArrayFromHeap`), and never keep a view across an allocation.
  *
  * One kernel is replaced rather than added: wasm's own `GatherV2` computes every element's address
- * separately and measured 0.06–0.10 GB/s here (DESIGN.md's "gather + mean ≈ 0.12 GB/s"); gathering whole
+ * separately and measured 0.06–0.10 GB/s here (docs/architecture.md, "Compute": gather + mean ≈ 0.12 GB/s); gathering whole
  * rows in TypeScript runs at 0.6–2.9 GB/s (bench/kernels.mjs), and every embedding lookup and its
  * gradient go through it. Rows of ≥ 64 elements are moved with `copyWithin` on the heap (a memmove),
  * shorter ones with a loop, which beats the call overhead there.

@@ -248,7 +248,7 @@ export function parseHopPath(text: string, maxLength: number, tables: RawConfig[
   if (tables[parentTable]!.primary_key !== parentKey) return `${parentTable}.${parentKey} is not the primary key of ${parentTable}`;
   if (tables[childTable]!.foreign_keys[childColumn] !== parentTable) return `${childTable}.${childColumn} is not a foreign key to ${parentTable}`;
   if (!tables[childTable]!.time_column) return `${childTable} has no time_column, so "the last N interactions" is undefined`;
-  return { text, factTable, factColumn, parentTable, parentKey, childTable, childColumn, maxLength };
+  return { text, fact_table: factTable, fact_column: factColumn, parent_table: parentTable, parent_key: parentKey, child_table: childTable, child_column: childColumn, max_length: maxLength };
 }
 
 function checkDistillation(cfg: RawConfig, tasks: Record<string, TaskSpec>, add: Add): HopPath[] {
@@ -281,7 +281,7 @@ function checkDistillation(cfg: RawConfig, tasks: Record<string, TaskSpec>, add:
   for (const [text, n] of Object.entries(d.real_time_interactions)) {
     const hp = parseHopPath(text, n, cfg.data.tables);
     if (typeof hp === 'string') add([...at, 'real_time_interactions', text], hp);
-    else if (factTable && hp.factTable !== factTable) add([...at, 'real_time_interactions', text], `the path must start at the serving table ${factTable}`, `start with ${factTable}.<foreign key>`);
+    else if (factTable && hp.fact_table !== factTable) add([...at, 'real_time_interactions', text], `the path must start at the serving table ${factTable}`, `start with ${factTable}.<foreign key>`);
     else hopPaths.push(hp);
   }
   return hopPaths;

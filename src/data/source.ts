@@ -11,7 +11,7 @@ import { lit, q, queryRows, queryValue } from './duck.js';
 export interface SourceFile {
   path: string;
   bytes: number;
-  mtimeMs: number;
+  mtime_ms: number;
 }
 
 export interface ColumnInfo {
@@ -30,7 +30,7 @@ export async function sourceFiles(conn: DuckDBConnection, spec: TableSpec): Prom
       throw new DataError(`database file not found: ${spec.databasePath}`, { where: `${where}.database`, hint: 'check the path (relative paths resolve against the config file\'s folder)' });
     }
     const st = statSync(spec.databasePath);
-    return [{ path: spec.databasePath, bytes: st.size, mtimeMs: st.mtimeMs }];
+    return [{ path: spec.databasePath, bytes: st.size, mtime_ms: st.mtimeMs }];
   }
   const files: SourceFile[] = [];
   for (const p of spec.paths) {
@@ -45,7 +45,7 @@ export async function sourceFiles(conn: DuckDBConnection, spec: TableSpec): Prom
     }
     for (const f of matched) {
       const st = statSync(f);
-      files.push({ path: f, bytes: st.size, mtimeMs: st.mtimeMs });
+      files.push({ path: f, bytes: st.size, mtime_ms: st.mtimeMs });
     }
   }
   return files;

@@ -21,7 +21,7 @@ import { info } from '../core/log.js';
  * time < t − offset.
  */
 export async function rtiElements(graph: Graph, hop: HopPath, nodes: Int32Array, offset: number): Promise<Int32Array> {
-  const N = hop.maxLength;
+  const N = hop.max_length;
   const out = new Int32Array(nodes.length * N).fill(-1);
   if (nodes.length === 0) return out;
   let lo = nodes[0]!;
@@ -31,15 +31,15 @@ export async function rtiElements(graph: Graph, hop: HopPath, nodes: Int32Array,
     if (v > hi) hi = v;
   }
   const m = graph.manifest;
-  const childFk = q(`__fk_${hop.childColumn}`);
-  const factFk = q(`__fk_${hop.factColumn}`);
+  const childFk = q(`__fk_${hop.child_column}`);
+  const factFk = q(`__fk_${hop.fact_column}`);
   await withDuck(async ({ conn }) => {
     await conn.run(
       `CREATE TEMP TABLE c AS SELECT __node AS node, __t AS t, ${childFk} AS k, row_number() OVER (PARTITION BY ${childFk} ORDER BY __t, __node) AS rn ` +
-        `FROM read_parquet(${lit(rowsPath(graph.dir, m, hop.childTable))}) WHERE ${childFk} IS NOT NULL`,
+        `FROM read_parquet(${lit(rowsPath(graph.dir, m, hop.child_table))}) WHERE ${childFk} IS NOT NULL`,
     );
     await conn.run(
-      `CREATE TEMP TABLE f AS SELECT __node AS ex, __t - ${offset} AS cut, ${factFk} AS k FROM read_parquet(${lit(rowsPath(graph.dir, m, hop.factTable))}) ` +
+      `CREATE TEMP TABLE f AS SELECT __node AS ex, __t - ${offset} AS cut, ${factFk} AS k FROM read_parquet(${lit(rowsPath(graph.dir, m, hop.fact_table))}) ` +
         `WHERE __node >= ${lo} AND __node <= ${hi} AND ${factFk} IS NOT NULL`,
     );
     // The newest element strictly before the cut-off, then the N rows of the same parent ending there. The

@@ -79,10 +79,10 @@ export interface DistillMetrics {
 export interface DistillManifest extends RunManifestBase {
   kind: 'distill';
   /** identity of what was distilled: same key → same model */
-  runKey: string;
-  baseRun: string;
-  baseTask: string;
-  embeddingsSource: string;
+  run_key: string;
+  base_run: string;
+  base_task: string;
+  embeddings_source: string;
 }
 
 export interface DistillResult {
@@ -110,7 +110,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   const built = await buildGraph(cfg);
   const graph = Graph.load(built.dir);
   checkSchema(base.id, baseManifest, graph);
-  const range = graph.manifest.timeRange!;
+  const range = graph.manifest.time_range!;
   const split = taskSplit(task, { min: range[0], max: range[1] });
   const seed = cfg.seed;
   const tables = await buildTrainingTables(built.dir, graph.manifest, task, split, { seed });
@@ -135,12 +135,12 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   const cadence = d.embedding_cadence ?? defaultCadence(d.min_embedding_offset, d.max_embedding_offset);
   const embeddings: EntityEmbeddings[] = [];
   for (const k of spec.embeddings) {
-    const parents = graph.edges.find((e) => e.kind === 'fk' && e.src === spec.factTable && e.meta.column === k.column)!.parent!;
+    const parents = graph.edges.find((e) => e.kind === 'fk' && e.src === spec.fact_table && e.meta.column === k.column)!.parent!;
     const exParents = Int32Array.from(all.nodes, (v) => parents[v]!);
     if (opts.embeddings) {
       const files = embeddingFiles(opts.embeddings);
-      const targetKey = graph.manifest.schema.tables[k.target]!.primaryKey!.column;
-      embeddings.push(await embeddingsForExamples(graph, files, spec.factTable, k.column, targetKey, all, { min: d.min_embedding_offset, max: d.max_embedding_offset }, k.dim));
+      const targetKey = graph.manifest.schema.tables[k.target]!.primary_key!.column;
+      embeddings.push(await embeddingsForExamples(graph, files, spec.fact_table, k.column, targetKey, all, { min: d.min_embedding_offset, max: d.max_embedding_offset }, k.dim));
     } else {
       embeddings.push(computedEmbeddings(teacherModel, exParents, all.anchors, k.target, { min: d.min_embedding_offset, max: d.max_embedding_offset, cadence }, baseManifestCap(cfg, baseManifest)));
     }
@@ -170,9 +170,9 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   t = performance.now();
   const ablationEpochs = Math.max(1, Math.ceil(epochs * 0.67));
   const ablations = {
-    features_only: summarize(runStudent({ useEmbeddings: false, useRti: false }, ablationEpochs, 0)),
-    embedding_only: summarize(runStudent({ useRti: false }, ablationEpochs, 0)),
-    rti_only: summarize(runStudent({ useEmbeddings: false }, ablationEpochs, 0)),
+    features_only: summarize(runStudent({ use_embeddings: false, use_rti: false }, ablationEpochs, 0)),
+    embedding_only: summarize(runStudent({ use_rti: false }, ablationEpochs, 0)),
+    rti_only: summarize(runStudent({ use_embeddings: false }, ablationEpochs, 0)),
   };
   timings.ablations = secs(t);
 
@@ -227,17 +227,17 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
     task: taskName,
     status: 'complete',
     gnnctl: VERSION,
-    createdAt: startedAt,
-    finishedAt: new Date().toISOString(),
-    graph: { dir: built.dir, fingerprint: graph.manifest.fingerprint, schemaFingerprint: graph.manifest.schemaFingerprint },
-    graphSchema: graph.manifest.schema as GraphSchema,
+    created_at: startedAt,
+    finished_at: new Date().toISOString(),
+    graph: { dir: built.dir, fingerprint: graph.manifest.fingerprint, schema_fingerprint: graph.manifest.schema_fingerprint },
+    graph_schema: graph.manifest.schema as GraphSchema,
     backend: backend.name,
     seed,
     config: { name: cfg.name, path: cfg.path, distillation: d, task: { query: task.query.text, split: task.split } },
-    baseRun: base.id,
-    baseTask: baseManifest.task,
-    runKey: distillRunKey(cfg, d, taskName, base.id, graph.manifest.fingerprint, opts),
-    embeddingsSource: opts.embeddings ?? 'computed',
+    base_run: base.id,
+    base_task: baseManifest.task,
+    run_key: distillRunKey(cfg, d, taskName, base.id, graph.manifest.fingerprint, opts),
+    embeddings_source: opts.embeddings ?? 'computed',
     split: { val: isoSeconds(split.valAnchor), test: isoSeconds(split.testAnchor), train_from: isoSeconds(split.valAnchor - d.train_window) },
     timings: { ...timings, total: secs(t0) },
     metrics: { test: main.test, teacher_test: teacher?.test ?? null, ablations_test: Object.fromEntries(Object.entries(ablations).map(([k, v]) => [k, v.test])) },
@@ -289,7 +289,7 @@ async function rtiForExamples(graph: Graph, hop: HopPath, nodes: Int32Array, off
   const order = Int32Array.from({ length: nodes.length }, (_, i) => i).sort((a, b) => nodes[a]! - nodes[b]!);
   const sorted = Int32Array.from(order, (i) => nodes[i]!);
   const lists = await rtiElements(graph, hop, sorted, offset);
-  const N = hop.maxLength;
+  const N = hop.max_length;
   const out = new Int32Array(lists.length);
   order.forEach((orig, k) => out.set(lists.subarray(k * N, (k + 1) * N), orig * N));
   return out;
@@ -351,46 +351,46 @@ export function studentSpec(d: DistillationConfig, task: TaskSpec, hops: HopPath
   const factSchema = schema.tables[factTable]!;
   const embeddings = d.embedding_keys.map((key) => {
     const column = key.slice(factTable.length + 1);
-    const fk = factSchema.foreignKeys.find((f) => f.column === column)!;
+    const fk = factSchema.foreign_keys.find((f) => f.column === column)!;
     return { column, target: fk.target, type: fk.type, dim: teacher.spec.channels };
   });
   const rti: RtiSpec[] = hops.map((hop) => {
-    const child = schema.tables[hop.childTable]!;
-    const skip = excluded(hop.childTable);
-    const cols = columnsOf(hop.childTable, new Set([...(hop.childTable === factTable ? [target] : []), ...skip]));
-    const sameKeys = child.foreignKeys.filter(
-      (f) => f.column !== hop.childColumn && !skip.has(f.column) && !excluded(factTable).has(f.column) && factSchema.foreignKeys.some((g) => g.column === f.column && g.target === f.target),
+    const child = schema.tables[hop.child_table]!;
+    const skip = excluded(hop.child_table);
+    const cols = columnsOf(hop.child_table, new Set([...(hop.child_table === factTable ? [target] : []), ...skip]));
+    const sameKeys = child.foreign_keys.filter(
+      (f) => f.column !== hop.child_column && !skip.has(f.column) && !excluded(factTable).has(f.column) && factSchema.foreign_keys.some((g) => g.column === f.column && g.target === f.target),
     );
     return {
       path: hop.text,
-      childTable: hop.childTable,
-      childKey: hop.childColumn,
-      factKey: hop.factColumn,
-      maxLength: hop.maxLength,
-      timeColumn: child.timeColumn!,
+      child_table: hop.child_table,
+      child_key: hop.child_column,
+      fact_key: hop.fact_column,
+      max_length: hop.max_length,
+      time_column: child.time_column!,
       numeric: cols.numeric,
       categorical: cols.categorical,
       ratios: cols.numeric.filter((c) => fact.numeric.some((f) => f.column === c.column)).map((c) => c.column),
-      sameKeys: sameKeys.map((f) => ({ column: f.column, target: f.target, type: f.type })),
+      same_keys: sameKeys.map((f) => ({ column: f.column, target: f.target, type: f.type })),
     };
   });
   return {
     task: task.name,
-    factTable,
-    timeColumn: factSchema.timeColumn!,
-    primaryKey: factSchema.primaryKey ? { column: factSchema.primaryKey.column, target: factTable, type: factSchema.primaryKey.type } : null,
+    fact_table: factTable,
+    time_column: factSchema.time_column!,
+    primary_key: factSchema.primary_key ? { column: factSchema.primary_key.column, target: factTable, type: factSchema.primary_key.type } : null,
     numeric: fact.numeric,
     categorical: fact.categorical,
-    categoricalSize: offset,
-    categoricalDim: d.categorical_dim,
+    categorical_size: offset,
+    categorical_dim: d.categorical_dim,
     embeddings,
     rti,
-    projDim: d.projection_dim,
-    elementDim: d.element_dim,
+    proj_dim: d.projection_dim,
+    element_dim: d.element_dim,
     hidden: [d.hidden, Math.max(2, Math.floor(d.hidden / 2))],
-    useEmbeddings: embeddings.length > 0,
-    useRti: rti.length > 0,
-    output: { kind: task.query.taskType, labelMean: 0, labelStd: 1 },
+    use_embeddings: embeddings.length > 0,
+    use_rti: rti.length > 0,
+    output: { kind: task.query.taskType, label_mean: 0, label_std: 1 },
   };
 }
 

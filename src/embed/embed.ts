@@ -103,10 +103,10 @@ export async function embed(opts: EmbedOptions): Promise<EmbedResult> {
         hint: `tables it embeds: ${[...new Set(model.plan.slots.filter((s) => s.depth < model.spec.layers).map((s) => s.type))].join(', ')}`,
       });
     }
-    const pk = graph.manifest.schema.tables[table]!.primaryKey;
+    const pk = graph.manifest.schema.tables[table]!.primary_key;
     if (!pk) throw new DataError(`table ${table} has no primary key, so its embeddings could not be joined back to anything`, { hint: `declare data.tables.${table}.primary_key` });
 
-    const range = graph.manifest.timeRange;
+    const range = graph.manifest.time_range;
     const anchor = !opts.anchorTime || opts.anchorTime === 'latest' ? (range ? range[1] : Date.now() / 1000) : parseTime(opts.anchorTime, '--anchor-time');
     // Entities that exist at the anchor: every row, or (tables with a time column, node ids in time order) a prefix.
     const time = graph.table(table).time;
@@ -127,7 +127,7 @@ export async function embed(opts: EmbedOptions): Promise<EmbedResult> {
       dim: model.spec.channels,
       anchor_time: isoSeconds(anchor),
       mode,
-      graph_fingerprint: graph.manifest.schemaFingerprint,
+      graph_fingerprint: graph.manifest.schema_fingerprint,
       data_fingerprint: graph.manifest.fingerprint,
       gnnctl: VERSION,
     };
@@ -193,9 +193,9 @@ export async function embed(opts: EmbedOptions): Promise<EmbedResult> {
 
 /** Refuses a run trained on a different graph schema, naming what changed. */
 export function checkSchema(runId: string, manifest: TrainManifest, graph: Graph, allowDrift = false): void {
-  if (manifest.graph.schemaFingerprint === graph.manifest.schemaFingerprint) return;
-  const diff = diffSchemas(manifest.graphSchema as GraphSchema, graph.manifest.schema);
-  const msg = `run ${runId} was trained on graph schema ${manifest.graph.schemaFingerprint}, the data now has ${graph.manifest.schemaFingerprint}: ${diff.join('; ') || 'encoders differ'}`;
+  if (manifest.graph.schema_fingerprint === graph.manifest.schema_fingerprint) return;
+  const diff = diffSchemas(manifest.graph_schema as GraphSchema, graph.manifest.schema);
+  const msg = `run ${runId} was trained on graph schema ${manifest.graph.schema_fingerprint}, the data now has ${graph.manifest.schema_fingerprint}: ${diff.join('; ') || 'encoders differ'}`;
   if (allowDrift) {
     warn(`${msg} (--allow-schema-drift: embedding anyway)`);
     return;
@@ -206,11 +206,11 @@ export function checkSchema(runId: string, manifest: TrainManifest, graph: Graph
 /** Keys of nodes [lo, hi) of a table as an Arrow vector, via a small Parquet file DuckDB writes. */
 async function readKeys(graph: Graph, table: string, key: string, lo: number, hi: number, near: string) {
   const tmp = tempSibling(`${near}.keys.parquet`);
-  const type = graph.manifest.schema.tables[table]!.primaryKey!.type;
+  const type = graph.manifest.schema.tables[table]!.primary_key!.type;
   const expr = /^(VARCHAR|BIGINT|INTEGER|SMALLINT|TINYINT|UBIGINT|UINTEGER)$/.test(type) ? q(key) : `CAST(${q(key)} AS VARCHAR) AS ${q(key)}`;
   try {
     await withDuck(async ({ conn }) => {
-      await conn.run(`COPY (SELECT ${expr} FROM read_parquet(${lit(join(graph.dir, graph.manifest.tables[table]!.rowsFile))}) WHERE __node >= ${lo} AND __node < ${hi} ORDER BY __node) TO ${lit(tmp)} (FORMAT parquet)`);
+      await conn.run(`COPY (SELECT ${expr} FROM read_parquet(${lit(join(graph.dir, graph.manifest.tables[table]!.rows_file))}) WHERE __node >= ${lo} AND __node < ${hi} ORDER BY __node) TO ${lit(tmp)} (FORMAT parquet)`);
     });
     return readColumnVector(new Uint8Array(readFileSync(tmp)), key);
   } finally {

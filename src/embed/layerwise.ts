@@ -215,7 +215,7 @@ function encodeRows(model: DeepModel, type: string, nodes: Int32Array, anchor: n
   const out = new Float32Array(nodes.length * C);
   for (let i = 0; i < nodes.length; i += ROW_CHUNK) {
     const part = nodes.subarray(i, Math.min(nodes.length, i + ROW_CHUNK));
-    const num = new Float32Array(part.length * f.numDim);
+    const num = new Float32Array(part.length * f.num_dim);
     const cat = new Int32Array(part.length * f.catCount);
     f.gather(part, () => anchor, null, num, cat);
     const t = tf.tidy(() => model.gnn.encode(type, num, cat, part.length));

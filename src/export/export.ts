@@ -91,7 +91,7 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   const graph = Graph.load(built.dir);
   const sources = await embeddingSources(opts, cfg, manifest, spec);
   const entities: EntityTable[] = spec.embeddings.map((k) => readEntityTable(sources.find((s) => s.table === k.target)!, k.type));
-  const keyVocabularies = await targetKeys(graph, [...new Set(spec.rti.flatMap((r) => r.sameKeys.map((k) => k.target)))]);
+  const keyVocabularies = await targetKeys(graph, [...new Set(spec.rti.flatMap((r) => r.same_keys.map((k) => k.target)))]);
 
   const name = opts.name ?? cfg.export.name;
   const repo = opts.out ?? join(cfg.artifactsDir, 'model_repository');
@@ -105,11 +105,11 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
     spec,
     weights,
     entities,
-    keyVocabularies,
+    key_vocabularies: keyVocabularies,
     kind: spec.output.kind,
-    labelMean: spec.output.labelMean,
-    labelStd: spec.output.labelStd,
-    metadata: { 'gnnctl.distilled_run': run.id, 'gnnctl.base_run': manifest.baseRun, 'gnnctl.graph_fingerprint': manifest.graph.schemaFingerprint, 'gnnctl.version': VERSION },
+    label_mean: spec.output.label_mean,
+    label_std: spec.output.label_std,
+    metadata: { 'gnnctl.distilled_run': run.id, 'gnnctl.base_run': manifest.base_run, 'gnnctl.graph_fingerprint': manifest.graph.schema_fingerprint, 'gnnctl.version': VERSION },
   });
   const tmp = tempSibling(versionDir);
   let parity: ParityReport | null = null;
@@ -132,8 +132,8 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
       version,
       task: spec.task,
       distilled_run: run.id,
-      base_run: manifest.baseRun,
-      graph_fingerprint: manifest.graph.schemaFingerprint,
+      base_run: manifest.base_run,
+      graph_fingerprint: manifest.graph.schema_fingerprint,
       data_fingerprint: graph.manifest.fingerprint,
       max_embedding_offset_seconds: cfg.distillation?.max_embedding_offset ?? null,
       embeddings: sources.map((s) => ({ table: s.table, anchor_time: s.anchor, run_id: s.runId, rows: entities[spec.embeddings.findIndex((k) => k.target === s.table)]?.keys.length ?? 0, sources: s.files })),
@@ -196,7 +196,7 @@ async function embeddingSources(opts: ExportOptions, cfg: Config, manifest: Dist
   const sources: EmbeddingSource[] = [];
   if (!opts.embeddings?.length) {
     for (const table of tables) {
-      const r = await embed({ cfg, run: manifest.baseRun, table, mode: 'exact', cwd: opts.cwd });
+      const r = await embed({ cfg, run: manifest.base_run, table, mode: 'exact', cwd: opts.cwd });
       sources.push(await describeFiles(table, [r.path]));
     }
   } else {
@@ -204,25 +204,25 @@ async function embeddingSources(opts: ExportOptions, cfg: Config, manifest: Dist
     const meta = await Promise.all(files.map(async (f) => ({ f, m: await parquetMetadata(f) })));
     for (const table of tables) {
       const mine = meta.filter((x) => x.m.table === table);
-      if (!mine.length) throw new DataError(`no embeddings of ${table} among ${opts.embeddings.join(', ')}`, { where: '--embeddings', hint: `embed it: gnnctl embed --run ${manifest.baseRun} --table ${table}` });
+      if (!mine.length) throw new DataError(`no embeddings of ${table} among ${opts.embeddings.join(', ')}`, { where: '--embeddings', hint: `embed it: gnnctl embed --run ${manifest.base_run} --table ${table}` });
       const newest = mine.map((x) => x.m.anchor_time ?? '').sort().pop()!;
       sources.push(await describeFiles(table, mine.filter((x) => x.m.anchor_time === newest).map((x) => x.f)));
     }
   }
   for (const s of sources) {
     const k = spec.embeddings.find((e) => e.target === s.table)!;
-    if (s.fingerprint !== manifest.graph.schemaFingerprint) {
-      throw new ArtifactError(`version skew: embeddings of ${s.table} (${s.files[0]}) have graph fingerprint ${s.fingerprint}, the distilled run ${manifest.id} has ${manifest.graph.schemaFingerprint}`, {
+    if (s.fingerprint !== manifest.graph.schema_fingerprint) {
+      throw new ArtifactError(`version skew: embeddings of ${s.table} (${s.files[0]}) have graph fingerprint ${s.fingerprint}, the distilled run ${manifest.id} has ${manifest.graph.schema_fingerprint}`, {
         hint: 'embed with a run trained on the same data schema, or re-run distill',
       });
     }
     if (s.dim !== k.dim) {
-      throw new ArtifactError(`version skew: embeddings of ${s.table} have dimension ${s.dim}, the distilled run expects ${k.dim}`, { where: s.files[0], hint: `use embeddings of the base run ${manifest.baseRun}` });
+      throw new ArtifactError(`version skew: embeddings of ${s.table} have dimension ${s.dim}, the distilled run expects ${k.dim}`, { where: s.files[0], hint: `use embeddings of the base run ${manifest.base_run}` });
     }
-    if (s.runId !== manifest.baseRun) {
-      throw new ArtifactError(`version skew: embeddings of ${s.table} come from run ${s.runId}, the distilled run was trained on embeddings of ${manifest.baseRun}`, {
+    if (s.runId !== manifest.base_run) {
+      throw new ArtifactError(`version skew: embeddings of ${s.table} come from run ${s.runId}, the distilled run was trained on embeddings of ${manifest.base_run}`, {
         where: s.files[0],
-        hint: `embed with ${manifest.baseRun}, or distill again from ${s.runId}`,
+        hint: `embed with ${manifest.base_run}, or distill again from ${s.runId}`,
       });
     }
   }
@@ -272,9 +272,9 @@ function readEntityTable(s: EmbeddingSource, keyType: string): EntityTable {
 async function targetKeys(graph: Graph, tables: string[]): Promise<Record<string, Vocabulary>> {
   const out: Record<string, Vocabulary> = {};
   for (const t of tables) {
-    const pk = graph.manifest.schema.tables[t]!.primaryKey!;
+    const pk = graph.manifest.schema.tables[t]!.primary_key!;
     const col = arrow.tableFromIPC(
-      pq.readParquet(new Uint8Array(readFileSync(join(graph.dir, graph.manifest.tables[t]!.rowsFile))), { columns: [pk.column] }).intoIPCStream(),
+      pq.readParquet(new Uint8Array(readFileSync(join(graph.dir, graph.manifest.tables[t]!.rows_file))), { columns: [pk.column] }).intoIPCStream(),
     ).getChild(pk.column)!;
     const vals = Array.from(col as Iterable<unknown>);
     out[t] = elemTypeOf(pk.type) === 'INT64' ? vals.map((v) => BigInt(v as number | bigint)) : vals.map(String);
@@ -284,7 +284,7 @@ async function targetKeys(graph: Graph, tables: string[]): Promise<Record<string
 
 /** TF.js student vs onnxruntime on the newest fact rows of the data. */
 async function selfCheck(cfg: Config, graph: Graph, spec: StudentSpec, runDir: string, modelPath: string, entities: EntityTable[], n: number): Promise<ParityReport> {
-  const f = graph.table(spec.factTable);
+  const f = graph.table(spec.fact_table);
   const count = Math.min(n, f.rows);
   const nodes = Int32Array.from({ length: count }, (_, i) => f.rows - count + i);
   const student = new StudentModel(spec, 0, 0);
@@ -294,8 +294,8 @@ async function selfCheck(cfg: Config, graph: Graph, spec: StudentSpec, runDir: s
     const { requests, data } = await rawRequests(graph, spec, cfg.hopPaths, cfg.distillation?.real_time_offset ?? 0, nodes, entities);
     // up to 520 batch-1 runs: 20 warm-up, then 500 timed for the latency figure
     const report = await checkParity(modelPath, spec, student, graph, requests, data, outputName(spec.output.kind), { batch: 256, singles: 520 });
-    if (!(report.maxAbsDiff <= 1e-4) || report.nonFinite > 0 || !(report.maxBatchDiff <= 1e-5)) {
-      throw new ArtifactError(`the exported model disagrees with the trained one (max |Δ| ${report.maxAbsDiff}, batch |Δ| ${report.maxBatchDiff}, non-finite ${report.nonFinite})`, {
+    if (!(report.max_abs_diff <= 1e-4) || report.non_finite > 0 || !(report.max_batch_diff <= 1e-5)) {
+      throw new ArtifactError(`the exported model disagrees with the trained one (max |Δ| ${report.max_abs_diff}, batch |Δ| ${report.max_batch_diff}, non-finite ${report.non_finite})`, {
         hint: 'this is a bug in gnnctl export; please report it with the run folder',
       });
     }
@@ -318,7 +318,7 @@ function readme(spec: StudentSpec, name: string, version: number, embeddings: { 
   return [
     `# ${name} (version ${version})`,
     '',
-    `Distilled gnnctl model for task \`${spec.task}\`: one prediction per \`${spec.factTable}\` row from the row's own`,
+    `Distilled gnnctl model for task \`${spec.task}\`: one prediction per \`${spec.fact_table}\` row from the row's own`,
     'fields, precomputed entity embeddings (baked into model.onnx; unknown keys get a learned fallback) and the',
     'entity\'s most recent interactions. Served by NVIDIA Triton (onnxruntime backend) or `gnnctl serve`.',
     '',

@@ -20,12 +20,12 @@ import { elemTypeOf, requestInputs, type EntityTable } from './student_onnx.js';
 
 export interface ParityReport {
   examples: number;
-  maxAbsDiff: number;
+  max_abs_diff: number;
   /** ORT at batch 1 vs ORT at the full batch */
-  maxBatchDiff: number;
-  nonFinite: number;
+  max_batch_diff: number;
+  non_finite: number;
   /** onnxruntime-node wall time of one batch-1 request (one intra-op thread), over the single runs after a warm-up */
-  latencyMs: { p50: number; p99: number; runs: number } | null;
+  latency_ms: { p50: number; p99: number; runs: number } | null;
 }
 
 const WARMUP_RUNS = 20;
@@ -49,29 +49,29 @@ export async function rawRequests(
   entities: EntityTable[],
 ): Promise<{ requests: RawRequests; data: StudentData }> {
   const n = nodes.length;
-  const f = graph.table(spec.factTable);
+  const f = graph.table(spec.fact_table);
   const values = new Map<string, Float32Array | BigInt64Array | string[]>();
   const anchors = Float64Array.from(nodes, (v) => f.time![v]!);
   const ns = (s: number): bigint => BigInt(Math.round(s)) * 1_000_000_000n;
   values.set('anchor_time', BigInt64Array.from(anchors, ns));
-  values.set(`${spec.factTable}.${spec.timeColumn}`, BigInt64Array.from(anchors, ns));
+  values.set(`${spec.fact_table}.${spec.time_column}`, BigInt64Array.from(anchors, ns));
   const fks = new Map(graph.edges.filter((e) => e.kind === 'fk').map((e) => [`${e.src}.${e.meta.column}`, e]));
-  const keysOf = await keyColumns(graph, [...new Set([...spec.embeddings.map((k) => k.target), ...spec.rti.flatMap((r) => r.sameKeys.map((k) => k.target)), ...(spec.primaryKey ? [spec.factTable] : [])])]);
+  const keysOf = await keyColumns(graph, [...new Set([...spec.embeddings.map((k) => k.target), ...spec.rti.flatMap((r) => r.same_keys.map((k) => k.target)), ...(spec.primary_key ? [spec.fact_table] : [])])]);
   const keyValues = (table: string, fkTable: string, column: string, rows: Int32Array, type: string): string[] | BigInt64Array => {
     const parent = fks.get(`${fkTable}.${column}`)!.parent!;
     const keys = keysOf.get(table)!;
     const raw = Array.from(rows, (v) => (v < 0 ? '' : parent[v]! < 0 ? '\u0000unknown' : keys[parent[v]!]!));
     return elemTypeOf(type) === 'INT64' ? BigInt64Array.from(raw, (k) => (k === '' || k.startsWith('\u0000') ? -987654321n : BigInt(k))) : raw;
   };
-  if (spec.primaryKey) {
-    const keys = keysOf.get(spec.factTable)!;
+  if (spec.primary_key) {
+    const keys = keysOf.get(spec.fact_table)!;
     const raw = Array.from(nodes, (v) => keys[v]!);
-    values.set(`${spec.factTable}.${spec.primaryKey.column}`, elemTypeOf(spec.primaryKey.type) === 'INT64' ? BigInt64Array.from(raw, (k) => BigInt(k)) : raw);
+    values.set(`${spec.fact_table}.${spec.primary_key.column}`, elemTypeOf(spec.primary_key.type) === 'INT64' ? BigInt64Array.from(raw, (k) => BigInt(k)) : raw);
   }
-  for (const c of spec.numeric) values.set(`${spec.factTable}.${c.column}`, Float32Array.from(nodes, (v) => f.numeric.find((x) => x.meta.name === c.column)!.values[v]!));
-  for (const c of spec.categorical) values.set(`${spec.factTable}.${c.column}`, rawCategorical(f.categorical.find((x) => x.meta.name === c.column)!, c, nodes));
-  for (const k of spec.embeddings) values.set(`${spec.factTable}.${k.column}`, keyValues(k.target, spec.factTable, k.column, nodes, k.type));
-  for (const r of spec.rti) for (const k of r.sameKeys) values.set(`${spec.factTable}.${k.column}`, keyValues(k.target, spec.factTable, k.column, nodes, k.type));
+  for (const c of spec.numeric) values.set(`${spec.fact_table}.${c.column}`, Float32Array.from(nodes, (v) => f.numeric.find((x) => x.meta.name === c.column)!.values[v]!));
+  for (const c of spec.categorical) values.set(`${spec.fact_table}.${c.column}`, rawCategorical(f.categorical.find((x) => x.meta.name === c.column)!, c, nodes));
+  for (const k of spec.embeddings) values.set(`${spec.fact_table}.${k.column}`, keyValues(k.target, spec.fact_table, k.column, nodes, k.type));
+  for (const r of spec.rti) for (const k of r.same_keys) values.set(`${spec.fact_table}.${k.column}`, keyValues(k.target, spec.fact_table, k.column, nodes, k.type));
 
   const rti: Int32Array[] = [];
   let seq = 0;
@@ -79,16 +79,16 @@ export async function rawRequests(
     const hop = hops.find((h) => h.text === r.path)!;
     const lists = await rtiElements(graph, hop, nodes, realTimeOffset);
     rti.push(lists);
-    const N = r.maxLength;
+    const N = r.max_length;
     seq = N;
-    const c = graph.table(r.childTable);
-    values.set(`${r.path}:${r.timeColumn}`, BigInt64Array.from(lists, (el) => (el < 0 ? INT64_MIN : ns(c.time![el]!))));
+    const c = graph.table(r.child_table);
+    values.set(`${r.path}:${r.time_column}`, BigInt64Array.from(lists, (el) => (el < 0 ? INT64_MIN : ns(c.time![el]!))));
     for (const col of r.numeric) {
       const arr = c.numeric.find((x) => x.meta.name === col.column)!.values;
       values.set(`${r.path}:${col.column}`, Float32Array.from(lists, (el) => (el < 0 ? 0 : arr[el]!)));
     }
     for (const col of r.categorical) values.set(`${r.path}:${col.column}`, rawCategorical(c.categorical.find((x) => x.meta.name === col.column)!, col, lists));
-    for (const k of r.sameKeys) values.set(`${r.path}:${k.column}`, keyValues(k.target, r.childTable, k.column, lists, k.type));
+    for (const k of r.same_keys) values.set(`${r.path}:${k.column}`, keyValues(k.target, r.child_table, k.column, lists, k.type));
     void i;
   }
 
@@ -97,7 +97,7 @@ export async function rawRequests(
     const t = entities[j]!;
     const index = new Map<string, number>();
     Array.from(t.keys as ArrayLike<string | bigint>).forEach((key, r) => index.set(String(key), r));
-    const raw = values.get(`${spec.factTable}.${k.column}`)!;
+    const raw = values.get(`${spec.fact_table}.${k.column}`)!;
     const out = new Float32Array(n * t.dim);
     const missing = new Float32Array(n);
     for (let i = 0; i < n; i++) {
@@ -123,8 +123,8 @@ async function keyColumns(graph: Graph, tables: string[]): Promise<Map<string, s
   const out = new Map<string, string[]>();
   await withDuck(async ({ conn }) => {
     for (const t of tables) {
-      const pk = graph.manifest.schema.tables[t]!.primaryKey!.column;
-      const keys = await readStrings(conn, `SELECT CAST(${q(pk)} AS VARCHAR) FROM read_parquet(${lit(join(graph.dir, graph.manifest.tables[t]!.rowsFile))}) ORDER BY __node`);
+      const pk = graph.manifest.schema.tables[t]!.primary_key!.column;
+      const keys = await readStrings(conn, `SELECT CAST(${q(pk)} AS VARCHAR) FROM read_parquet(${lit(join(graph.dir, graph.manifest.tables[t]!.rows_file))}) ORDER BY __node`);
       out.set(t, keys.map((k) => k ?? ''));
     }
   });
@@ -164,7 +164,7 @@ export async function checkParity(
   const o = spec.output;
   const t = tf.tidy(() => {
     const raw = student.forward(features.batch(data, rows), false);
-    return objectiveFor(o.kind).transform === 'sigmoid' ? tf.sigmoid(raw) : raw.mul(o.labelStd).add(o.labelMean);
+    return objectiveFor(o.kind).transform === 'sigmoid' ? tf.sigmoid(raw) : raw.mul(o.label_std).add(o.label_mean);
   });
   const expected = t.dataSync() as Float32Array;
   t.dispose();
@@ -195,7 +195,7 @@ export async function checkParity(
     times.sort((a, b) => a - b);
     const pct = (q: number): number => Math.round(times[Math.min(times.length - 1, Math.floor(q * times.length))]! * 1000) / 1000;
     const latencyMs = times.length > 0 ? { p50: pct(0.5), p99: pct(0.99), runs: times.length } : null;
-    return { examples: req.n, maxAbsDiff, maxBatchDiff, nonFinite, latencyMs };
+    return { examples: req.n, max_abs_diff: maxAbsDiff, max_batch_diff: maxBatchDiff, non_finite: nonFinite, latency_ms: latencyMs };
   } finally {
     await session.release();
   }

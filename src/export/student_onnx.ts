@@ -1,6 +1,6 @@
 /**
  * The distilled model as an ONNX graph, built op by op from the student's spec and trained weights. It
- * reads raw request fields (DESIGN.md's export contract) and computes the features of `distill/spec.ts`
+ * reads raw request fields (docs/architecture.md, "Export contract") and computes the features of `distill/spec.ts`
  * and the network of `distill/student.ts` — the same formulas, in float32, so onnxruntime and TF.js agree
  * to ~1e-6.
  *
@@ -37,10 +37,10 @@ export interface StudentOnnxInputs {
   /** per embedding key (spec.embeddings order) */
   entities: EntityTable[];
   /** primary keys of tables referenced by same-entity flags, by table name */
-  keyVocabularies: Record<string, Vocabulary>;
+  key_vocabularies: Record<string, Vocabulary>;
   kind: ObjectiveKind;
-  labelMean?: number;
-  labelStd?: number;
+  label_mean?: number;
+  label_std?: number;
   metadata?: Record<string, string>;
 }
 
@@ -63,7 +63,7 @@ export function elemTypeOf(duckType: string): ElemType {
 
 /** Every request input the model declares, in a stable order. */
 export function requestInputs(spec: StudentSpec): RequestInput[] {
-  const f = spec.factTable;
+  const f = spec.fact_table;
   const out: RequestInput[] = [{ name: 'anchor_time', elemType: 'INT64', sequence: false, doc: 'request time, ns since the epoch' }];
   const seen = new Set<string>(['anchor_time']);
   const add = (i: RequestInput): void => {
@@ -71,17 +71,17 @@ export function requestInputs(spec: StudentSpec): RequestInput[] {
     seen.add(i.name);
     out.push(i);
   };
-  if (spec.primaryKey) add({ name: `${f}.${spec.primaryKey.column}`, elemType: elemTypeOf(spec.primaryKey.type), sequence: false, doc: 'the row\'s primary key (accepted, not used)' });
-  add({ name: `${f}.${spec.timeColumn}`, elemType: 'INT64', sequence: false, doc: 'row time, ns since the epoch' });
+  if (spec.primary_key) add({ name: `${f}.${spec.primary_key.column}`, elemType: elemTypeOf(spec.primary_key.type), sequence: false, doc: 'the row\'s primary key (accepted, not used)' });
+  add({ name: `${f}.${spec.time_column}`, elemType: 'INT64', sequence: false, doc: 'row time, ns since the epoch' });
   for (const c of spec.numeric) add({ name: `${f}.${c.column}`, elemType: 'FLOAT', sequence: false, doc: 'numeric (NaN = missing)' });
   for (const c of spec.categorical) add({ name: `${f}.${c.column}`, elemType: categoricalType(c), sequence: false, doc: categoricalType(c) === 'STRING' ? 'categorical ("" = missing)' : 'categorical (INT64 min = missing)' });
   for (const k of spec.embeddings) add({ name: `${f}.${k.column}`, elemType: elemTypeOf(k.type), sequence: false, doc: `key of ${k.target} (embedding lookup)` });
-  for (const r of spec.rti) for (const k of r.sameKeys) add({ name: `${f}.${k.column}`, elemType: elemTypeOf(k.type), sequence: false, doc: `key of ${k.target}` });
+  for (const r of spec.rti) for (const k of r.same_keys) add({ name: `${f}.${k.column}`, elemType: elemTypeOf(k.type), sequence: false, doc: `key of ${k.target}` });
   for (const r of spec.rti) {
-    add({ name: `${r.path}:${r.timeColumn}`, elemType: 'INT64', sequence: true, padValue: INT64_MIN.toString(), doc: 'element time, ns since the epoch (INT64 min = padding)' });
+    add({ name: `${r.path}:${r.time_column}`, elemType: 'INT64', sequence: true, padValue: INT64_MIN.toString(), doc: 'element time, ns since the epoch (INT64 min = padding)' });
     for (const c of r.numeric) add({ name: `${r.path}:${c.column}`, elemType: 'FLOAT', sequence: true, padValue: '0', doc: 'numeric' });
     for (const c of r.categorical) add({ name: `${r.path}:${c.column}`, elemType: categoricalType(c), sequence: true, padValue: categoricalType(c) === 'STRING' ? '' : INT64_MIN.toString(), doc: categoricalType(c) === 'STRING' ? 'categorical ("" = missing)' : 'categorical (INT64 min = missing)' });
-    for (const k of r.sameKeys) add({ name: `${r.path}:${k.column}`, elemType: elemTypeOf(k.type), sequence: true, padValue: elemTypeOf(k.type) === 'STRING' ? '' : '0', doc: `key of ${k.target}` });
+    for (const k of r.same_keys) add({ name: `${r.path}:${k.column}`, elemType: elemTypeOf(k.type), sequence: true, padValue: elemTypeOf(k.type) === 'STRING' ? '' : '0', doc: `key of ${k.target}` });
   }
   return out;
 }
@@ -91,12 +91,12 @@ function categoricalType(c: CategoricalSpec): ElemType {
 }
 
 /** The objective's output transform as ONNX ops (the same formula as `predictValue` in TF.js and JS). */
-function outputTransform(g: OnnxGraphBuilder, x: string, transform: OutputTransform, inp: { labelMean?: number; labelStd?: number }): string {
+function outputTransform(g: OnnxGraphBuilder, x: string, transform: OutputTransform, inp: { label_mean?: number; label_std?: number }): string {
   switch (transform) {
     case 'sigmoid':
       return g.op('Sigmoid', [x]);
     case 'affine':
-      return g.op('Add', [g.op('Mul', [x, floatScalar(g, inp.labelStd ?? 1, 'label_std')]), floatScalar(g, inp.labelMean ?? 0, 'label_mean')]);
+      return g.op('Add', [g.op('Mul', [x, floatScalar(g, inp.label_std ?? 1, 'label_std')]), floatScalar(g, inp.label_mean ?? 0, 'label_mean')]);
     default:
       return assertUnreachable(transform);
   }
@@ -117,12 +117,12 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
   const inputs = requestInputs(spec);
   const names = new Map<string, string>();
   for (const i of inputs) names.set(i.name, g.addInput(i.name, i.elemType, i.sequence ? ['batch', 'seq', 1] : ['batch', 1], i.doc));
-  const f = spec.factTable;
+  const f = spec.fact_table;
   const input = (n: string): string => names.get(n)!;
   // Added on first use: a student without categorical columns has no table, and an unused initializer
   // would make onnxruntime warn at every load.
   let catTableName: string | undefined;
-  const catTable = (): string => (catTableName ??= g.constant(w('cat/emb'), [Math.max(1, spec.categoricalSize), spec.categoricalDim], { name: 'categorical.embeddings' }));
+  const catTable = (): string => (catTableName ??= g.constant(w('cat/emb'), [Math.max(1, spec.categorical_size), spec.categorical_dim], { name: 'categorical.embeddings' }));
   const anchor = input('anchor_time');
 
   // Fact numerics: (z, null) per column, then the clock features of the row time.
@@ -131,11 +131,11 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
     const s = standardize(g, input(`${f}.${c.column}`), { mean: Float32Array.of(c.mean), std: Float32Array.of(c.std), name: `fact.${c.column}` });
     factNum.push(s.value, s.isNull);
   }
-  factNum.push(...clock(g, input(`${f}.${spec.timeColumn}`)));
+  factNum.push(...clock(g, input(`${f}.${spec.time_column}`)));
   const parts: string[] = [concat(g, factNum, 1)];
   for (const c of spec.categorical) parts.push(categoricalEmbedding(g, input(`${f}.${c.column}`), c, catTable(), false));
 
-  if (spec.useEmbeddings) {
+  if (spec.use_embeddings) {
     spec.embeddings.forEach((k, i) => {
       const t = inp.entities[i]!;
       const rows = t.keys.length;
@@ -145,14 +145,14 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
       table.set(w(`emb${i}/fallback`), rows * k.dim);
       const vec = g.op('Gather', [g.constant(table, [rows + 1, k.dim], { name: `entity.${k.target}.table` }), squeeze(g, index, [1])], { axis: attr.int(0) });
       const missing = cast(g, g.op('Equal', [index, g.constant(BigInt64Array.of(BigInt(rows)), [], { name: `entity.${k.target}.fallback_row` })]), 'FLOAT');
-      parts.push(dense(g, vec, { kernel: w(`emb${i}/proj_w`), bias: w(`emb${i}/proj_b`), inputDim: k.dim, units: spec.projDim, name: `entity.${k.target}.proj` }), missing);
+      parts.push(dense(g, vec, { kernel: w(`emb${i}/proj_w`), bias: w(`emb${i}/proj_b`), inputDim: k.dim, units: spec.proj_dim, name: `entity.${k.target}.proj` }), missing);
     });
   }
 
-  if (spec.useRti) {
+  if (spec.use_rti) {
     spec.rti.forEach((r, i) => {
       const p = r.path;
-      const t = squeeze(g, input(`${p}:${r.timeColumn}`), [2]);
+      const t = squeeze(g, input(`${p}:${r.time_column}`), [2]);
       const rel = relativeTime(g, t, anchor, { name: `rti${i}.reltime` });
       const delta = g.op('Max', [rel.value, floatScalar(g, 0, 'zero')]);
       const cols: string[] = [];
@@ -163,8 +163,8 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
       cols.push(g.op('Div', [g.op('Log', [g.op('Add', [delta, floatScalar(g, 1, 'one')])]), floatScalar(g, 5, 'five')]));
       cols.push(g.op('Div', [g.op('Min', [delta, floatScalar(g, DELTA_CAP_DAYS, 'delta_cap')]), floatScalar(g, DELTA_CAP_DAYS, 'delta_cap')]));
       for (const c of r.ratios) cols.push(logRatio(g, input(`${f}.${c}`), squeeze(g, input(`${p}:${c}`), [2])));
-      for (const k of r.sameKeys) {
-        const vocab = inp.keyVocabularies[k.target]!;
+      for (const k of r.same_keys) {
+        const vocab = inp.key_vocabularies[k.target]!;
         const fi = lookupSigned(g, input(`${f}.${k.column}`), vocab, -1n, `same.${k.column}.fact`);
         const ei = lookupSigned(g, squeeze(g, input(`${p}:${k.column}`), [2]), vocab, -2n, `same.${k.column}.rti${i}`);
         cols.push(cast(g, g.op('Equal', [fi, ei]), 'FLOAT'));
@@ -173,12 +173,12 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
       let x = g.op('Concat', cols.map((c) => g.op('Unsqueeze', [c, int64s(g, [2], 'axes')])), { axis: attr.int(2) });
       const cats = r.categorical.map((c) => categoricalEmbedding(g, squeeze(g, input(`${p}:${c.column}`), [2]), c, catTable(), true));
       if (cats.length) x = g.op('Concat', [x, ...cats], { axis: attr.int(2) });
-      const inDim = elementNumericDim(r) + r.categorical.length * spec.categoricalDim;
-      const h = dense(g, x, { kernel: w(`rti${i}/w`), bias: w(`rti${i}/b`), inputDim: inDim, units: spec.elementDim, activation: 'relu', name: `rti${i}.element` });
+      const inDim = elementNumericDim(r) + r.categorical.length * spec.categorical_dim;
+      const h = dense(g, x, { kernel: w(`rti${i}/w`), bias: w(`rti${i}/b`), inputDim: inDim, units: spec.element_dim, activation: 'relu', name: `rti${i}.element` });
       const mean = maskedMeanPool(g, h, rel.mask);
       const att = maskedAttentionPool(g, h, rel.mask, { weight: w(`rti${i}/att_w`), bias: w(`rti${i}/att_b`)[0]!, name: `rti${i}.attention` });
       const count = g.op('ReduceSum', [rel.mask, int64s(g, [1], 'axes')], { keepdims: attr.int(1) });
-      const countFeat = g.op('Div', [g.op('Log', [g.op('Add', [count, floatScalar(g, 1, 'one')])]), floatScalar(g, Math.log1p(r.maxLength), `rti${i}.log_max`)]);
+      const countFeat = g.op('Div', [g.op('Log', [g.op('Add', [count, floatScalar(g, 1, 'one')])]), floatScalar(g, Math.log1p(r.max_length), `rti${i}.log_max`)]);
       parts.push(mean, att, countFeat);
     });
   }

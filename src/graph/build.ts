@@ -175,7 +175,7 @@ async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<st
   t = performance.now();
   const edges: EdgeManifest[] = [];
   for (const [name, tm] of Object.entries(tables)) {
-    for (const fk of tm.foreignKeys) {
+    for (const fk of tm.foreign_keys) {
       const parents = readInt32(join(out, fk.file));
       const nParent = tables[fk.target]!.rows;
       const { indptr, indices } = reverseCsr(parents, nParent);
@@ -190,10 +190,10 @@ async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<st
         dst: fk.target,
         kind: 'fk',
         column: fk.column,
-        childTable: name,
+        child_table: name,
         count,
-        indptrFile: null,
-        indicesFile: null,
+        indptr_file: null,
+        indices_file: null,
         degree: { mean: round(count / Math.max(1, parents.length), 4), p99: count > 0 ? 1 : 0, max: count > 0 ? 1 : 0 },
       });
       edges.push({
@@ -202,10 +202,10 @@ async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<st
         dst: name,
         kind: 'rev',
         column: fk.column,
-        childTable: name,
+        child_table: name,
         count,
-        indptrFile: `${base}.indptr.i32`,
-        indicesFile: `${base}.indices.i32`,
+        indptr_file: `${base}.indptr.i32`,
+        indices_file: `${base}.indices.i32`,
         degree: degreeStats(indptr),
       });
     }
@@ -218,11 +218,11 @@ async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<st
     gnnctl: VERSION,
     name: cfg.name,
     fingerprint,
-    schemaFingerprint: schemaFingerprint(schema),
+    schema_fingerprint: schemaFingerprint(schema),
     schema,
-    createdAt: new Date().toISOString(),
-    fitUntil,
-    timeRange,
+    created_at: new Date().toISOString(),
+    fit_until: fitUntil,
+    time_range: timeRange,
     sources,
     tables,
     edges,

@@ -54,8 +54,8 @@ export async function encodeTable(
   // Foreign keys → parent node ids.
   const fkSelects: string[] = [];
   const fkJoins: string[] = [];
-  const fkManifests: TableManifest['foreignKeys'] = [];
-  const fkSchemas: TableSchema['foreignKeys'] = [];
+  const fkManifests: TableManifest['foreign_keys'] = [];
+  const fkSchemas: TableSchema['foreign_keys'] = [];
   let j = 0;
   for (const [col, target] of Object.entries(spec.foreign_keys)) {
     const parent = plans[target]!;
@@ -84,7 +84,7 @@ export async function encodeTable(
       warn(`${msg}; those edges are dropped (data.strict: true makes this an error)`);
       warnings.push(msg);
     }
-    fkManifests.push({ column: col, target, file: `${dir}/fk_${safe(col)}.i32`, nulls: Number(counts.nulls), unmatched, unmatchedExamples: examples });
+    fkManifests.push({ column: col, target, file: `${dir}/fk_${safe(col)}.i32`, nulls: Number(counts.nulls), unmatched, unmatched_examples: examples });
     fkSchemas.push({ column: col, target, type: colType });
     j++;
   }
@@ -179,20 +179,20 @@ export async function encodeTable(
 
   return {
     schema: {
-      primaryKey: spec.primary_key ? { column: spec.primary_key, type: plan.pkType! } : null,
-      timeColumn: spec.time_column ?? null,
-      foreignKeys: fkSchemas,
+      primary_key: spec.primary_key ? { column: spec.primary_key, type: plan.pkType! } : null,
+      time_column: spec.time_column ?? null,
+      foreign_keys: fkSchemas,
       columns,
     },
     manifest: {
       rows: plan.rows,
-      timeFile: plan.timeExpr ? `${dir}/time.f64` : null,
-      timeRange,
-      rowsFile,
+      time_file: plan.timeExpr ? `${dir}/time.f64` : null,
+      time_range: timeRange,
+      rows_file: rowsFile,
       numeric: numManifests,
       categorical: catManifests,
       timestamps: tsManifests,
-      foreignKeys: fkManifests,
+      foreign_keys: fkManifests,
     },
   };
 }

@@ -54,7 +54,7 @@ export class Graph {
         name,
         rows: tm.rows,
         manifest: tm,
-        time: tm.timeFile ? readF64(join(dir, tm.timeFile)) : null,
+        time: tm.time_file ? readF64(join(dir, tm.time_file)) : null,
         numeric: tm.numeric.map((meta) => ({ meta, values: readF32(join(dir, meta.file)) })),
         categorical: tm.categorical.map((meta) => ({ meta, codes: readI32(join(dir, meta.file)) })),
         timestamps: tm.timestamps.map((m) => ({ name: m.name, values: readF64(join(dir, m.file)) })),
@@ -62,7 +62,7 @@ export class Graph {
     }
     const edges: EdgeType[] = manifest.edges.map((meta) => {
       if (meta.kind === 'fk') {
-        const fk = manifest.tables[meta.src]!.foreignKeys.find((f) => f.column === meta.column)!;
+        const fk = manifest.tables[meta.src]!.foreign_keys.find((f) => f.column === meta.column)!;
         return { meta, name: meta.name, src: meta.src, dst: meta.dst, kind: 'fk', parent: readI32(join(dir, fk.file)), indptr: null, indices: null };
       }
       return {
@@ -72,8 +72,8 @@ export class Graph {
         dst: meta.dst,
         kind: 'rev',
         parent: null,
-        indptr: readI32(join(dir, meta.indptrFile!)),
-        indices: readI32(join(dir, meta.indicesFile!)),
+        indptr: readI32(join(dir, meta.indptr_file!)),
+        indices: readI32(join(dir, meta.indices_file!)),
       };
     });
     return new Graph(dir, manifest, tables, edges);

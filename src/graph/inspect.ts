@@ -30,12 +30,12 @@ export function summarizeGraph(dir: string, m: GraphManifest): GraphSummary {
     const schema = m.schema.tables[name]!;
     tables[name] = {
       rows: tm.rows,
-      time_range: tm.timeRange ? [iso(tm.timeRange[0]), iso(tm.timeRange[1])] : null,
+      time_range: tm.time_range ? [iso(tm.time_range[0]), iso(tm.time_range[1])] : null,
       columns: schema.columns.map((c) => {
         let encoder = '-';
         const num = tm.numeric.find((n) => n.name === c.name);
         const cat = tm.categorical.find((n) => n.name === c.name);
-        const fk = tm.foreignKeys.find((f) => f.column === c.name);
+        const fk = tm.foreign_keys.find((f) => f.column === c.name);
         if (num) encoder = `standardize(mean=${fmt(num.mean)}, std=${fmt(num.std)}) + null flag (${num.nulls} nulls)`;
         else if (cat) encoder = `vocabulary(${cat.vocab.length} values + OOV + null; ${cat.nulls} nulls, ${cat.oov} OOV)`;
         else if (c.role === 'timestamp') encoder = 'relative time to the anchor';
@@ -50,9 +50,9 @@ export function summarizeGraph(dir: string, m: GraphManifest): GraphSummary {
   return {
     dir,
     fingerprint: m.fingerprint,
-    schema_fingerprint: m.schemaFingerprint,
-    fit_until: m.fitUntil === null ? null : iso(m.fitUntil),
-    time_range: m.timeRange ? [iso(m.timeRange[0]), iso(m.timeRange[1])] : null,
+    schema_fingerprint: m.schema_fingerprint,
+    fit_until: m.fit_until === null ? null : iso(m.fit_until),
+    time_range: m.time_range ? [iso(m.time_range[0]), iso(m.time_range[1])] : null,
     tables,
     edges: m.edges.map((e) => ({ name: e.name, kind: e.kind, count: e.count, degree_mean: e.degree.mean, degree_p99: e.degree.p99, degree_max: e.degree.max })),
     warnings: m.warnings,

@@ -11,11 +11,11 @@ export function diffSchemas(before: GraphSchema, after: GraphSchema): string[] {
   for (const [name, a] of Object.entries(before.tables)) {
     const b = after.tables[name];
     if (!b) continue;
-    if (JSON.stringify(a.primaryKey) !== JSON.stringify(b.primaryKey)) {
-      out.push(`table ${name}: primary key changed from ${a.primaryKey ? `${a.primaryKey.column} (${a.primaryKey.type})` : 'none'} to ${b.primaryKey ? `${b.primaryKey.column} (${b.primaryKey.type})` : 'none'}`);
+    if (JSON.stringify(a.primary_key) !== JSON.stringify(b.primary_key)) {
+      out.push(`table ${name}: primary key changed from ${a.primary_key ? `${a.primary_key.column} (${a.primary_key.type})` : 'none'} to ${b.primary_key ? `${b.primary_key.column} (${b.primary_key.type})` : 'none'}`);
     }
-    if (a.timeColumn !== b.timeColumn) out.push(`table ${name}: time column changed from ${a.timeColumn ?? 'none'} to ${b.timeColumn ?? 'none'}`);
-    const fk = (s: typeof a): string => s.foreignKeys.map((f) => `${f.column}->${f.target}`).sort().join(', ');
+    if (a.time_column !== b.time_column) out.push(`table ${name}: time column changed from ${a.time_column ?? 'none'} to ${b.time_column ?? 'none'}`);
+    const fk = (s: typeof a): string => s.foreign_keys.map((f) => `${f.column}->${f.target}`).sort().join(', ');
     if (fk(a) !== fk(b)) out.push(`table ${name}: foreign keys changed from [${fk(a)}] to [${fk(b)}]`);
     const colsB = new Map(b.columns.map((c) => [c.name, c]));
     for (const c of a.columns) {

@@ -43,7 +43,7 @@ export interface BenchServeOptions {
 export interface BenchServeResult extends OpenLoopResult {
   url: string;
   model: string;
-  pool: { size: number; meanBytes: number; knownKeyShare: number; meanSequence: number };
+  pool: { size: number; mean_bytes: number; known_key_share: number; mean_sequence: number };
   /** From the server's /metrics when it is a gnnctl server. */
   server?: ServerBreakdown;
 }
@@ -96,7 +96,7 @@ export async function benchServe(options: BenchServeOptions): Promise<BenchServe
     url: base,
     model: options.model,
     ...result,
-    pool: { size: pool.bodies.length, meanBytes: Math.round(pool.meanBytes), knownKeyShare: pool.knownKeyShare, meanSequence: pool.meanSequence },
+    pool: { size: pool.bodies.length, mean_bytes: Math.round(pool.meanBytes), known_key_share: pool.knownKeyShare, mean_sequence: pool.meanSequence },
     ...(before && after ? { server: breakdown(before, after) } : {}),
   };
 }

@@ -48,19 +48,19 @@ export interface LatencySummary {
 }
 
 export interface OpenLoopResult {
-  offeredQps: number;
+  offered_qps: number;
   /** Successful responses per second over the measured window. */
-  achievedQps: number;
-  durationS: number;
+  achieved_qps: number;
+  duration_s: number;
   sent: number;
   ok: number;
   errors: number;
   /** Errors by kind: `http_<status>`, `timeout`, or the socket error code. */
-  errorKinds: Record<string, number>;
+  error_kinds: Record<string, number>;
   /** Of successful requests, from the due time to the response's end, in ms. */
-  latencyMs: LatencySummary;
+  latency_ms: LatencySummary;
   /** How late requests were handed to the HTTP client, in ms (generator health). */
-  sendLagMs: { p99: number; max: number };
+  send_lag_ms: { p99: number; max: number };
   connections: number;
 }
 
@@ -177,15 +177,15 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<OpenLoopRes
   }
   const windowS = Math.max(options.durationS, (lastDone - windowStart) / 1000);
   return {
-    offeredQps: rate,
-    achievedQps: ok / windowS,
-    durationS: windowS,
+    offered_qps: rate,
+    achieved_qps: ok / windowS,
+    duration_s: windowS,
     sent: measured,
     ok,
     errors,
-    errorKinds,
-    latencyMs: summarize(latencies.subarray(0, ok)),
-    sendLagMs: { p99: percentile(lags.slice().sort(), 0.99), max: lags.reduce((a, b) => Math.max(a, b), 0) },
+    error_kinds: errorKinds,
+    latency_ms: summarize(latencies.subarray(0, ok)),
+    send_lag_ms: { p99: percentile(lags.slice().sort(), 0.99), max: lags.reduce((a, b) => Math.max(a, b), 0) },
     connections,
   };
 }

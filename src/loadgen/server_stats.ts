@@ -13,18 +13,18 @@ export interface Scrape {
 export interface ServerBreakdown {
   requests: number;
   /** Mean milliseconds per request in each phase (batch phases spread over the batch's requests). */
-  phaseMsPerRequest: Record<string, number>;
-  meanBatchRows: number;
+  phase_ms_per_request: Record<string, number>;
+  mean_batch_rows: number;
   batches: number;
   /** Main-thread busy share over the run (from the event-loop utilisation gauge at the second scrape). */
-  eventLoopUtilization?: number;
+  event_loop_utilization?: number;
   /** Main-thread event-loop delay over the run, ms (p99 and max). */
-  eventLoopDelayMs?: { p99: number; max: number };
+  event_loop_delay_ms?: { p99: number; max: number };
   /**
    * Request time inside the server (head received → response written), ms, estimated from the
    * histogram's buckets (upper bound of the bucket holding the quantile).
    */
-  requestMs?: { p50: number; p90: number; p99: number };
+  request_ms?: { p50: number; p90: number; p99: number };
 }
 
 export async function scrapeMetrics(baseUrl: string): Promise<Scrape | undefined> {
@@ -83,11 +83,11 @@ export function breakdown(before: Scrape, after: Scrape): ServerBreakdown {
   const max = after.samples.get('gnnctl_event_loop_delay_seconds{quantile="1"}');
   return {
     requests,
-    phaseMsPerRequest: phases,
-    meanBatchRows: batches > 0 ? rows / batches : 0,
+    phase_ms_per_request: phases,
+    mean_batch_rows: batches > 0 ? rows / batches : 0,
     batches,
-    eventLoopUtilization: after.samples.get('gnnctl_event_loop_utilization'),
-    ...(p99 !== undefined && max !== undefined ? { eventLoopDelayMs: { p99: p99 * 1000, max: max * 1000 } } : {}),
-    ...(count > 0 ? { requestMs: { p50: quantile(0.5), p90: quantile(0.9), p99: quantile(0.99) } } : {}),
+    event_loop_utilization: after.samples.get('gnnctl_event_loop_utilization'),
+    ...(p99 !== undefined && max !== undefined ? { event_loop_delay_ms: { p99: p99 * 1000, max: max * 1000 } } : {}),
+    ...(count > 0 ? { request_ms: { p50: quantile(0.5), p90: quantile(0.9), p99: quantile(0.99) } } : {}),
   };
 }

@@ -1,6 +1,6 @@
 /**
  * Turns a sampled batch into the dense arrays the model consumes, in plain TypeScript over typed arrays
- * (TF.js gathers are ~6× slower than a JS loop on the wasm backend; see DESIGN.md). Per node type, the
+ * (TF.js gathers are ~6× slower than a JS loop on the wasm backend; see docs/architecture.md, "Compute"). Per node type, the
  * distinct (node, anchor) pairs of the batch are encoded once — nodes of tables without a time column are
  * the same at every anchor, so an article bought in 300 sampled transactions is encoded once — and each
  * valid slot position points at its row. Padding is never computed: slots keep only their valid positions.
@@ -53,7 +53,7 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
       t = { nodes: [], anchors: [], index: new Map() };
       perType.set(slot.type, t);
     }
-    const timeDependent = f.spec.hasTime || f.spec.timestamps.length > 0;
+    const timeDependent = f.spec.has_time || f.spec.timestamps.length > 0;
     const n = B * slot.width;
     const rowOf = new Int32Array(n);
     const pos: number[] = [];
@@ -83,7 +83,7 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
   for (const [type, t] of perType) {
     const f = features[type]!;
     const rows = t.nodes.length;
-    const num = new Float32Array(rows * f.numDim);
+    const num = new Float32Array(rows * f.num_dim);
     const cat = new Int32Array(rows * f.catCount);
     f.gather(Int32Array.from(t.nodes), (i) => t.anchors[i]!, null, num, cat);
     types[type] = { num, cat, rows };

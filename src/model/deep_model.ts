@@ -43,8 +43,8 @@ export class DeepModel {
     const featureSpec = readModelJson<FeatureSpec>(runDir, 'features.json');
     for (const [type, t] of Object.entries(spec.types)) {
       const now = featureSpec.tables[type] ? numericDim(featureSpec.tables[type]) : -1;
-      if (now !== t.numDim) {
-        throw new ArtifactError(`run ${runDir} was trained with ${t.numDim} numeric inputs for ${type}, but this gnnctl encodes ${type} with ${now}`, {
+      if (now !== t.num_dim) {
+        throw new ArtifactError(`run ${runDir} was trained with ${t.num_dim} numeric inputs for ${type}, but this gnnctl encodes ${type} with ${now}`, {
           hint: 'the run comes from another gnnctl version whose feature encoding differs; retrain it with gnnctl train',
         });
       }

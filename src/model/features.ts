@@ -29,7 +29,7 @@ export interface TableFeatureSpec {
   numeric: { name: string; mean: number; std: number }[];
   categorical: { name: string; vocab: string[] }[];
   timestamps: string[];
-  hasTime: boolean;
+  has_time: boolean;
 }
 
 export interface FeatureSpec {
@@ -39,7 +39,7 @@ export interface FeatureSpec {
 }
 
 export function numericDim(t: TableFeatureSpec): number {
-  return 2 * t.numeric.length + 2 * t.timestamps.length + (t.hasTime ? TIME_FEATURES : 0);
+  return 2 * t.numeric.length + 2 * t.timestamps.length + (t.has_time ? TIME_FEATURES : 0);
 }
 
 /** Sizes of each categorical column's code space (vocab + null + OOV). */
@@ -56,7 +56,7 @@ export function featureSpecFromGraph(graph: Graph, exclude: { table: string; col
       numeric: t.numeric.filter((c) => !skip(name, c.meta.name)).map((c) => ({ name: c.meta.name, mean: c.meta.mean, std: c.meta.std })),
       categorical: t.categorical.filter((c) => !skip(name, c.meta.name)).map((c) => ({ name: c.meta.name, vocab: c.meta.vocab })),
       timestamps: t.timestamps.filter((c) => !skip(name, c.name)).map((c) => c.name),
-      hasTime: t.time !== null,
+      has_time: t.time !== null,
     };
   }
   return { tables, excluded: exclude };
@@ -65,7 +65,7 @@ export function featureSpecFromGraph(graph: Graph, exclude: { table: string; col
 /** A table's features bound to a graph: the arrays, with codes remapped to the spec's vocabularies. */
 export class TableFeatures {
   readonly spec: TableFeatureSpec;
-  readonly numDim: number;
+  readonly num_dim: number;
   readonly catCount: number;
   private readonly num: Float32Array[];
   private readonly ts: Float64Array[];
@@ -76,9 +76,9 @@ export class TableFeatures {
 
   constructor(table: NodeTable, spec: TableFeatureSpec) {
     this.spec = spec;
-    this.numDim = numericDim(spec);
+    this.num_dim = numericDim(spec);
     this.catCount = spec.categorical.length;
-    this.time = spec.hasTime ? table.time : null;
+    this.time = spec.has_time ? table.time : null;
     // A column the run reads but the graph lacks can only happen with --allow-schema-drift: it is read
     // as missing in every row (null flag / null code), which is what the model saw for absent values.
     const gone = (kind: string, name: string): void => warn(`${table.name}.${name} (${kind}) is gone from the data; the model reads it as missing in every row`);
@@ -107,7 +107,7 @@ export class TableFeatures {
    * `cat` ([rows × catCount], offset codes). Rows with `valid[i] = 0` are left as zeros.
    */
   gather(nodes: Int32Array, anchorOf: (i: number) => number, valid: Uint8Array | null, num: Float32Array, cat: Int32Array, row0 = 0): void {
-    const d = this.numDim;
+    const d = this.num_dim;
     const k = this.catCount;
     for (let i = 0; i < nodes.length; i++) {
       if (valid && !valid[i]) continue;

@@ -31,12 +31,12 @@ export interface ModelSpec {
   dropout: number;
   norm: 'layer' | 'none';
   skip: boolean;
-  categoricalDim: number;
+  categorical_dim: number;
   root: string;
   fanouts: Fanout[];
   sampling: 'last' | 'uniform';
   /** per node type: input widths */
-  types: Record<string, { numDim: number; catSizes: number[] }>;
+  types: Record<string, { num_dim: number; cat_sizes: number[] }>;
   /** per layer (1-based index − 1), per node type updated at that layer: incoming edge types */
   convs: Record<string, string[]>[];
   output: OutputSpec;
@@ -79,7 +79,7 @@ export class HeteroGnn {
   constructor(readonly params: ParamStore, readonly spec: ModelSpec) {
     const C = spec.channels;
     for (const [type, t] of Object.entries(spec.types)) {
-      this.encoders.set(type, new NodeEncoder(params, `enc/${type}`, { numDim: t.numDim, catSizes: t.catSizes, catDim: spec.categoricalDim, channels: C }));
+      this.encoders.set(type, new NodeEncoder(params, `enc/${type}`, { num_dim: t.num_dim, cat_sizes: t.cat_sizes, cat_dim: spec.categorical_dim, channels: C }));
     }
     spec.convs.forEach((layer, i) => {
       for (const [type, edges] of Object.entries(layer)) {
@@ -191,7 +191,7 @@ export class HeteroGnn {
   encode(type: string, num: Float32Array, cat: Int32Array, rows: number): tf.Tensor2D {
     const enc = this.encoders.get(type);
     if (!enc) throw new Error(`the model has no encoder for ${type}`);
-    return enc.apply(tf.tensor2d(num, [rows, enc.args.numDim]), tf.tensor2d(cat, [rows, enc.args.catSizes.length], 'int32'));
+    return enc.apply(tf.tensor2d(num, [rows, enc.args.num_dim]), tf.tensor2d(cat, [rows, enc.args.cat_sizes.length], 'int32'));
   }
 
   /**

@@ -3,11 +3,11 @@ import type { ParamStore } from './params.js';
 
 export interface NodeEncoderArgs {
   /** width of the numeric feature vector (standardized values, null flags, time features) */
-  numDim: number;
+  num_dim: number;
   /** code-space size of each categorical column (vocab + null + OOV) */
-  catSizes: number[];
+  cat_sizes: number[];
   /** width of each categorical embedding */
-  catDim: number;
+  cat_dim: number;
   /** output width */
   channels: number;
 }
@@ -26,9 +26,9 @@ export class NodeEncoder {
   readonly inDim: number;
 
   constructor(params: ParamStore, name: string, readonly args: NodeEncoderArgs) {
-    const total = args.catSizes.reduce((a, b) => a + b, 0);
-    this.emb = total > 0 ? params.normal(`${name}/emb`, [total, args.catDim], 0.1) : null;
-    this.inDim = args.numDim + args.catSizes.length * args.catDim;
+    const total = args.cat_sizes.reduce((a, b) => a + b, 0);
+    this.emb = total > 0 ? params.normal(`${name}/emb`, [total, args.cat_dim], 0.1) : null;
+    this.inDim = args.num_dim + args.cat_sizes.length * args.cat_dim;
     this.w = this.inDim > 0 ? params.glorot(`${name}/w`, [this.inDim, args.channels]) : null;
     this.b = params.zeros(`${name}/b`, [args.channels]);
   }
@@ -38,8 +38,8 @@ export class NodeEncoder {
       const n = num.shape[0];
       if (!this.w) return tf.tile(this.b.reshape([1, -1]), [n, 1]) as tf.Tensor2D;
       const parts: tf.Tensor2D[] = [];
-      if (this.args.numDim > 0) parts.push(num);
-      if (this.emb) parts.push(tf.gather(this.emb, cat.reshape([-1])).reshape([n, this.args.catSizes.length * this.args.catDim]));
+      if (this.args.num_dim > 0) parts.push(num);
+      if (this.emb) parts.push(tf.gather(this.emb, cat.reshape([-1])).reshape([n, this.args.cat_sizes.length * this.args.cat_dim]));
       const x = parts.length === 1 ? parts[0]! : tf.concat(parts, 1);
       return tf.matMul(x, this.w).add(this.b) as tf.Tensor2D;
     });

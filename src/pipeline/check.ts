@@ -52,9 +52,9 @@ export async function checkRepository(repo: string, cfg?: Config, now?: number):
   let referenceKind: CheckResult['reference'] = 'clock';
   if (cfg) {
     const g = await buildGraph(cfg);
-    currentFingerprint = g.manifest.schemaFingerprint;
-    if (now === undefined && g.manifest.timeRange) {
-      reference = g.manifest.timeRange[1];
+    currentFingerprint = g.manifest.schema_fingerprint;
+    if (now === undefined && g.manifest.time_range) {
+      reference = g.manifest.time_range[1];
       referenceKind = 'data';
     }
   }

@@ -82,7 +82,7 @@ export async function runPipeline(opts: PipelineOptions): Promise<PipelineResult
     const spec = cfg.taskSpecs[task]!;
     const key = trainRunKey(cfg, spec, graph.manifest.fingerprint, { epochs: opts.epochs });
     await stage(`train ${task}`, async () => {
-      const prev = opts.force ? undefined : listRuns(cfg.artifactsDir).reverse().find((r) => r.manifest.kind === 'train' && r.manifest.status === 'complete' && (r.manifest as TrainManifest).runKey === key);
+      const prev = opts.force ? undefined : listRuns(cfg.artifactsDir).reverse().find((r) => r.manifest.kind === 'train' && r.manifest.status === 'complete' && (r.manifest as TrainManifest).run_key === key);
       const dir = prev?.dir ?? (await train({ cfg, task, backend: opts.backend, epochs: opts.epochs })).runDir;
       const id = prev?.id ?? dir.split('/').pop()!;
       const m = JSON.parse(readFileSync(join(dir, 'metrics.json'), 'utf8')) as { main_metric: string; test: Record<string, number>; val: unknown; baseline: { test: Record<string, number> } | null; lift: number | null };
@@ -97,10 +97,10 @@ export async function runPipeline(opts: PipelineOptions): Promise<PipelineResult
   }
 
   const baseRun = runs[d.base]!;
-  const anchor = graph.manifest.timeRange![1];
+  const anchor = graph.manifest.time_range![1];
   const embeddingFiles: string[] = [];
   const fact = cfg.taskSpecs[d.task]!.query.entity.table;
-  const factFks = graph.manifest.schema.tables[fact]!.foreignKeys;
+  const factFks = graph.manifest.schema.tables[fact]!.foreign_keys;
   const keyTables = [...new Set(d.embedding_keys.map((k) => factFks.find((f) => `${fact}.${f.column}` === k)!.target))];
   for (const table of keyTables) {
     await stage(`embed ${table}`, async () => {
@@ -117,7 +117,7 @@ export async function runPipeline(opts: PipelineOptions): Promise<PipelineResult
 
   const distillKey = distillRunKey(cfg, d, d.task, baseRun, graph.manifest.fingerprint, { epochs: opts.distillEpochs });
   const distilled = await stage('distill', async () => {
-    const prev = opts.force ? undefined : listRuns(cfg.artifactsDir).reverse().find((r) => r.manifest.kind === 'distill' && r.manifest.status === 'complete' && (r.manifest as DistillManifest).runKey === distillKey);
+    const prev = opts.force ? undefined : listRuns(cfg.artifactsDir).reverse().find((r) => r.manifest.kind === 'distill' && r.manifest.status === 'complete' && (r.manifest as DistillManifest).run_key === distillKey);
     const dir = prev?.dir ?? (await distill({ cfg, base: baseRun, backend: opts.backend, epochs: opts.distillEpochs, cwd: opts.cwd })).runDir;
     const m = JSON.parse(readFileSync(join(dir, 'metrics.json'), 'utf8')) as { test: Record<string, number>; val: unknown; teacher: { test: Record<string, number> } | null; ablations: Record<string, { test: Record<string, number> }> };
     const id = dir.split('/').pop()!;
@@ -136,7 +136,7 @@ export async function runPipeline(opts: PipelineOptions): Promise<PipelineResult
     const same = opts.force ? null : latestExport(join(repo, cfg.export.name), distilled.id, embeddingFiles);
     if (same) return { value: same, metric: `version ${same.version} (unchanged)`, artifact: same.dir, reused: true };
     const r = await exportModel({ cfg, run: distilled.id, embeddings: embeddingFiles, backend: opts.backend, cwd: opts.cwd });
-    return { value: { version: r.version, dir: r.dir, repo: r.repository }, metric: `version ${r.version}, ${(r.model_bytes / 2 ** 20).toFixed(1)} MiB, parity ${r.parity?.maxAbsDiff.toExponential(1) ?? '-'}`, artifact: r.dir, reused: false };
+    return { value: { version: r.version, dir: r.dir, repo: r.repository }, metric: `version ${r.version}, ${(r.model_bytes / 2 ** 20).toFixed(1)} MiB, parity ${r.parity?.max_abs_diff.toExponential(1) ?? '-'}`, artifact: r.dir, reused: false };
   });
 
   let smoke: SmokeResult | null = null;

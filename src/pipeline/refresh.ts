@@ -54,7 +54,7 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
   const tables = [...new Set((JSON.parse(readFileSync(join(distilled.dir, 'model', 'student.json'), 'utf8')) as { embeddings: { target: string }[] }).embeddings.map((e) => e.target))];
   const files: string[] = [];
   for (const table of tables) {
-    const r = await embed({ cfg, run: dm.baseRun, table, mode: 'exact', backend: opts.backend, cwd: opts.cwd });
+    const r = await embed({ cfg, run: dm.base_run, table, mode: 'exact', backend: opts.backend, cwd: opts.cwd });
     files.push(r.path);
   }
   const r = await exportModel({ cfg, run: distilled.id, embeddings: files, out: repo, name, backend: opts.backend, cwd: opts.cwd });
@@ -64,7 +64,7 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
     previous_version: previous,
     dir: r.dir,
     distilled_run: distilled.id,
-    base_run: dm.baseRun,
+    base_run: dm.base_run,
     embedding_anchor: r.embedding_anchor,
     embedding_rows: r.embedding_rows,
     seconds: Math.round((performance.now() - t0) / 10) / 100,

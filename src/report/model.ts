@@ -127,14 +127,14 @@ export interface RunHeader {
   status: string;
   /** the manifest's error message of a failed run */
   error: string | null;
-  createdAt: string;
-  finishedAt: string | null;
+  created_at: string;
+  finished_at: string | null;
   backend: string;
   /** gnnctl version that made the run */
   gnnctl: string;
   seed: number | null;
   dataFingerprint: string;
-  schemaFingerprint: string;
+  schema_fingerprint: string;
   graphDir: string;
   configName: string | null;
   configPath: string | null;
@@ -150,7 +150,7 @@ export interface ExportInfo {
   dir: string;
   model: string;
   version: string;
-  createdAt: string | null;
+  created_at: string | null;
   maxOffsetSeconds: number | null;
   embeddings: { table: string; anchorTime: string; rows: number | null }[];
 }
@@ -162,7 +162,7 @@ export interface TrainReport {
   metrics: TrainMetricsFile;
   /** e.g. "sage · 2 layers · 64 channels · fanout 16, 8" */
   modelSummary: string | null;
-  initFrom: string | null;
+  init_from: string | null;
 }
 
 export interface DistillReport {
@@ -209,7 +209,7 @@ export function loadReportData(runDir: string, opts: LoadOptions = {}): ReportDa
   switch (manifest.kind) {
     case 'train': {
       const metrics = parseWith(trainMetricsSchema, raw, metricsPath);
-      return { kind: 'train', header, taskKind: metrics.kind, metrics, modelSummary: modelSummary(manifest.config), initFrom: str(manifest.initFrom) };
+      return { kind: 'train', header, taskKind: metrics.kind, metrics, modelSummary: modelSummary(manifest.config), init_from: str(manifest.init_from) };
     }
     case 'distill': {
       const metrics = parseWith(distillMetricsSchema, raw, metricsPath);
@@ -257,7 +257,7 @@ export function findExports(repository: string, runId: string): ExportInfo[] {
         dir: join(modelDir, version),
         model: parsed.model,
         version: String(parsed.version),
-        createdAt: parsed.created_at ?? null,
+        created_at: parsed.created_at ?? null,
         maxOffsetSeconds: parsed.max_embedding_offset_seconds ?? null,
         embeddings: parsed.embeddings.map((e) => ({ table: e.table, anchorTime: e.anchor_time, rows: e.rows ?? null })),
       });
@@ -275,13 +275,13 @@ function readHeader(m: RunManifestBase): RunHeader {
     task: m.task,
     status: m.status,
     error: str(m.error),
-    createdAt: m.createdAt,
-    finishedAt: str(m.finishedAt),
+    created_at: m.created_at,
+    finished_at: str(m.finished_at),
     backend: m.backend,
     gnnctl: m.gnnctl,
     seed: num(m.seed),
     dataFingerprint: str(graph.fingerprint) ?? '',
-    schemaFingerprint: str(graph.schemaFingerprint) ?? '',
+    schema_fingerprint: str(graph.schema_fingerprint) ?? '',
     graphDir: str(graph.dir) ?? '',
     configName: str(cfg.name),
     configPath: str(cfg.path),
@@ -308,7 +308,7 @@ function graphDataEnd(graphDir: string): number | null {
   if (!graphDir) return null;
   try {
     const g = obj(JSON.parse(readFileSync(join(graphDir, 'manifest.json'), 'utf8')));
-    const range = g.timeRange;
+    const range = g.time_range;
     return Array.isArray(range) && typeof range[1] === 'number' ? range[1] : null;
   } catch {
     return null; // the graph folder was cleaned up or moved: the freshness table falls back to the wall clock

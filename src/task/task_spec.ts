@@ -24,13 +24,13 @@ export interface TaskDefinition {
 /** A parsed RTI hop path `fact.fk->parent.pk->child.fk`: the child rows sharing the fact row's parent. */
 export interface HopPath {
   text: string;
-  factTable: string;
-  factColumn: string;
-  parentTable: string;
-  parentKey: string;
-  childTable: string;
-  childColumn: string;
-  maxLength: number;
+  fact_table: string;
+  fact_column: string;
+  parent_table: string;
+  parent_key: string;
+  child_table: string;
+  child_column: string;
+  max_length: number;
 }
 
 /** Training examples of one split: the entity's node id, its anchor time (seconds) and its label. */

@@ -47,8 +47,8 @@ export async function baselineSqlFeatures(
   let k = 0;
   if (task.query.target.kind === 'entity') {
     for (const [table, tm] of Object.entries(manifest.schema.tables)) {
-      if (!tm.timeColumn) continue;
-      for (const fk of tm.foreignKeys.filter((f) => f.target === entity)) {
+      if (!tm.time_column) continue;
+      for (const fk of tm.foreign_keys.filter((f) => f.target === entity)) {
         const a = `r${k++}`;
         const nums = numericColumns(manifest, table, excluded);
         const parts = [
@@ -79,7 +79,7 @@ export async function baselineSqlFeatures(
     }
   } else {
     const table = entity;
-    const fks = manifest.schema.tables[table]!.foreignKeys;
+    const fks = manifest.schema.tables[table]!.foreign_keys;
     const nums = numericColumns(manifest, table, excluded);
     const inner: string[] = ['__node'];
     fks.forEach((fk, j) => {

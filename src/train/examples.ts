@@ -30,7 +30,7 @@ export interface TrainingTables {
 type SplitWhere = { train: string; val: string; test: string };
 
 export function rowsPath(graphDir: string, manifest: GraphManifest, table: string): string {
-  return join(graphDir, manifest.tables[table]!.rowsFile);
+  return join(graphDir, manifest.tables[table]!.rows_file);
 }
 
 export interface TrainingTableOptions {
@@ -113,7 +113,7 @@ async function entityExamples(conn: DuckDBConnection, graphDir: string, manifest
   const anchors = [...split.trainAnchors, split.valAnchor, split.testAnchor];
   await conn.run(`CREATE OR REPLACE TEMP TABLE anchors AS SELECT unnest([${anchors.join(', ')}]::DOUBLE[]) AS anchor`);
   const eRows = lit(rowsPath(graphDir, manifest, entity));
-  const eHasTime = manifest.tables[entity]!.timeFile !== null;
+  const eHasTime = manifest.tables[entity]!.time_file !== null;
 
   // Every aggregate (target and WHERE) becomes a grouped subquery keyed by (anchor, node).
   const aggs: { agg: Aggregate; alias: string }[] = [{ agg: query.target.aggregate, alias: 'target' }];
@@ -135,7 +135,7 @@ async function entityExamples(conn: DuckDBConnection, graphDir: string, manifest
   const joins: string[] = [];
   for (const { agg, alias } of aggs) {
     if (agg.table === entity) throw new NotImplementedError(`aggregates over the entity table itself (${agg.fn}(${agg.table}…)) are not supported`, { hint: 'aggregate over a table with a foreign key to the entity' });
-    const fk = manifest.schema.tables[agg.table]!.foreignKeys.find((f) => f.target === entity)!;
+    const fk = manifest.schema.tables[agg.table]!.foreign_keys.find((f) => f.target === entity)!;
     if (agg.column) checkColumn(manifest, agg.table, agg.column, `tasks.${task.name}.query`);
     const fRows = lit(rowsPath(graphDir, manifest, agg.table));
     const fkCol = q(`__fk_${fk.column}`);

@@ -40,11 +40,11 @@ export interface TrainOptions {
   task: string;
   backend?: BackendRequest;
   /** fine-tune: start from this run's weights and encoders */
-  initFrom?: string;
+  init_from?: string;
   /** override model.epochs (tests, quick runs) */
   epochs?: number;
   /** skip the no-graph baseline (benchmarks) */
-  skipBaseline?: boolean;
+  skip_baseline?: boolean;
 }
 
 export interface EpochRecord {
@@ -78,10 +78,10 @@ export interface TrainMetrics {
 export interface TrainManifest extends RunManifestBase {
   kind: 'train';
   /** identity of what was trained: same key → same model (pipeline re-runs reuse such a run) */
-  runKey: string;
+  run_key: string;
   split: { window: number; train: string[]; val: string; test: string };
-  initFrom: string | null;
-  backendInfo: BackendInfo;
+  init_from: string | null;
+  backend_info: BackendInfo;
 }
 
 export interface TrainResult {
@@ -105,14 +105,14 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
 
   const built = await buildGraph(cfg);
   const graph = Graph.load(built.dir);
-  const range = graph.manifest.timeRange;
+  const range = graph.manifest.time_range;
   if (!range) throw new DataError('no table has a time_column, so there are no anchor times to train at', { hint: 'declare time_column on the fact tables' });
   const split = taskSplit(task, { min: range[0], max: range[1] });
   const exclusions = targetExclusions(task);
   const excludedSet = new Set(exclusions.map((e) => `${e.table}.${e.column}`));
 
   let tStage = performance.now();
-  const tables = await buildTrainingTables(built.dir, graph.manifest, task, split, { seed, baselineExcluding: opts.skipBaseline ? undefined : excludedSet });
+  const tables = await buildTrainingTables(built.dir, graph.manifest, task, split, { seed, baselineExcluding: opts.skip_baseline ? undefined : excludedSet });
   const tablesSeconds = (performance.now() - tStage) / 1000;
   checkTables(task, tables, split);
   const kind = task.query.taskType;
@@ -121,8 +121,8 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   // Encoders: fitted by the graph build, or inherited (and grown) from the run we fine-tune.
   let featureSpec: FeatureSpec;
   let init: { dir: string; id: string } | null = null;
-  if (opts.initFrom) {
-    const prev = resolveRun(cfg.artifactsDir, opts.initFrom, { kind: 'train' });
+  if (opts.init_from) {
+    const prev = resolveRun(cfg.artifactsDir, opts.init_from, { kind: 'train' });
     const prevManifest = readManifest<TrainManifest>(prev.dir);
     const prevGraph = readGraphSchema(prevManifest);
     const diff = diffSchemas(prevGraph, graph.manifest.schema);
@@ -160,11 +160,11 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     dropout: mc.dropout,
     norm: mc.norm,
     skip: mc.skip,
-    categoricalDim: mc.categorical_dim,
+    categorical_dim: mc.categorical_dim,
     root: task.query.entity.table,
     fanouts: mc.num_neighbors,
     sampling: mc.sampling,
-    types: Object.fromEntries(Object.entries(featureSpec.tables).map(([t, s]) => [t, { numDim: numericDim(s), catSizes: categoricalSizes(s) }])),
+    types: Object.fromEntries(Object.entries(featureSpec.tables).map(([t, s]) => [t, { num_dim: numericDim(s), cat_sizes: categoricalSizes(s) }])),
     convs: convLayout(plan),
     output: objective.fitOutput(tables.train.labels),
     // `config validate` already checked that a configured loss fits the objective.
@@ -187,16 +187,16 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     task: task.name,
     status: 'running',
     gnnctl: VERSION,
-    createdAt: new Date().toISOString(),
-    graph: { dir: built.dir, fingerprint: graph.manifest.fingerprint, schemaFingerprint: graph.manifest.schemaFingerprint },
-    graphSchema: graph.manifest.schema,
+    created_at: new Date().toISOString(),
+    graph: { dir: built.dir, fingerprint: graph.manifest.fingerprint, schema_fingerprint: graph.manifest.schema_fingerprint },
+    graph_schema: graph.manifest.schema,
     backend: backend.name,
-    backendInfo: backend,
+    backend_info: backend,
     seed,
     config: { name: cfg.name, path: cfg.path, task: { query: task.query.text, split: task.split }, model: mc, data: cfg.data },
     split: { window: split.window, train: split.trainAnchors.map(isoSeconds), val: isoSeconds(split.valAnchor), test: isoSeconds(split.testAnchor) },
-    initFrom: init?.id ?? null,
-    runKey: trainRunKey(cfg, task, graph.manifest.fingerprint, opts),
+    init_from: init?.id ?? null,
+    run_key: trainRunKey(cfg, task, graph.manifest.fingerprint, opts),
     timings: { training_tables: round(tablesSeconds, 2) },
   };
   writeManifest(runDir, manifest);
@@ -261,7 +261,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     writeJsonAtomic(join(runDir, 'metrics.json'), metrics);
     const status = stop.requested ? 'interrupted' : 'complete';
     manifest.status = status;
-    manifest.finishedAt = new Date().toISOString();
+    manifest.finished_at = new Date().toISOString();
     manifest.timings.total = round((performance.now() - t0) / 1000, 2);
     manifest.metrics = { val: val, test: test, baseline_test: baseline?.test ?? null, lift: metrics.lift };
     writeManifest(runDir, manifest);
@@ -279,12 +279,12 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
 }
 
 /** Everything that determines a training run's result: config of the task, data, seed, code version. */
-export function trainRunKey(cfg: Config, task: TaskSpec, dataFingerprint: string, opts: Pick<TrainOptions, 'initFrom' | 'epochs'>): string {
-  return hashValue({ v: VERSION, data: dataFingerprint, query: task.query.text, split: task.split, model: task.model, seed: cfg.seed, init: opts.initFrom ?? null, epochs: opts.epochs ?? null });
+export function trainRunKey(cfg: Config, task: TaskSpec, dataFingerprint: string, opts: Pick<TrainOptions, 'init_from' | 'epochs'>): string {
+  return hashValue({ v: VERSION, data: dataFingerprint, query: task.query.text, split: task.split, model: task.model, seed: cfg.seed, init: opts.init_from ?? null, epochs: opts.epochs ?? null });
 }
 
 function readGraphSchema(m: TrainManifest): Graph['manifest']['schema'] {
-  const s = m.graphSchema as Graph['manifest']['schema'] | undefined;
+  const s = m.graph_schema as Graph['manifest']['schema'] | undefined;
   if (!s) throw new ArtifactError(`run ${m.id} does not record its graph schema`, { hint: 'it was made by an older gnnctl; train from scratch' });
   return s;
 }
@@ -444,16 +444,16 @@ const ONE_HOT_MAX = 50;
 
 function ownMatrix(f: TableFeatures, ex: Examples): { X: Float32Array; d: number } {
   const n = ex.nodes.length;
-  const num = new Float32Array(n * f.numDim);
+  const num = new Float32Array(n * f.num_dim);
   const cat = new Int32Array(n * f.catCount);
   f.gather(ex.nodes, (i) => ex.anchors[i]!, null, num, cat);
   const small = f.spec.categorical.map((c, i) => ({ i, size: c.vocab.length + 2 })).filter((c) => c.size <= ONE_HOT_MAX);
   const oneHot = small.reduce((a, c) => a + c.size, 0);
-  const d = f.numDim + oneHot;
+  const d = f.num_dim + oneHot;
   const X = new Float32Array(n * d);
   for (let r = 0; r < n; r++) {
-    X.set(num.subarray(r * f.numDim, (r + 1) * f.numDim), r * d);
-    let o = r * d + f.numDim;
+    X.set(num.subarray(r * f.num_dim, (r + 1) * f.num_dim), r * d);
+    let o = r * d + f.num_dim;
     for (const c of small) {
       const code = cat[r * f.catCount + c.i]! - f.catOffsets[c.i]!;
       X[o + code] = 1;
@@ -467,7 +467,7 @@ function ownFeatureNames(f: TableFeatures): string[] {
   const names: string[] = [];
   for (const c of f.spec.numeric) names.push(c.name, `${c.name}:null`);
   for (const c of f.spec.timestamps) names.push(`${c}:age`, `${c}:null`);
-  if (f.spec.hasTime) names.push('time:log_age', 'time:age_years', 'time:week_sin', 'time:week_cos', 'time:hour_sin', 'time:hour_cos', 'time:dow_sin', 'time:dow_cos', 'time:recent_1h', 'time:recent_1d', 'time:recent_7d', 'time:recent_30d');
+  if (f.spec.has_time) names.push('time:log_age', 'time:age_years', 'time:week_sin', 'time:week_cos', 'time:hour_sin', 'time:hour_cos', 'time:dow_sin', 'time:dow_cos', 'time:recent_1h', 'time:recent_1d', 'time:recent_7d', 'time:recent_30d');
   for (const c of f.spec.categorical) if (c.vocab.length + 2 <= ONE_HOT_MAX) names.push(`${c.name}:one_hot(${c.vocab.length + 2})`);
   return names;
 }

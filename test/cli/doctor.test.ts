@@ -17,14 +17,14 @@ describe('gnnctl doctor', () => {
     expect(r.platform.arch).toBe(process.arch);
     expect(r.cpu.cores).toBeGreaterThanOrEqual(1);
     expect(r.cpu.model.length).toBeGreaterThan(0);
-    expect(r.memory.totalBytes).toBeGreaterThan(r.memory.freeBytes);
-    expect(r.memory.freeBytes).toBeGreaterThan(0);
+    expect(r.memory.total_bytes).toBeGreaterThan(r.memory.free_bytes);
+    expect(r.memory.free_bytes).toBeGreaterThan(0);
 
     expect(r.backend.name).toBe('wasm');
     expect(r.backend.requested).toBe('auto');
     expect(r.backend.simd).toBe(true);
     expect(r.backend.threads).toBe(1);
-    expect(r.backend.addedKernels).toContain('UnsortedSegmentSum');
+    expect(r.backend.added_kernels).toContain('UnsortedSegmentSum');
     expect(r.backend.reasons.find((x) => x.backend === '@tensorflow/tfjs-node')).toMatchObject({ status: 'skipped', why: expect.stringMatching(/^not installed/) });
     expect(r.backend.matmul.backend).toBe('wasm');
     expect(r.backend.matmul.gflops).toBeGreaterThan(0.5);

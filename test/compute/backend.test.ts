@@ -20,11 +20,11 @@ describe('selectBackend on this machine (no tfjs-node)', () => {
     expect(tf.getBackend()).toBe('wasm');
     expect(info.simd).toBe(true);
     expect(info.threads).toBe(1);
-    expect(info.addedKernels).toContain('UnsortedSegmentSum');
+    expect(info.added_kernels).toContain('UnsortedSegmentSum');
     // The fused ops (fused.ts) follow the kernels wasm lacks.
-    expect(info.addedKernels!.slice(-FUSED_KERNELS.length)).toEqual([...FUSED_KERNELS]);
-    expect(info.replacedKernels).toEqual(['GatherV2', 'Transpose', 'BatchMatMul', 'SplitV', 'Concat', 'Sum', 'Identity']);
-    expect(info.tfjsVersion).toBe('4.22.0');
+    expect(info.added_kernels!.slice(-FUSED_KERNELS.length)).toEqual([...FUSED_KERNELS]);
+    expect(info.replaced_kernels).toEqual(['GatherV2', 'Transpose', 'BatchMatMul', 'SplitV', 'Concat', 'Sum', 'Identity']);
+    expect(info.tfjs_version).toBe('4.22.0');
     expect(info.reasons.map((r) => [r.backend, r.status])).toEqual([
       ['@tensorflow/tfjs-node-gpu', 'skipped'],
       ['@tensorflow/tfjs-node', 'skipped'],
@@ -75,7 +75,7 @@ describe('selectBackend on this machine (no tfjs-node)', () => {
     expect(tf.getBackend()).toBe('cpu');
     expect(reason(info, 'cpu')).toEqual({ backend: 'cpu', status: 'active', why: 'requested with --backend cpu; ~30× slower than wasm' });
     expect(reason(info, '@tensorflow/tfjs-backend-wasm').status).toBe('available');
-    expect(info.addedKernels).toEqual([...FUSED_KERNELS]);
+    expect(info.added_kernels).toEqual([...FUSED_KERNELS]);
     expect(takeWarnings()).toEqual([expect.stringMatching(/cpu backend is active: it is ~30× slower than wasm/)]);
     const p = probeMatmul({ seconds: 0.05 });
     expect(p.backend).toBe('cpu');

@@ -541,7 +541,7 @@ describe('registration', () => {
 
   it('selectBackend lists them as added kernels', async () => {
     const info = await selectBackend('wasm');
-    expect(info.addedKernels).toEqual(expect.arrayContaining([...FUSED_KERNELS]));
+    expect(info.added_kernels).toEqual(expect.arrayContaining([...FUSED_KERNELS]));
   });
 });
 

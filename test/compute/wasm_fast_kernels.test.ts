@@ -12,7 +12,7 @@ const TOL = 1e-5;
 
 beforeAll(async () => {
   const info = await selectBackend('wasm');
-  expect(info.replacedKernels).toEqual(expect.arrayContaining(['Transpose', 'BatchMatMul', 'SplitV', 'Concat', 'Sum']));
+  expect(info.replaced_kernels).toEqual(expect.arrayContaining(['Transpose', 'BatchMatMul', 'SplitV', 'Concat', 'Sum']));
 });
 
 /** Runs `c` on wasm and cpu; forward and gradients must agree, exactly for int32 outputs. */

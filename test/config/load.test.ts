@@ -62,13 +62,13 @@ describe('loadConfig accepts valid configs', () => {
     expect(cfg.hopPaths).toEqual([
       {
         text: 'transactions.customer_id->customers.customer_id->transactions.customer_id',
-        factTable: 'transactions',
-        factColumn: 'customer_id',
-        parentTable: 'customers',
-        parentKey: 'customer_id',
-        childTable: 'transactions',
-        childColumn: 'customer_id',
-        maxLength: 32,
+        fact_table: 'transactions',
+        fact_column: 'customer_id',
+        parent_table: 'customers',
+        parent_key: 'customer_id',
+        child_table: 'transactions',
+        child_column: 'customer_id',
+        max_length: 32,
       },
     ]);
     expect(cfg.distillation!.max_embedding_offset).toBe(14 * 86400);

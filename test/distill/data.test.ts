@@ -168,10 +168,10 @@ describe('rtiElements against a brute-force reference on a generated table', () 
   }
 
   it.each([
-    { offset: 0, maxLength: 5 },
-    { offset: 1800, maxLength: 5 },
-    { offset: 7200, maxLength: 32 },
-  ])('real_time_offset $offset s, maxLength $maxLength: every row equals the reference', async ({ offset, maxLength }) => {
+    { offset: 0, max_length: 5 },
+    { offset: 1800, max_length: 5 },
+    { offset: 7200, max_length: 32 },
+  ])('real_time_offset $offset s, max_length $max_length: every row equals the reference', async ({ offset, max_length: maxLength }) => {
     const nodes = Int32Array.from({ length: gen.ids.length }, (_, i) => i);
     const got = await rtiIds(maxLength, offset, nodes, gen.ids, gen.graph, gen.cfg);
     const ref = reference(gen.graph, offset, maxLength).map((r) => r.map((v) => gen.ids[v]!));

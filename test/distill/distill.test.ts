@@ -37,7 +37,7 @@ beforeAll(async () => {
   await selectBackend('wasm');
   fx = await tinySynth(pipelineConfig());
   cfg = loadConfig(fx.config, { cwd: fx.dir, artifacts: fx.artifacts });
-  base = await train({ cfg, task: 'fraud', backend: 'wasm', skipBaseline: true });
+  base = await train({ cfg, task: 'fraud', backend: 'wasm', skip_baseline: true });
   const out = await distillCommand({ config: fx.config, artifacts: fx.artifacts, cwd: fx.dir, backend: 'wasm' });
   cmd = JSON.parse(JSON.stringify(out.result)) as typeof cmd;
 });
@@ -80,10 +80,10 @@ describe('the distilled run folder', () => {
 
   it('manifest.json traces it to its base run; student.json is the spec the bundled block asks for', () => {
     const man = readManifest<DistillManifest>(cmd.run_dir);
-    expect(man).toMatchObject({ kind: 'distill', status: 'complete', task: 'fraud', baseRun: base.runId, baseTask: 'fraud', embeddingsSource: 'computed' });
+    expect(man).toMatchObject({ kind: 'distill', status: 'complete', task: 'fraud', base_run: base.runId, base_task: 'fraud', embeddings_source: 'computed' });
     const spec = readModelJson<StudentSpec>(cmd.run_dir, 'student.json');
     expect(spec.embeddings.map((k) => `${k.column}->${k.target}`)).toEqual(['customer_id->customers', 'article_id->articles']);
-    expect(spec.rti.map((r) => [r.path, r.maxLength])).toEqual([[RTI_PATH, 32]]);
+    expect(spec.rti.map((r) => [r.path, r.max_length])).toEqual([[RTI_PATH, 32]]);
     // exclude_columns: the sales channel is neither a fact nor an RTI input; the target never is
     const columns = [...spec.numeric, ...spec.categorical, ...spec.rti.flatMap((r) => [...r.numeric, ...r.categorical])].map((c) => c.column);
     expect(columns).not.toContain('sales_channel_id');
@@ -133,7 +133,7 @@ describe('embeddings from files', () => {
     expect(r.metrics.embeddings.source).toBe('files');
     expect(r.metrics.embeddings.snapshots).toEqual(anchors);
     expect(r.metrics.embeddings.coverage).toEqual(cmd.metrics.embeddings.coverage);
-    expect(readManifest<DistillManifest>(r.runDir).embeddingsSource).toBe(snapshotDir);
+    expect(readManifest<DistillManifest>(r.runDir).embeddings_source).toBe(snapshotDir);
     expect(isProbabilityMetric(auroc(r.metrics.test))).toBe(true);
     expect(Math.abs(auroc(r.metrics.test) - auroc(cmd.metrics.test))).toBeLessThanOrEqual(1e-3);
   });

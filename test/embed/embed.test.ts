@@ -45,8 +45,8 @@ beforeAll(async () => {
   await selectBackend('wasm');
   fx = await tinySynth(pipelineConfig());
   cfg = loadConfig(fx.config, { cwd: fx.dir, artifacts: fx.artifacts });
-  runs.churn = await train({ cfg, task: 'churn', backend: 'wasm', skipBaseline: true });
-  runs.fraud = await train({ cfg, task: 'fraud', backend: 'wasm', skipBaseline: true });
+  runs.churn = await train({ cfg, task: 'churn', backend: 'wasm', skip_baseline: true });
+  runs.fraud = await train({ cfg, task: 'fraud', backend: 'wasm', skip_baseline: true });
   graph = Graph.load((await buildGraph(cfg)).dir);
   out = join(fx.dir, '..', 'out');
   mkdirSync(out);
@@ -153,7 +153,7 @@ describe('exact mode', () => {
     } finally {
       model.dispose();
     }
-    const key = graph.manifest.schema.tables[table]!.primaryKey!.column;
+    const key = graph.manifest.schema.tables[table]!.primary_key!.column;
     const exact = await readEmbeddings((await embedTo(`x-${table}-${run}.parquet`, { run: runs[run].runId, table })).path, key);
     const sampled = await readEmbeddings((await embedTo(`s-${table}-${run}.parquet`, { run: runs[run].runId, table, mode: 'sampled' })).path, key);
     expect([...sampled.keys()]).toEqual([...exact.keys()]);
@@ -167,7 +167,7 @@ describe('exact mode', () => {
     { table: 'customers', run: 'fraud' },
     { table: 'transactions', run: 'fraud' },
   ] as const)('the file holds the model\'s in-memory embeddings within 1e-6: $table of the $run run', async ({ table, run }) => {
-    const key = graph.manifest.schema.tables[table]!.primaryKey!.column;
+    const key = graph.manifest.schema.tables[table]!.primary_key!.column;
     const exact = await readEmbeddings((await embedTo(`m-x-${table}-${run}.parquet`, { run: runs[run].runId, table })).path, key);
     const sampled = await readEmbeddings((await embedTo(`m-s-${table}-${run}.parquet`, { run: runs[run].runId, table, mode: 'sampled' })).path, key);
     const keys = await nodeKeys(graph.dir, graph.manifest, table);
@@ -220,14 +220,14 @@ describe('file metadata', () => {
     expect(kv).toMatchObject({
       run_id: runs.churn.runId,
       dim: String(DIM),
-      graph_fingerprint: m.graph.schemaFingerprint,
+      graph_fingerprint: m.graph.schema_fingerprint,
       table: 'customers',
       anchor_time: ANCHOR,
       key: 'customer_id',
       mode: 'exact',
     });
     const folder = JSON.parse(readFileSync(join(r.path, '..', 'manifest.json'), 'utf8')) as Record<string, unknown>;
-    expect(folder).toMatchObject({ kind: 'embeddings', run_id: runs.churn.runId, graph_fingerprint: m.graph.schemaFingerprint, table: 'customers', anchor_time: ANCHOR, files: 'embeddings.parquet' });
+    expect(folder).toMatchObject({ kind: 'embeddings', run_id: runs.churn.runId, graph_fingerprint: m.graph.schema_fingerprint, table: 'customers', anchor_time: ANCHOR, files: 'embeddings.parquet' });
   });
 });
 
@@ -244,7 +244,7 @@ describe('schema drift', () => {
   async function drift(change: 'dropped' | 'added'): Promise<{ run: TrainResult; dataCfg: Config }> {
     const noAge = withoutAge();
     if (change === 'dropped') return { run: runs.churn, dataCfg: noAge };
-    noAgeRun ??= await train({ cfg: noAge, task: 'churn', backend: 'wasm', skipBaseline: true });
+    noAgeRun ??= await train({ cfg: noAge, task: 'churn', backend: 'wasm', skip_baseline: true });
     return { run: noAgeRun, dataCfg: cfg };
   }
 
@@ -322,7 +322,7 @@ describe('a failed or killed run leaves nothing at the output path', () => {
     // a bigger dataset (200k transactions) so the write spans several chunks of 65,536 rows
     const big = await synthOfSize('small');
     const bigCfg = loadConfig(big.config, { cwd: big.dir, artifacts: big.artifacts });
-    const run = await train({ cfg: bigCfg, task: 'fraud', backend: 'wasm', skipBaseline: true }); // also leaves the graph build cached
+    const run = await train({ cfg: bigCfg, task: 'fraud', backend: 'wasm', skip_baseline: true }); // also leaves the graph build cached
     const dir = join(big.dir, 'emb');
     mkdirSync(dir);
     const target = join(dir, 'embeddings.parquet');

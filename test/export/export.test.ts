@@ -53,7 +53,7 @@ beforeAll(async () => {
   await selectBackend('wasm');
   fx = await tinySynth(pipelineConfig());
   cfg = loadConfig(fx.config, { cwd: fx.dir, artifacts: fx.artifacts });
-  base = await train({ cfg, task: 'fraud', backend: 'wasm', skipBaseline: true });
+  base = await train({ cfg, task: 'fraud', backend: 'wasm', skip_baseline: true });
   distilled = await distill({ cfg, base: base.runId, backend: 'wasm' });
   spec = readModelJson<StudentSpec>(distilled.runDir, 'student.json');
   graph = Graph.load((await buildGraph(cfg)).dir);
@@ -72,7 +72,7 @@ const versionDir = (v: number) => join(repo, NAME, String(v));
 async function entityTables(dir: string): Promise<EntityTable[]> {
   const out: EntityTable[] = [];
   for (const k of spec.embeddings) {
-    const key = graph.manifest.schema.tables[k.target]!.primaryKey!.column;
+    const key = graph.manifest.schema.tables[k.target]!.primary_key!.column;
     const m = await readEmbeddings(join(dir, `embeddings.${k.target}.parquet`), key);
     const vectors = new Float32Array(m.size * k.dim);
     [...m.values()].forEach((v, i) => vectors.set(v, i * k.dim));
@@ -103,8 +103,8 @@ describe('the model repository', () => {
     expect(readdirSync(join(repo, NAME)).sort()).toEqual(['1', 'config.pbtxt']);
     expect(readdirSync(versionDir(1)).sort()).toEqual(['README.md', 'embeddings.articles.parquet', 'embeddings.customers.parquet', 'manifest.json', 'model.onnx']);
     expect(first.embedding_rows).toEqual({ customers: 500, articles: 200 });
-    expect(first.parity).toMatchObject({ examples: 256, nonFinite: 0 });
-    expect(first.parity!.maxAbsDiff).toBeLessThanOrEqual(1e-4);
+    expect(first.parity).toMatchObject({ examples: 256, non_finite: 0 });
+    expect(first.parity!.max_abs_diff).toBeLessThanOrEqual(1e-4);
   });
 
   it('manifest.json: lineage (base run, distilled run, embedding anchor, graph fingerprint) and file hashes that match', async () => {
@@ -119,7 +119,7 @@ describe('the model repository', () => {
       inputs: { name: string; datatype: string; shape: number[] }[];
     };
     const baseManifest = readManifest<TrainManifest>(base.runDir);
-    expect(m).toMatchObject({ kind: 'export', model: NAME, version: 1, base_run: base.runId, distilled_run: distilled.runId, graph_fingerprint: baseManifest.graph.schemaFingerprint });
+    expect(m).toMatchObject({ kind: 'export', model: NAME, version: 1, base_run: base.runId, distilled_run: distilled.runId, graph_fingerprint: baseManifest.graph.schema_fingerprint });
     expect(m.embeddings.map((e) => [e.table, e.anchor_time, e.run_id, e.rows])).toEqual([
       ['customers', first.embedding_anchor.customers, base.runId, 500],
       ['articles', first.embedding_anchor.articles, base.runId, 200],
@@ -206,9 +206,9 @@ describe('parity: the TF.js student and onnxruntime on model.onnx', () => {
     const student = loadStudent();
     try {
       const report = await checkParity(join(versionDir(1), 'model.onnx'), spec, student, graph, requests, data, 'probability', { batch, singles: batch === 256 ? 1000 : 0 });
-      expect(report).toMatchObject({ examples: 1000, nonFinite: 0 });
-      expect(report.maxAbsDiff).toBeLessThanOrEqual(1e-4);
-      expect(report.maxBatchDiff).toBeLessThanOrEqual(1e-6);
+      expect(report).toMatchObject({ examples: 1000, non_finite: 0 });
+      expect(report.max_abs_diff).toBeLessThanOrEqual(1e-4);
+      expect(report.max_batch_diff).toBeLessThanOrEqual(1e-6);
     } finally {
       student.dispose();
     }
@@ -294,7 +294,7 @@ describe('version skew', () => {
   }
 
   it('embeddings of another run (a second fraud run on the same data): refused, naming both runs', async () => {
-    const other = await train({ cfg, task: 'fraud', backend: 'wasm', skipBaseline: true });
+    const other = await train({ cfg, task: 'fraud', backend: 'wasm', skip_baseline: true });
     const r = await embed({ cfg, run: other.runId, table: 'customers', backend: 'wasm', out: join(fx.artifacts, 'skew', 'other-run', 'embeddings.parquet') });
     const err = await refused(r.path);
     expect(err.message).toMatch(`embeddings of customers come from run ${other.runId}, the distilled run was trained on embeddings of ${base.runId}`);
@@ -305,10 +305,10 @@ describe('version skew', () => {
     const path = join(fx.dir, 'config-no-age.yaml');
     writeFileSync(path, readFileSync(fx.config, 'utf8').replace('customers: { path: customers.csv, primary_key: customer_id }', 'customers: { path: customers.csv, primary_key: customer_id, columns: { age: ignore } }'));
     const noAge = loadConfig(path, { cwd: fx.dir, artifacts: fx.artifacts });
-    const other = await train({ cfg: noAge, task: 'fraud', backend: 'wasm', skipBaseline: true });
+    const other = await train({ cfg: noAge, task: 'fraud', backend: 'wasm', skip_baseline: true });
     const r = await embed({ cfg: noAge, run: other.runId, table: 'customers', backend: 'wasm', out: join(fx.artifacts, 'skew', 'other-schema', 'embeddings.parquet') });
     const theirs = (await parquetKv(r.path)).graph_fingerprint!;
-    const ours = readManifest<TrainManifest>(base.runDir).graph.schemaFingerprint;
+    const ours = readManifest<TrainManifest>(base.runDir).graph.schema_fingerprint;
     expect(theirs).not.toBe(ours);
     const err = await refused(r.path);
     expect(err.message).toMatch(`have graph fingerprint ${theirs}, the distilled run ${distilled.runId} has ${ours}`);
@@ -334,7 +334,7 @@ describe('the Kumo-shaped request (online-request-example.json)', () => {
     config = parseModelConfig(readFileSync(join(repo, NAME, 'config.pbtxt'), 'utf8'));
     customers = (await sqlRows(`SELECT customer_id AS k FROM read_parquet(${sqlPath(join(versionDir(1), 'embeddings.customers.parquet'))}) LIMIT 3`)).map((r) => r.k as string);
     articles = (await sqlRows(`SELECT article_id AS k FROM read_parquet(${sqlPath(join(versionDir(1), 'embeddings.articles.parquet'))}) LIMIT 40`)).map((r) => r.k as string);
-    lastNs = BigInt(graph.manifest.timeRange![1]) * 1_000_000_000n;
+    lastNs = BigInt(graph.manifest.time_range![1]) * 1_000_000_000n;
   });
 
   /**

@@ -71,7 +71,7 @@ beforeAll(async () => {
   const customers = (await keysOf('customers')).filter((k) => k !== 'c4');
   const articles = await keysOf('articles');
   entities = [customers, articles].map((keys) => ({ keys, vectors: Float32Array.from({ length: keys.length * DIM }, () => rng.normal()), dim: DIM }));
-  const g = buildStudentOnnx({ spec, weights: student.params.snapshot(), entities, keyVocabularies: { articles }, kind: 'binary' });
+  const g = buildStudentOnnx({ spec, weights: student.params.snapshot(), entities, key_vocabularies: { articles }, kind: 'binary' });
   scratch = mkdtempSync(join(tmpdir(), 'gnnctl-student-onnx-'));
   modelPath = g.toFiles(scratch).modelPath;
   session = await ort.InferenceSession.create(modelPath, { intraOpNumThreads: 1 });
@@ -109,7 +109,7 @@ describe('the spec built from the fixture', () => {
       ['channel_name', 'VARCHAR'],
     ]);
     expect(spec.embeddings.map((k) => k.column)).toEqual(['customer_id', 'article_id']);
-    expect(spec.rti[0]).toMatchObject({ ratios: ['price'], sameKeys: [{ column: 'article_id', target: 'articles' }] });
+    expect(spec.rti[0]).toMatchObject({ ratios: ['price'], same_keys: [{ column: 'article_id', target: 'articles' }] });
     expect(requestInputs(spec).map((i) => `${i.name}:${i.elemType}`)).toContain('transactions.sales_channel_id:INT64');
   });
 });
@@ -118,9 +118,9 @@ describe('parity with the TF.js student', () => {
   it('every fixture row (a null price, an empty channel name, RTI histories) within 1e-5, batch 1 = batch 8', async () => {
     const { requests, data } = await rawRequests(graph, spec, cfg.hopPaths, 0, nodes, entities);
     const report = await checkParity(modelPath, spec, student, graph, requests, data, 'probability', { batch: 8, singles: 8 });
-    expect(report).toMatchObject({ examples: 8, nonFinite: 0 });
-    expect(report.maxAbsDiff).toBeLessThanOrEqual(1e-5);
-    expect(report.maxBatchDiff).toBeLessThanOrEqual(1e-6);
+    expect(report).toMatchObject({ examples: 8, non_finite: 0 });
+    expect(report.max_abs_diff).toBeLessThanOrEqual(1e-5);
+    expect(report.max_batch_diff).toBeLessThanOrEqual(1e-6);
     expect(Array.from(data.rti[0]!).some((el) => el >= 0)).toBe(true);
   });
 });
@@ -173,10 +173,10 @@ describe('a null integer categorical', () => {
       const m = new StudentModel(s, 5, 0);
       const dir = mkdtempSync(join(scratch, 'null-int-'));
       try {
-        const path = buildStudentOnnx({ spec: s, weights: m.params.snapshot(), entities, keyVocabularies: { articles: entities[1]!.keys }, kind: 'binary' }).toFiles(dir).modelPath;
+        const path = buildStudentOnnx({ spec: s, weights: m.params.snapshot(), entities, key_vocabularies: { articles: entities[1]!.keys }, kind: 'binary' }).toFiles(dir).modelPath;
         const { requests, data } = await rawRequests(g, s, c.hopPaths, 0, nodes, entities);
         const report = await checkParity(path, s, m, g, requests, data, 'probability', { batch: 8, singles: 0 });
-        expect(report.maxAbsDiff).toBeLessThanOrEqual(1e-5);
+        expect(report.max_abs_diff).toBeLessThanOrEqual(1e-5);
       } finally {
         m.dispose();
       }

@@ -30,14 +30,14 @@ describe('graph build on the retail fixture', () => {
     expect(time[0]).toBe(Date.parse('2020-01-01T09:00:00Z') / 1000);
 
     // node id → key, read back from the keys file with DuckDB
-    const keys = await duckRows(`SELECT __node AS node, transaction_id FROM '${join(r.dir, r.manifest.tables.transactions!.rowsFile)}' ORDER BY node`);
+    const keys = await duckRows(`SELECT __node AS node, transaction_id FROM '${join(r.dir, r.manifest.tables.transactions!.rows_file)}' ORDER BY node`);
     expect(keys.map((k) => Number(k.transaction_id))).toEqual([3, 1, 2, 4, 5, 6, 7, 8]);
 
     // degrees of customers<-transactions against a DuckDB group-by over the CSV
     const expected = await duckRows(
       `SELECT c.customer_id AS k, count(t.transaction_id) AS n FROM '${join(fx.dir, 'customers.csv')}' c LEFT JOIN '${join(fx.dir, 'transactions.csv')}' t USING (customer_id) GROUP BY 1`,
     );
-    const custKeys = await duckRows(`SELECT __node AS node, customer_id FROM '${join(r.dir, r.manifest.tables.customers!.rowsFile)}' ORDER BY node`);
+    const custKeys = await duckRows(`SELECT __node AS node, customer_id FROM '${join(r.dir, r.manifest.tables.customers!.rows_file)}' ORDER BY node`);
     const rev = g.edges.find((e) => e.name === 'customers<-transactions.customer_id')!;
     for (const row of expected) {
       const node = custKeys.findIndex((k) => k.customer_id === row.k);
@@ -82,7 +82,7 @@ describe('graph build on the retail fixture', () => {
     const c = await build(fx);
     expect(c.cached).toBe(false);
     expect(c.dir).not.toBe(a.dir);
-    expect(c.manifest.schemaFingerprint).toBe(a.manifest.schemaFingerprint);
+    expect(c.manifest.schema_fingerprint).toBe(a.manifest.schema_fingerprint);
   });
 
   it('keeps zero-padded keys and hyphenated column names', async () => {
@@ -92,7 +92,7 @@ describe('graph build on the retail fixture', () => {
     });
     const r = await build(fx);
     expect(r.manifest.tables.customers!.categorical.map((c) => c.name)).toContain('postal-code');
-    const keys = await duckRows(`SELECT article_id FROM '${join(r.dir, r.manifest.tables.articles!.rowsFile)}' ORDER BY __node`);
+    const keys = await duckRows(`SELECT article_id FROM '${join(r.dir, r.manifest.tables.articles!.rows_file)}' ORDER BY __node`);
     expect(keys.map((k) => k.article_id)).toEqual(['0108775015', '0108775044', '0110065001']);
   });
 });
@@ -133,8 +133,8 @@ describe('graph build rejects bad input with a clear message and writes nothing'
     fx = retailFixture({ config: CONFIG.replace('      primary_key: transaction_id\n      time_column: t_dat\n', '') });
     const r = await build(fx);
     expect(r.manifest.tables.transactions!.rows).toBe(8);
-    expect(r.manifest.tables.transactions!.timeFile).toBeNull();
-    const rows = await duckRows(`SELECT count(*) AS n, count(DISTINCT __node) AS d FROM '${join(r.dir, r.manifest.tables.transactions!.rowsFile)}'`);
+    expect(r.manifest.tables.transactions!.time_file).toBeNull();
+    const rows = await duckRows(`SELECT count(*) AS n, count(DISTINCT __node) AS d FROM '${join(r.dir, r.manifest.tables.transactions!.rows_file)}'`);
     expect(rows[0]).toEqual({ n: 8n, d: 8n });
   });
 });

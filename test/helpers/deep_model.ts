@@ -20,13 +20,13 @@ export function randomDeepModel(graph: Graph, root: string, fanouts: number[], o
     dropout: 0,
     norm: 'layer',
     skip: true,
-    categoricalDim: 4,
+    categorical_dim: 4,
     root,
     fanouts,
     sampling: 'last',
-    types: Object.fromEntries(Object.entries(featureSpec.tables).map(([t, s]) => [t, { numDim: numericDim(s), catSizes: categoricalSizes(s) }])),
+    types: Object.fromEntries(Object.entries(featureSpec.tables).map(([t, s]) => [t, { num_dim: numericDim(s), cat_sizes: categoricalSizes(s) }])),
     convs: convLayout(plan),
-    output: { kind: 'binary', labelMean: 0, labelStd: 1 },
+    output: { kind: 'binary', label_mean: 0, label_std: 1 },
     loss: 'bce',
   };
   return new DeepModel(graph, spec, featureSpec, opts.seed ?? 3);

@@ -19,9 +19,9 @@ export async function duckRows(sql: string): Promise<Record<string, unknown>[]> 
 
 /** The primary key (as text) of every node of `table`, indexed by node id. */
 export async function nodeKeys(graphDir: string, manifest: GraphManifest, table: string): Promise<string[]> {
-  const pk = manifest.schema.tables[table]!.primaryKey;
+  const pk = manifest.schema.tables[table]!.primary_key;
   if (!pk) throw new Error(`${table} has no primary key`);
-  const file = join(graphDir, manifest.tables[table]!.rowsFile).replaceAll("'", "''");
+  const file = join(graphDir, manifest.tables[table]!.rows_file).replaceAll("'", "''");
   const rows = await duckRows(`SELECT CAST("${pk.column}" AS VARCHAR) AS k FROM '${file}' ORDER BY __node`);
   return rows.map((r) => r.k as string);
 }

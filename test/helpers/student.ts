@@ -11,34 +11,34 @@ import { RTI_PATH } from './pipeline.js';
 export function handStudentSpec(maxLength = 6, overrides: Partial<StudentSpec> = {}): StudentSpec {
   return {
     task: 'fraud',
-    factTable: 'transactions',
-    timeColumn: 't_dat',
-    primaryKey: { column: 'transaction_id', target: 'transactions', type: 'BIGINT' },
+    fact_table: 'transactions',
+    time_column: 't_dat',
+    primary_key: { column: 'transaction_id', target: 'transactions', type: 'BIGINT' },
     numeric: [{ column: 'price', mean: 0.03, std: 0.01, type: 'DOUBLE' }],
     categorical: [{ column: 'channel', vocab: ['web', 'store'], type: 'VARCHAR', offset: 0 }],
-    categoricalSize: 8,
-    categoricalDim: 3,
+    categorical_size: 8,
+    categorical_dim: 3,
     embeddings: [{ column: 'customer_id', target: 'customers', type: 'VARCHAR', dim: 4 }],
     rti: [
       {
         path: RTI_PATH,
-        childTable: 'transactions',
-        childKey: 'customer_id',
-        factKey: 'customer_id',
-        maxLength,
-        timeColumn: 't_dat',
+        child_table: 'transactions',
+        child_key: 'customer_id',
+        fact_key: 'customer_id',
+        max_length: maxLength,
+        time_column: 't_dat',
         numeric: [{ column: 'price', mean: 0.03, std: 0.01, type: 'DOUBLE' }],
         categorical: [{ column: 'channel', vocab: ['web', 'store'], type: 'VARCHAR', offset: 4 }],
         ratios: ['price'],
-        sameKeys: [{ column: 'article_id', target: 'articles', type: 'VARCHAR' }],
+        same_keys: [{ column: 'article_id', target: 'articles', type: 'VARCHAR' }],
       },
     ],
-    projDim: 4,
-    elementDim: 5,
+    proj_dim: 4,
+    element_dim: 5,
     hidden: [8, 4],
-    useEmbeddings: true,
-    useRti: true,
-    output: { kind: 'binary', labelMean: 0, labelStd: 1 },
+    use_embeddings: true,
+    use_rti: true,
+    output: { kind: 'binary', label_mean: 0, label_std: 1 },
     ...overrides,
   };
 }
@@ -68,7 +68,7 @@ export function randomStudentBatch(
     rtiMask: [],
   };
   for (const r of spec.rti) {
-    const N = r.maxLength;
+    const N = r.max_length;
     const ed = elementNumericDim(r);
     const rc = r.categorical.length;
     const num = Float32Array.from({ length: n * N * ed }, (_, j) => (opts.pad ? opts.pad(j) : 0));

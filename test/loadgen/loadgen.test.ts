@@ -99,14 +99,14 @@ describe('runOpenLoop', () => {
     const r = await runOpenLoop({ url, path: '/x', bodies: [Buffer.from('{"a":1}'), Buffer.from('{"a":2}')], rate: 200, durationS: 1, connections: 4, client });
     expect(r.sent).toBe(200);
     expect(r.ok + r.errors).toBe(200);
-    expect(r.errorKinds).toEqual({ http_503: 20 });
-    expect(r.latencyMs.p50).toBeGreaterThan(0);
+    expect(r.error_kinds).toEqual({ http_503: 20 });
+    expect(r.latency_ms.p50).toBeGreaterThan(0);
   });
 
   it('counts refused connections', async () => {
     const r = await runOpenLoop({ url: 'http://127.0.0.1:1', path: '/x', bodies: [Buffer.from('{}')], rate: 50, durationS: 0.2 });
     expect(r.ok).toBe(0);
-    expect(r.errorKinds).toEqual({ ECONNREFUSED: 10 });
+    expect(r.error_kinds).toEqual({ ECONNREFUSED: 10 });
   });
 });
 
@@ -129,7 +129,7 @@ describe('benchServe', () => {
     });
     const r = await benchServe({ url: server.url, model: MODEL, rate: 100, durationS: 0.5, keysFile: file, knownKeyRate: 1, poolSize: 20 });
     expect(r.errors).toBe(0);
-    expect(r.pool.knownKeyShare).toBe(1);
+    expect(r.pool.known_key_share).toBe(1);
     expect(r.server?.requests).toBe(50);
   });
 

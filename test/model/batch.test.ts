@@ -10,8 +10,8 @@ const owner = Int32Array.from({ length: 10 }, (_, i) => i % 2);
 const time = Float64Array.from({ length: 10 }, (_, i) => 10 * (i + 1));
 const g = handGraph(owner, time, 2);
 const features = {
-  users: new TableFeatures(g.graph.tables.users!, { numeric: [], categorical: [], timestamps: [], hasTime: false }),
-  events: new TableFeatures(g.graph.tables.events!, { numeric: [], categorical: [], timestamps: [], hasTime: true }),
+  users: new TableFeatures(g.graph.tables.users!, { numeric: [], categorical: [], timestamps: [], has_time: false }),
+  events: new TableFeatures(g.graph.tables.events!, { numeric: [], categorical: [], timestamps: [], has_time: true }),
 };
 
 describe('buildBatchArrays: dense model inputs from a sampled batch', () => {

@@ -22,14 +22,14 @@ afterAll(() => fx.cleanup());
 describe('FeatureSpec from the graph', () => {
   it('lists each table\'s feature columns minus the excluded ones, and the widths follow from it', () => {
     const spec = featureSpecFromGraph(graph, [{ table: 'transactions', column: 'price', reason: 'test' }]);
-    expect(spec.tables.customers).toMatchObject({ numeric: [{ name: 'age' }], hasTime: false });
+    expect(spec.tables.customers).toMatchObject({ numeric: [{ name: 'age' }], has_time: false });
     expect(spec.tables.customers!.categorical.map((c) => c.name)).toContain('club_member_status');
     expect(spec.tables.transactions!.numeric.map((c) => c.name)).not.toContain('price');
-    expect(spec.tables.transactions!.hasTime).toBe(true);
+    expect(spec.tables.transactions!.has_time).toBe(true);
     // 2 per numeric column (value, null flag), 2 per timestamp column, 8 time features for a timed table
     expect(numericDim(spec.tables.customers!)).toBe(2);
-    expect(numericDim({ numeric: [], categorical: [], timestamps: ['x'], hasTime: true })).toBe(2 + TIME_FEATURES);
-    expect(categoricalSizes({ numeric: [], categorical: [{ name: 'a', vocab: ['x', 'y'] }, { name: 'b', vocab: [] }], timestamps: [], hasTime: false })).toEqual([4, 2]);
+    expect(numericDim({ numeric: [], categorical: [], timestamps: ['x'], has_time: true })).toBe(2 + TIME_FEATURES);
+    expect(categoricalSizes({ numeric: [], categorical: [{ name: 'a', vocab: ['x', 'y'] }, { name: 'b', vocab: [] }], timestamps: [], has_time: false })).toEqual([4, 2]);
   });
 });
 
@@ -38,7 +38,7 @@ describe('TableFeatures.gather', () => {
     const spec = featureSpecFromGraph(graph, []);
     const f = bindFeatures(graph, spec).customers!;
     const n = graph.table('customers').rows;
-    const num = new Float32Array(n * f.numDim);
+    const num = new Float32Array(n * f.num_dim);
     const cat = new Int32Array(n * f.catCount);
     f.gather(Int32Array.from({ length: n }, (_, i) => i), () => 0, null, num, cat);
     const age = spec.tables.customers!.numeric[0]!;
@@ -57,7 +57,7 @@ describe('TableFeatures.gather', () => {
     const spec = featureSpecFromGraph(graph, []);
     spec.tables.customers!.numeric[0] = { name: 'age', mean: 0, std: 1 };
     const f = bindFeatures(graph, spec).customers!;
-    const num = new Float32Array(f.numDim);
+    const num = new Float32Array(f.num_dim);
     f.gather(Int32Array.of(keys.customers!.indexOf('c3')), () => 0, null, num, new Int32Array(f.catCount));
     expect(num[0]).toBe(10);
   });
@@ -68,9 +68,9 @@ describe('TableFeatures.gather', () => {
     const t = graph.table('transactions').time![node]!;
     expect(t).toBe(Date.parse('2020-01-20T12:00:00Z') / 1000);
     for (const anchor of [t, t + 3.5 * DAY, t - DAY]) {
-      const num = new Float32Array(f.numDim);
+      const num = new Float32Array(f.num_dim);
       f.gather(Int32Array.of(node), () => anchor, null, num, new Int32Array(f.catCount));
-      const time = num.subarray(f.numDim - TIME_FEATURES);
+      const time = num.subarray(f.num_dim - TIME_FEATURES);
       const delta = Math.max(0, (anchor - t) / DAY);
       expect(time[0]).toBeCloseTo(Math.log1p(delta) / 5, 6);
       expect(time[1]).toBeCloseTo(delta / 365, 6);
@@ -85,9 +85,9 @@ describe('TableFeatures.gather', () => {
 
   it('rows with valid = 0 are left untouched', () => {
     const f = bindFeatures(graph, featureSpecFromGraph(graph, [])).customers!;
-    const num = new Float32Array(2 * f.numDim).fill(7);
+    const num = new Float32Array(2 * f.num_dim).fill(7);
     f.gather(Int32Array.of(0, 1), () => 0, Uint8Array.of(0, 1), num, new Int32Array(2 * f.catCount));
-    expect(Array.from(num.subarray(0, f.numDim))).toEqual(new Array(f.numDim).fill(7));
+    expect(Array.from(num.subarray(0, f.num_dim))).toEqual(new Array(f.num_dim).fill(7));
   });
 });
 

@@ -69,7 +69,7 @@ function encoder(numDim: number, catSizes: number[], catDim: number, channels: n
     out: channels,
     rowwise: true,
     build(params) {
-      const enc = new NodeEncoder(params, 'enc', { numDim, catSizes, catDim, channels });
+      const enc = new NodeEncoder(params, 'enc', { num_dim: numDim, cat_sizes: catSizes, cat_dim: catDim, channels });
       return (input) => enc.apply(tf.tensor2d(input.x, [input.n, numDim]), tf.tensor2d(input.codes!, [input.n, catSizes.length], 'int32'));
     },
     input: (rng) => {
@@ -172,7 +172,7 @@ describe('layer-specific behaviour', () => {
 
   it('NodeEncoder without features is a learned constant (its bias)', () => {
     const params = new ParamStore(1);
-    const enc = new NodeEncoder(params, 'enc', { numDim: 0, catSizes: [], catDim: 4, channels: 3 });
+    const enc = new NodeEncoder(params, 'enc', { num_dim: 0, cat_sizes: [], cat_dim: 4, channels: 3 });
     params.get('enc/b').assign(tf.tensor1d([1, 2, 3]));
     const out = tf.tidy(() => enc.apply(tf.zeros([2, 0]), tf.zeros([2, 0], 'int32') as tf.Tensor2D));
     expect(out.arraySync()).toEqual([[1, 2, 3], [1, 2, 3]]);

@@ -107,9 +107,9 @@ describe('entity embeddings', () => {
 describe('ablation variants', () => {
   const variants: [string, Partial<StudentSpec>, { emb: boolean; rti: boolean }][] = [
     ['full', {}, { emb: true, rti: true }],
-    ['features_only', { useEmbeddings: false, useRti: false }, { emb: false, rti: false }],
-    ['embedding_only', { useRti: false }, { emb: true, rti: false }],
-    ['rti_only', { useEmbeddings: false }, { emb: false, rti: true }],
+    ['features_only', { use_embeddings: false, use_rti: false }, { emb: false, rti: false }],
+    ['embedding_only', { use_rti: false }, { emb: true, rti: false }],
+    ['rti_only', { use_embeddings: false }, { emb: false, rti: true }],
   ];
   it.each(variants)('%s: builds, gives finite logits [n], and ignores what it leaves out', (_, variant, reads) => {
     const spec = { ...handStudentSpec(N), ...variant };
@@ -129,9 +129,9 @@ describe('ablation variants', () => {
 
 describe('parameter count', () => {
   it.each([8, 1000])('excludes the categorical table (categoricalSize %i)', (categoricalSize) => {
-    const spec = handStudentSpec(N, { categoricalSize });
+    const spec = handStudentSpec(N, { categorical_size: categoricalSize });
     withModel(spec, (m) => {
-      expect(m.parameterCount()).toBe(m.params.count() - categoricalSize * spec.categoricalDim);
+      expect(m.parameterCount()).toBe(m.params.count() - categoricalSize * spec.categorical_dim);
       withModel(handStudentSpec(N), (ref) => expect(m.parameterCount()).toBe(ref.parameterCount()));
     });
   });

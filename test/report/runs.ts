@@ -44,7 +44,7 @@ export function calibrationBins(): { bin: number; predicted: number; observed: n
   return counts.map((count, bin) => ({ bin, predicted: r4(bin / 10 + 0.045), observed: r4(Math.min(1, bin / 10 + 0.03 + (bin % 3) * 0.02)), count }));
 }
 
-const GRAPH = (artifacts: string): { dir: string; fingerprint: string; schemaFingerprint: string } => ({ dir: join(artifacts, 'graphs', 'retail-7d337c6ca368'), fingerprint: '7d337c6ca368', schemaFingerprint: 'b14bf2d563f655b8' });
+const GRAPH = (artifacts: string): { dir: string; fingerprint: string; schema_fingerprint: string } => ({ dir: join(artifacts, 'graphs', 'retail-7d337c6ca368'), fingerprint: '7d337c6ca368', schema_fingerprint: 'b14bf2d563f655b8' });
 
 function writeRun(artifacts: string, id: string, manifest: Record<string, unknown>, metrics: unknown | null): string {
   const dir = join(artifacts, 'runs', id);
@@ -112,8 +112,8 @@ export function writeTrainBinaryRun(artifacts: string): string {
       task: 'fraud',
       status: 'complete',
       gnnctl: '0.1.0',
-      createdAt: '2026-11-22T03:11:32.891Z',
-      finishedAt: '2026-11-22T03:17:19.771Z',
+      created_at: '2026-11-22T03:11:32.891Z',
+      finished_at: '2026-11-22T03:17:19.771Z',
       graph: GRAPH(artifacts),
       backend: 'wasm',
       seed: 0,
@@ -124,7 +124,7 @@ export function writeTrainBinaryRun(artifacts: string): string {
         model: { encoder: 'sage', layers: 2, channels: 64, num_neighbors: [16, 8], epochs: 10, batch_size: 512, lr: 0.002 },
       },
       split: { window: 604800, train: [], val: '2020-09-09T00:00:00Z', test: '2020-09-16T00:00:00Z' },
-      initFrom: null,
+      init_from: null,
       timings: { training_tables: 1.94, training: 257.87, evaluation: 1.48, baseline: 87.5, total: 349.04 },
     },
     trainBinaryMetrics(),
@@ -166,14 +166,14 @@ export function writeTrainRegressionRun(artifacts: string): string {
       task: 'spend',
       status: 'interrupted',
       gnnctl: '0.1.0',
-      createdAt: '2026-11-22T04:00:00.000Z',
-      finishedAt: '2026-11-22T04:01:02.000Z',
+      created_at: '2026-11-22T04:00:00.000Z',
+      finished_at: '2026-11-22T04:01:02.000Z',
       graph: GRAPH(artifacts),
       backend: 'wasm',
       seed: 7,
       config: { name: 'retail', path: '/data/retail.yaml', task: { query: 'PREDICT SUM(transactions.price, 0, 7, days) FOR EACH customers.customer_id' }, model: { encoder: 'gat', layers: 2, channels: 32 } },
       split: { window: 604800, train: [], val: '2020-09-02T00:00:00Z', test: '2020-09-09T00:00:00Z' },
-      initFrom: 'spend-20261121-000000-0001',
+      init_from: 'spend-20261121-000000-0001',
       timings: { training_tables: 3.2, training: 50.1, evaluation: 2.5, baseline: 6.2, total: 62.0 },
     },
     trainRegressionMetrics(),
@@ -213,7 +213,7 @@ export function writeDistillRun(artifacts: string, opts: { export?: boolean } = 
   const graph = GRAPH(artifacts);
   mkdirSync(graph.dir, { recursive: true });
   // data ends 2020-09-22T23:54:12Z
-  writeFileSync(join(graph.dir, 'manifest.json'), JSON.stringify({ kind: 'graph', timeRange: [1582683469, 1600818852] }));
+  writeFileSync(join(graph.dir, 'manifest.json'), JSON.stringify({ kind: 'graph', time_range: [1582683469, 1600818852] }));
   if (opts.export !== false) {
     const v = join(artifacts, 'model_repository', 'online-model', '1');
     mkdirSync(v, { recursive: true });
@@ -248,8 +248,8 @@ export function writeDistillRun(artifacts: string, opts: { export?: boolean } = 
       task: 'fraud',
       status: 'complete',
       gnnctl: '0.1.0',
-      createdAt: '2026-11-22T03:22:06.000Z',
-      finishedAt: '2026-11-22T03:22:53.000Z',
+      created_at: '2026-11-22T03:22:06.000Z',
+      finished_at: '2026-11-22T03:22:53.000Z',
       graph,
       backend: 'wasm',
       seed: 0,
@@ -268,9 +268,9 @@ export function writeDistillRun(artifacts: string, opts: { export?: boolean } = 
         },
         task: { query: 'PREDICT transactions.fraud = 1 FOR EACH transactions.transaction_id' },
       },
-      baseRun: TRAIN_BINARY_ID,
-      baseTask: 'fraud',
-      embeddingsSource: 'computed',
+      base_run: TRAIN_BINARY_ID,
+      base_task: 'fraud',
+      embeddings_source: 'computed',
       split: { val: '2020-09-09T00:00:00Z', test: '2020-09-16T00:00:00Z', train_from: '2020-07-15T00:00:00Z' },
       timings: { rti: 0.86, embeddings: 2.11, teacher: 6.51, student: 17.9, ablations: 19.3, total: 46.7 },
     },
@@ -283,7 +283,7 @@ export function writeRunningRun(artifacts: string): string {
   return writeRun(
     artifacts,
     RUNNING_ID,
-    { kind: 'train', task: 'fraud', status: 'running', gnnctl: '0.1.0', createdAt: '2026-11-22T05:00:00.000Z', graph: GRAPH(artifacts), backend: 'wasm', seed: 0, config: {}, timings: {} },
+    { kind: 'train', task: 'fraud', status: 'running', gnnctl: '0.1.0', created_at: '2026-11-22T05:00:00.000Z', graph: GRAPH(artifacts), backend: 'wasm', seed: 0, config: {}, timings: {} },
     null,
   );
 }

@@ -26,14 +26,14 @@ describe('soak', () => {
 
     const out = await benchServeCommand({ url: server.url, model: MODEL, rate: '250', duration: '10', pool: '64', keys, knownKeyRate: '0.8', json: true });
     const r = out.result;
-    expect(r.errorKinds).toEqual({});
+    expect(r.error_kinds).toEqual({});
     expect(r.errors).toBe(0);
     expect(r.sent).toBe(2500);
     expect(r.ok).toBe(2500);
-    expect(r.pool.knownKeyShare).toBeGreaterThan(0.6);
-    expect(r.pool.knownKeyShare).toBeLessThan(0.95);
+    expect(r.pool.known_key_share).toBeGreaterThan(0.6);
+    expect(r.pool.known_key_share).toBeLessThan(0.95);
     expect(r.server?.requests).toBe(2500);
-    expect(Object.keys(r.server!.phaseMsPerRequest).sort()).toEqual(['compute', 'decode', 'merge', 'parse', 'queue', 'read', 'respond', 'split']);
+    expect(Object.keys(r.server!.phase_ms_per_request).sort()).toEqual(['compute', 'decode', 'merge', 'parse', 'queue', 'read', 'respond', 'split']);
     expect(out.text).toMatch(/achieved +\d+(\.\d)? req\/s: 2500 ok, 0 errors/);
     console.log(out.text);
   }, 60_000);

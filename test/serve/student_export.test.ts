@@ -35,7 +35,7 @@ beforeAll(async () => {
     spec,
     weights: student.params.snapshot(),
     entities: [{ keys: customers, vectors: Float32Array.from({ length: customers.length * 4 }, () => rng.normal()), dim: 4 }],
-    keyVocabularies: { articles },
+    key_vocabularies: { articles },
     kind: 'binary',
   });
   student.dispose();

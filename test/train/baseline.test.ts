@@ -34,7 +34,7 @@ afterAll(() => fx.cleanup());
 
 async function baseline(task: keyof typeof TASKS, excluding = targetExclusions(cfg.taskSpecs[task]!)) {
   const spec = cfg.taskSpecs[task]!;
-  const range = built.manifest.timeRange!;
+  const range = built.manifest.time_range!;
   const t = await buildTrainingTables(built.dir, built.manifest, spec, taskSplit(spec, { min: range[0], max: range[1] }), {
     seed: 0,
     baselineExcluding: new Set(excluding.map((e) => `${e.table}.${e.column}`)),

@@ -69,7 +69,7 @@ afterAll(() => fx.cleanup());
 async function tables(task: string, maxTrain?: number, seed = 0) {
   const spec = cfg.taskSpecs[task]!;
   const t = maxTrain ? { ...spec, split: { ...spec.split, max_train_examples: maxTrain } } : spec;
-  const range = built.manifest.timeRange!;
+  const range = built.manifest.time_range!;
   const split = taskSplit(t, { min: range[0], max: range[1] });
   return buildTrainingTables(built.dir, built.manifest, t, split, { seed });
 }
@@ -166,7 +166,7 @@ describe('entity-task labels at explicit anchors match labels computed by hand',
 describe('default anchors (no split given): test = newest time rounded up to midnight − 7 days, then back by the window', () => {
   it('article_count at 2020-01-07 / 01-14 / 01-21 (newest row 01-27 18:00 → 01-28)', async () => {
     const spec = { ...cfg.taskSpecs.article_count!, split: taskSchema.shape.split.parse({}) };
-    const range = built.manifest.timeRange!;
+    const range = built.manifest.time_range!;
     const split = taskSplit(spec, { min: range[0], max: range[1] });
     const t = await buildTrainingTables(built.dir, built.manifest, spec, split, { seed: 0 });
     const d = (day: string) => `2020-01-${day}T00:00:00Z`;
@@ -204,7 +204,7 @@ describe('fact-task labels: each row at its own time, split at the val and test 
 
   it('fact examples are anchored at their own row time (node time = anchor)', async () => {
     const t = await tables('fraud');
-    const time = readF64(join(built.dir, built.manifest.tables.transactions!.timeFile!));
+    const time = readF64(join(built.dir, built.manifest.tables.transactions!.time_file!));
     for (const ex of [t.train, t.val, t.test]) for (let i = 0; i < ex.nodes.length; i++) expect(ex.anchors[i]).toBe(time[ex.nodes[i]!]);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Temporal correctness (DESIGN.md): nothing with a timestamp after an example's anchor may influence its
+ * Temporal correctness (docs/architecture.md): nothing with a timestamp after an example's anchor may influence its
  * input, and the target column never becomes an input. Proven on tiny synthetic data by appending future
  * rows (new customers and articles too) and checking that nothing a seed at or before T sees changes.
  */
@@ -192,7 +192,7 @@ describe('no sampled neighbour is newer than its seed\'s anchor', () => {
   const cases = (['last', 'uniform'] as const).flatMap((method) => (['customers', 'articles', 'transactions'] as const).map((root) => ({ method, root })));
   it.each(cases)('$method sampling from $root over random seeds and anchors (3 hops)', ({ method, root }) => {
     const g = A.graph;
-    const [lo, hi] = g.manifest.timeRange!;
+    const [lo, hi] = g.manifest.time_range!;
     const rng = new Rng(7);
     const n = 1500;
     const rows = g.table(root).rows;

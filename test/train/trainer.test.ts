@@ -73,8 +73,8 @@ describe('a training run', () => {
     expect(first.status).toBe('complete');
     for (const f of ['manifest.json', 'metrics.json', 'model/spec.json', 'model/features.json', 'model/weights.bin', 'model/weights.json']) expect(existsSync(join(dir, f)), f).toBe(true);
     const manifest = readManifest<TrainManifest>(dir);
-    expect(manifest).toMatchObject({ kind: 'train', id: first.runId, task: 'churn', status: 'complete', backend: 'wasm', initFrom: null });
-    expect(manifest.graph.schemaFingerprint).toMatch(/^[0-9a-f]+$/);
+    expect(manifest).toMatchObject({ kind: 'train', id: first.runId, task: 'churn', status: 'complete', backend: 'wasm', init_from: null });
+    expect(manifest.graph.schema_fingerprint).toMatch(/^[0-9a-f]+$/);
     const metrics = JSON.parse(readFileSync(join(dir, 'metrics.json'), 'utf8')) as TrainMetrics;
     expect(metrics).toEqual(JSON.parse(JSON.stringify(first.metrics)));
     expect(metrics.kind).toBe('binary');
@@ -124,7 +124,7 @@ describe('a training run', () => {
   });
 
   it('GAT encoder trains (1 epoch) to a loadable run', async () => {
-    const r = await train({ cfg, task: 'churn_gat', backend: 'wasm', skipBaseline: true });
+    const r = await train({ cfg, task: 'churn_gat', backend: 'wasm', skip_baseline: true });
     expect(r.status).toBe('complete');
     expect(readModelJson<ModelSpec>(r.runDir, 'spec.json')).toMatchObject({ encoder: 'gat', heads: 2, channels: 16 });
     expect(Number.isFinite((r.metrics.test as { auroc: number }).auroc)).toBe(true);
@@ -139,9 +139,9 @@ describe('fine-tuning with --init-from', () => {
     // New articles, bought before fit_until, so their colour enters the vocabulary.
     appendFutureRows(grown.dir, '2020-09-01T00:00:00Z', { transactions: 40, customers: 0, articles: 4, seed: 5, days: 1 });
     const cfg2 = loadConfig(grown.config, { cwd: grown.dir, artifacts: fx.artifacts });
-    const r = await train({ cfg: cfg2, task: 'churn', backend: 'wasm', initFrom: first.runId, skipBaseline: true });
+    const r = await train({ cfg: cfg2, task: 'churn', backend: 'wasm', init_from: first.runId, skip_baseline: true });
     expect(r.status).toBe('complete');
-    expect(readManifest<TrainManifest>(r.runDir).initFrom).toBe(first.runId);
+    expect(readManifest<TrainManifest>(r.runDir).init_from).toBe(first.runId);
     const before = readModelJson<FeatureSpec>(first.runDir, 'features.json');
     const after = readModelJson<FeatureSpec>(r.runDir, 'features.json');
     const colour = (s: FeatureSpec) => s.tables.articles!.categorical.find((c) => c.name === 'colour_group_name')!.vocab;
@@ -162,7 +162,7 @@ describe('fine-tuning with --init-from', () => {
     expect(drop).toBeGreaterThan(0);
     writeFileSync(path, `${lines.map((l) => l.split(',').filter((_, i) => i !== drop).join(',')).join('\n')}\n`);
     const cfg2 = loadConfig(changed.config, { cwd: changed.dir, artifacts: fx.artifacts });
-    const err = await train({ cfg: cfg2, task: 'churn', backend: 'wasm', initFrom: first.runId, skipBaseline: true }).catch((e: unknown) => e);
+    const err = await train({ cfg: cfg2, task: 'churn', backend: 'wasm', init_from: first.runId, skip_baseline: true }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ArtifactError);
     expect((err as ArtifactError).describe()).toMatch(new RegExp(`cannot fine-tune from ${first.runId}: the data's schema changed`));
     expect((err as ArtifactError).describe()).toMatch(/table customers: column fashion_news_frequency was removed/);
@@ -175,8 +175,8 @@ describe('fine-tuning with --init-from', () => {
     { task: 'spend', from: 'churn', message: /its encoders read transactions\.price, the target of task spend/ },
     { task: 'churn', from: 'fraud', message: /it predicts per transactions, task churn per customers/ },
   ])('$task from a $from run is refused: $message', async ({ task, from, message }) => {
-    const prev = from === 'churn' ? first : await train({ cfg, task: from, backend: 'wasm', skipBaseline: true });
-    const err = await train({ cfg, task, backend: 'wasm', initFrom: prev.runId, skipBaseline: true }).catch((e: unknown) => e);
+    const prev = from === 'churn' ? first : await train({ cfg, task: from, backend: 'wasm', skip_baseline: true });
+    const err = await train({ cfg, task, backend: 'wasm', init_from: prev.runId, skip_baseline: true }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ArtifactError);
     expect((err as ArtifactError).describe()).toMatch(message);
     expect((err as ArtifactError).describe()).toMatch(new RegExp(`hint: fine-tune from a run of task ${task}, or train from scratch`));
@@ -185,7 +185,7 @@ describe('fine-tuning with --init-from', () => {
 
 async function churnTables(graph: Graph): Promise<TrainingTables> {
   const task = cfg.taskSpecs.churn!;
-  const range = graph.manifest.timeRange!;
+  const range = graph.manifest.time_range!;
   return buildTrainingTables(graph.dir, graph.manifest, task, taskSplit(task, { min: range[0], max: range[1] }), { seed: 0 });
 }
 
@@ -206,10 +206,10 @@ describe('the deep model can fit', () => {
     const fanouts = [6, 3];
     const plan = buildPlan(graph, 'customers', fanouts);
     const spec: ModelSpec = {
-      encoder: 'sage', layers: 2, channels: 32, heads: 1, dropout: 0, norm: 'layer', skip: true, categoricalDim: 4, root: 'customers', fanouts, sampling: 'last',
-      types: Object.fromEntries(Object.entries(featureSpec.tables).map(([t, s]) => [t, { numDim: numericDim(s), catSizes: categoricalSizes(s) }])),
+      encoder: 'sage', layers: 2, channels: 32, heads: 1, dropout: 0, norm: 'layer', skip: true, categorical_dim: 4, root: 'customers', fanouts, sampling: 'last',
+      types: Object.fromEntries(Object.entries(featureSpec.tables).map(([t, s]) => [t, { num_dim: numericDim(s), cat_sizes: categoricalSizes(s) }])),
       convs: convLayout(plan),
-      output: { kind: 'binary', labelMean: 0, labelStd: 1 },
+      output: { kind: 'binary', label_mean: 0, label_std: 1 },
       loss: 'bce',
     };
     const model = new DeepModel(graph, spec, featureSpec, 3);

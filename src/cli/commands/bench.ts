@@ -67,23 +67,23 @@ export async function benchServeCommand(opts: BenchServeCommandOptions): Promise
 
 export function formatBench(r: BenchServeResult): string {
   const ms = (v: number) => (Number.isFinite(v) ? (v < 10 ? v.toFixed(2) : v.toFixed(1)) : '-');
-  const l = r.latencyMs;
+  const l = r.latency_ms;
   const lines = [
     `gnnctl bench serve: model "${r.model}" at ${r.url}`,
-    `  offered    ${r.offeredQps} req/s for ${r.durationS.toFixed(1)} s (${r.sent} requests, up to ${r.connections} connections; pool of ${r.pool.size}, ${r.pool.meanBytes} B, mean RTI length ${r.pool.meanSequence.toFixed(1)}, ${(r.pool.knownKeyShare * 100).toFixed(0)}% known keys)`,
-    `  achieved   ${r.achievedQps.toFixed(1)} req/s: ${r.ok} ok, ${r.errors} errors${r.errors > 0 ? ` (${Object.entries(r.errorKinds).map(([k, n]) => `${k} ${n}`).join(', ')})` : ''}`,
+    `  offered    ${r.offered_qps} req/s for ${r.duration_s.toFixed(1)} s (${r.sent} requests, up to ${r.connections} connections; pool of ${r.pool.size}, ${r.pool.mean_bytes} B, mean RTI length ${r.pool.mean_sequence.toFixed(1)}, ${(r.pool.known_key_share * 100).toFixed(0)}% known keys)`,
+    `  achieved   ${r.achieved_qps.toFixed(1)} req/s: ${r.ok} ok, ${r.errors} errors${r.errors > 0 ? ` (${Object.entries(r.error_kinds).map(([k, n]) => `${k} ${n}`).join(', ')})` : ''}`,
     `  latency    p50 ${ms(l.p50)} ms  p90 ${ms(l.p90)} ms  p99 ${ms(l.p99)} ms  p99.9 ${ms(l.p999)} ms  max ${ms(l.max)} ms  (from the scheduled send time)`,
-    `  generator  sent late by p99 ${ms(r.sendLagMs.p99)} ms, max ${ms(r.sendLagMs.max)} ms`,
+    `  generator  sent late by p99 ${ms(r.send_lag_ms.p99)} ms, max ${ms(r.send_lag_ms.max)} ms`,
   ];
   if (r.server) {
-    const phases = Object.entries(r.server.phaseMsPerRequest)
+    const phases = Object.entries(r.server.phase_ms_per_request)
       .map(([k, v]) => `${k} ${v.toFixed(3)}`)
       .join(', ');
-    lines.push(`  server     ${r.server.batches} batches, mean ${r.server.meanBatchRows.toFixed(1)} rows; ms per request: ${phases}`);
+    lines.push(`  server     ${r.server.batches} batches, mean ${r.server.mean_batch_rows.toFixed(1)} rows; ms per request: ${phases}`);
     const extra: string[] = [];
-    if (r.server.requestMs) extra.push(`time in server p50 ≤ ${ms(r.server.requestMs.p50)} ms, p99 ≤ ${ms(r.server.requestMs.p99)} ms`);
-    if (r.server.eventLoopUtilization !== undefined) extra.push(`main thread busy ${(r.server.eventLoopUtilization * 100).toFixed(0)}%`);
-    if (r.server.eventLoopDelayMs) extra.push(`event-loop delay p99 ${ms(r.server.eventLoopDelayMs.p99)} ms, max ${ms(r.server.eventLoopDelayMs.max)} ms`);
+    if (r.server.request_ms) extra.push(`time in server p50 ≤ ${ms(r.server.request_ms.p50)} ms, p99 ≤ ${ms(r.server.request_ms.p99)} ms`);
+    if (r.server.event_loop_utilization !== undefined) extra.push(`main thread busy ${(r.server.event_loop_utilization * 100).toFixed(0)}%`);
+    if (r.server.event_loop_delay_ms) extra.push(`event-loop delay p99 ${ms(r.server.event_loop_delay_ms.p99)} ms, max ${ms(r.server.event_loop_delay_ms.max)} ms`);
     if (extra.length > 0) lines.push(`             ${extra.join('; ')}`);
   }
   return lines.join('\n');

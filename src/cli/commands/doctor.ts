@@ -37,13 +37,13 @@ export function formatDiagnosis(d: Diagnosis): string {
     ['node', `${d.node.version} (requires ${d.node.required}: ${d.node.ok ? 'ok' : 'TOO OLD'})`],
     ['platform', `${d.platform.os} ${d.platform.arch} (${d.platform.release})`],
     ['cpu', `${d.cpu.model}, ${d.cpu.cores} core${d.cpu.cores === 1 ? '' : 's'}`],
-    ['memory', `${gib(d.memory.freeBytes)} free of ${gib(d.memory.totalBytes)}`],
-    ['tfjs', b.tfjsVersion],
+    ['memory', `${gib(d.memory.free_bytes)} free of ${gib(d.memory.total_bytes)}`],
+    ['tfjs', b.tfjs_version],
     ['backend', backendLine],
     ['matmul', `${m.gflops.toFixed(1)} GFLOP/s (${m.m}×${m.k} · ${m.k}×${m.n}, ${m.iterations} runs in ${m.seconds.toFixed(2)} s)`],
   ];
-  if (b.addedKernels && b.addedKernels.length > 0) summary.push(['added kernels', b.addedKernels.join(', ')]);
-  if (b.replacedKernels && b.replacedKernels.length > 0) summary.push(['faster kernels', b.replacedKernels.join(', ')]);
+  if (b.added_kernels && b.added_kernels.length > 0) summary.push(['added kernels', b.added_kernels.join(', ')]);
+  if (b.replaced_kernels && b.replaced_kernels.length > 0) summary.push(['faster kernels', b.replaced_kernels.join(', ')]);
   summary.push(['duckdb', d.duckdb.ok ? d.duckdb.version ?? '?' : `FAILED: ${d.duckdb.error}`]);
   summary.push([
     'onnxruntime',

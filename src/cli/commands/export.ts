@@ -24,8 +24,8 @@ export async function exportCommand(opts: ExportCommandOptions): Promise<Command
   const text = [
     `exported ${r.model} version ${r.version} in ${r.seconds}s: ${r.dir}`,
     `  model.onnx ${(r.model_bytes / 2 ** 20).toFixed(1)} MiB; embeddings ${Object.entries(r.embedding_rows).map(([t, n]) => `${t} ${n.toLocaleString('en-US')} rows @ ${r.embedding_anchor[t]}`).join(', ')}`,
-    r.parity ? `  parity with the trained model on ${r.parity.examples} rows: max |Δ| ${r.parity.maxAbsDiff.toExponential(2)}, batch-1 vs batch |Δ| ${r.parity.maxBatchDiff.toExponential(2)}` : '  parity check skipped',
-    ...(r.parity?.latencyMs ? [`  onnxruntime batch-1 latency (1 thread): p50 ${r.parity.latencyMs.p50} ms, p99 ${r.parity.latencyMs.p99} ms over ${r.parity.latencyMs.runs} requests`] : []),
+    r.parity ? `  parity with the trained model on ${r.parity.examples} rows: max |Δ| ${r.parity.max_abs_diff.toExponential(2)}, batch-1 vs batch |Δ| ${r.parity.max_batch_diff.toExponential(2)}` : '  parity check skipped',
+    ...(r.parity?.latency_ms ? [`  onnxruntime batch-1 latency (1 thread): p50 ${r.parity.latency_ms.p50} ms, p99 ${r.parity.latency_ms.p99} ms over ${r.parity.latency_ms.runs} requests`] : []),
   ].join('\n');
   return { result: r, text };
 }

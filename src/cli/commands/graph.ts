@@ -17,7 +17,7 @@ export async function graphBuildCommand(opts: GraphOptions): Promise<CommandOutp
   const result = {
     dir: r.dir,
     fingerprint: m.fingerprint,
-    schema_fingerprint: m.schemaFingerprint,
+    schema_fingerprint: m.schema_fingerprint,
     cached: r.cached,
     seconds: Math.round(r.seconds * 100) / 100,
     tables: Object.fromEntries(Object.entries(m.tables).map(([k, t]) => [k, t.rows])),

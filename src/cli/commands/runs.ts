@@ -24,7 +24,7 @@ export async function runsListCommand(opts: RunsOptions): Promise<CommandOutput>
       status: r.manifest.status,
       metric,
       value: metric ? test[metric] : null,
-      created: r.manifest.createdAt,
+      created: r.manifest.created_at,
       dir: r.dir,
     };
   });

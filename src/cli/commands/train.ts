@@ -24,7 +24,7 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
     cfg,
     task: opts.task,
     backend: parseBackendRequest(opts.backend),
-    initFrom: opts.initFrom,
+    init_from: opts.initFrom,
     epochs: optional(intFlag('--epochs', 1), opts.epochs),
   });
   const m = r.metrics;

@@ -60,18 +60,18 @@ export class StudentFeatures {
   private readonly paths: { spec: RtiSpec; cols: BoundColumns; time: Float64Array; fks: Int32Array[]; ratioIdx: number[] }[];
 
   constructor(graph: Graph, readonly spec: StudentSpec) {
-    const ft = graph.table(spec.factTable);
+    const ft = graph.table(spec.fact_table);
     this.fact = bind(ft, spec.numeric, spec.categorical);
     this.factTime = ft.time!;
-    this.factFk = new Map(graph.edges.filter((e) => e.kind === 'fk' && e.src === spec.factTable).map((e) => [e.meta.column, e.parent!]));
+    this.factFk = new Map(graph.edges.filter((e) => e.kind === 'fk' && e.src === spec.fact_table).map((e) => [e.meta.column, e.parent!]));
     this.paths = spec.rti.map((r) => {
-      const ct = graph.table(r.childTable);
-      const childFk = new Map(graph.edges.filter((e) => e.kind === 'fk' && e.src === r.childTable).map((e) => [e.meta.column, e.parent!]));
+      const ct = graph.table(r.child_table);
+      const childFk = new Map(graph.edges.filter((e) => e.kind === 'fk' && e.src === r.child_table).map((e) => [e.meta.column, e.parent!]));
       return {
         spec: r,
         cols: bind(ct, r.numeric, r.categorical),
         time: ct.time!,
-        fks: r.sameKeys.map((k) => childFk.get(k.column)!),
+        fks: r.same_keys.map((k) => childFk.get(k.column)!),
         // Each ratio column's index among the fact's numeric columns and the element's.
         ratioIdx: r.ratios.map((c) => spec.numeric.findIndex((x) => x.column === c)),
       };
@@ -112,7 +112,7 @@ export class StudentFeatures {
     const rtiCat: Int32Array[] = [];
     const rtiMask: Float32Array[] = [];
     this.paths.forEach((p, pi) => {
-      const N = p.spec.maxLength;
+      const N = p.spec.max_length;
       const ed = elementNumericDim(p.spec);
       const kc = p.spec.categorical.length;
       const num = new Float32Array(n * N * ed);
@@ -138,7 +138,7 @@ export class StudentFeatures {
             const xe = p.cols.num[p.spec.numeric.findIndex((x) => x.column === p.spec.ratios[k])]![el]!;
             num[o++] = logRatio(xf, xe);
           });
-          p.spec.sameKeys.forEach((key, k) => {
+          p.spec.same_keys.forEach((key, k) => {
             const pf = this.factFk.get(key.column)![v]!;
             const pe = p.fks[k]![el]!;
             num[o++] = pf >= 0 && pf === pe ? 1 : 0;

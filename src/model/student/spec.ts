@@ -50,18 +50,18 @@ export interface KeySpec {
 export interface RtiSpec {
   /** hop path text, the prefix of its request inputs (`<path>:<column>`) */
   path: string;
-  childTable: string;
+  child_table: string;
   /** the child's FK to the shared parent (always equal to the fact's, so not an input) */
-  childKey: string;
-  factKey: string;
-  maxLength: number;
-  timeColumn: string;
+  child_key: string;
+  fact_key: string;
+  max_length: number;
+  time_column: string;
   numeric: NumericSpec[];
   categorical: CategoricalSpec[];
   /** numeric columns (by name) also on the fact row: log-ratio features */
   ratios: string[];
   /** FK columns also on the fact row (same target): same-entity flags */
-  sameKeys: KeySpec[];
+  same_keys: KeySpec[];
 }
 
 export interface EmbeddingKeySpec extends KeySpec {
@@ -70,21 +70,21 @@ export interface EmbeddingKeySpec extends KeySpec {
 
 export interface StudentSpec {
   task: string;
-  factTable: string;
-  timeColumn: string;
-  primaryKey: KeySpec | null;
+  fact_table: string;
+  time_column: string;
+  primary_key: KeySpec | null;
   numeric: NumericSpec[];
   categorical: CategoricalSpec[];
   /** total size of the categorical code space (fact and RTI columns share one embedding table) */
-  categoricalSize: number;
-  categoricalDim: number;
+  categorical_size: number;
+  categorical_dim: number;
   embeddings: EmbeddingKeySpec[];
   rti: RtiSpec[];
-  projDim: number;
-  elementDim: number;
+  proj_dim: number;
+  element_dim: number;
   hidden: number[];
-  useEmbeddings: boolean;
-  useRti: boolean;
+  use_embeddings: boolean;
+  use_rti: boolean;
   /** binary: probability = sigmoid(logit); regression: prediction = logit · labelStd + labelMean */
   output: OutputSpec;
 }
@@ -98,13 +98,13 @@ export function factNumericDim(s: StudentSpec): number {
 }
 
 export function elementNumericDim(r: RtiSpec): number {
-  return 2 * r.numeric.length + 2 + r.ratios.length + r.sameKeys.length;
+  return 2 * r.numeric.length + 2 + r.ratios.length + r.same_keys.length;
 }
 
 export function headInputDim(s: StudentSpec): number {
-  let d = factNumericDim(s) + s.categorical.length * s.categoricalDim;
-  if (s.useEmbeddings) d += s.embeddings.length * (s.projDim + 1);
-  if (s.useRti) d += s.rti.length * (2 * s.elementDim + 1);
+  let d = factNumericDim(s) + s.categorical.length * s.categorical_dim;
+  if (s.use_embeddings) d += s.embeddings.length * (s.proj_dim + 1);
+  if (s.use_rti) d += s.rti.length * (2 * s.element_dim + 1);
   return d;
 }
 

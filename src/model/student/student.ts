@@ -23,16 +23,16 @@ export class StudentModel {
   constructor(readonly spec: StudentSpec, seed: number, private readonly dropout = 0.1) {
     this.params = new ParamStore(seed);
     const p = this.params;
-    p.normal('cat/emb', [Math.max(1, spec.categoricalSize), spec.categoricalDim], 0.1);
+    p.normal('cat/emb', [Math.max(1, spec.categorical_size), spec.categorical_dim], 0.1);
     spec.embeddings.forEach((k, i) => {
       p.zeros(`emb${i}/fallback`, [k.dim]);
-      p.glorot(`emb${i}/proj_w`, [k.dim, spec.projDim]);
-      p.zeros(`emb${i}/proj_b`, [spec.projDim]);
+      p.glorot(`emb${i}/proj_w`, [k.dim, spec.proj_dim]);
+      p.zeros(`emb${i}/proj_b`, [spec.proj_dim]);
     });
     spec.rti.forEach((r, i) => {
-      p.glorot(`rti${i}/w`, [elementNumericDim(r) + r.categorical.length * spec.categoricalDim, spec.elementDim]);
-      p.zeros(`rti${i}/b`, [spec.elementDim]);
-      p.glorot(`rti${i}/att_w`, [spec.elementDim, 1]);
+      p.glorot(`rti${i}/w`, [elementNumericDim(r) + r.categorical.length * spec.categorical_dim, spec.element_dim]);
+      p.zeros(`rti${i}/b`, [spec.element_dim]);
+      p.glorot(`rti${i}/att_w`, [spec.element_dim, 1]);
       p.zeros(`rti${i}/att_b`, [1]);
     });
     const dims = [headInputDim(spec), ...spec.hidden, 1];
@@ -49,28 +49,28 @@ export class StudentModel {
     const n = b.n;
     const parts: tf.Tensor2D[] = [tf.tensor2d(b.factNum, [n, factNumericDim(s)])];
     if (s.categorical.length) {
-      parts.push(tf.gather(p('cat/emb'), tf.tensor1d(b.factCat, 'int32')).reshape([n, s.categorical.length * s.categoricalDim]));
+      parts.push(tf.gather(p('cat/emb'), tf.tensor1d(b.factCat, 'int32')).reshape([n, s.categorical.length * s.categorical_dim]));
     }
-    if (s.useEmbeddings) {
+    if (s.use_embeddings) {
       s.embeddings.forEach((k, i) => {
         const m = tf.tensor2d(b.missing[i]!, [n, 1]);
         const e = tf.tensor2d(b.emb[i]!, [n, k.dim]).mul(tf.scalar(1).sub(m)).add(p(`emb${i}/fallback`).reshape([1, k.dim]).mul(m));
         parts.push(tf.matMul(e as tf.Tensor2D, p(`emb${i}/proj_w`)).add(p(`emb${i}/proj_b`)) as tf.Tensor2D, m);
       });
     }
-    if (s.useRti) {
+    if (s.use_rti) {
       s.rti.forEach((r, i) => {
-        const N = r.maxLength;
+        const N = r.max_length;
         const ed = elementNumericDim(r);
         const kc = r.categorical.length;
         let x: tf.Tensor2D = tf.tensor2d(b.rtiNum[i]!, [n * N, ed]);
-        if (kc) x = tf.concat([x, tf.gather(p('cat/emb'), tf.tensor1d(b.rtiCat[i]!, 'int32')).reshape([n * N, kc * s.categoricalDim])], 1);
+        if (kc) x = tf.concat([x, tf.gather(p('cat/emb'), tf.tensor1d(b.rtiCat[i]!, 'int32')).reshape([n * N, kc * s.categorical_dim])], 1);
         const mask = tf.tensor2d(b.rtiMask[i]!, [n, N]);
-        const h = tf.relu(tf.matMul(x, p(`rti${i}/w`)).add(p(`rti${i}/b`))).reshape([n, N, s.elementDim]);
+        const h = tf.relu(tf.matMul(x, p(`rti${i}/w`)).add(p(`rti${i}/b`))).reshape([n, N, s.element_dim]);
         const hm = h.mul(mask.reshape([n, N, 1]));
         const count = mask.sum(1, true);
         const mean = hm.sum(1).div(tf.maximum(count, 1)) as tf.Tensor2D;
-        const score = tf.matMul(hm.reshape([n * N, s.elementDim]), p(`rti${i}/att_w`)).add(p(`rti${i}/att_b`)).reshape([n, N]);
+        const score = tf.matMul(hm.reshape([n * N, s.element_dim]), p(`rti${i}/att_w`)).add(p(`rti${i}/att_b`)).reshape([n, N]);
         const masked = score.mul(mask).add(tf.scalar(1).sub(mask).mul(MASKED_SCORE));
         const alpha = tf.softmax(tf.concat([masked, tf.fill([n, 1], MASKED_SCORE)], 1)).slice([0, 0], [n, N]);
         const att = hm.mul(alpha.reshape([n, N, 1])).sum(1) as tf.Tensor2D;

@@ -25,22 +25,22 @@ export function headerSection(ctx: RenderContext, toc: { id: string; title: stri
     ['Kind', esc(`${d.kind} (${objectiveFor(d.taskKind).description})`)],
     ['Task', esc(h.task)],
     ['Status', `<span class="status status-${esc(h.status)}">${esc(h.status)}</span>`],
-    ['Started', esc(fmtTime(h.createdAt))],
-    ['Finished', h.finishedAt ? esc(fmtTime(h.finishedAt)) : null],
+    ['Started', esc(fmtTime(h.created_at))],
+    ['Finished', h.finished_at ? esc(fmtTime(h.finished_at)) : null],
     ['Duration', total !== undefined ? esc(fmtSeconds(total)) : null],
     ['Backend', esc(h.backend)],
     ['Seed', h.seed !== null ? esc(h.seed) : null],
   ];
   if (d.kind === 'train') {
     pairs.push(['Model', d.modelSummary ? esc(d.modelSummary) : null]);
-    pairs.push(['Fine-tuned from', d.initFrom ? code(d.initFrom) : null]);
+    pairs.push(['Fine-tuned from', d.init_from ? code(d.init_from) : null]);
   } else {
     pairs.push(['Base run', `${code(d.metrics.base_run)} <span class="muted">(task ${esc(d.metrics.base_task)})</span>`]);
     pairs.push(['Embeddings', esc(d.metrics.embeddings.source === 'computed' ? 'computed from the base run' : 'read from files')]);
   }
   pairs.push(
     ['Data fingerprint', h.dataFingerprint ? code(h.dataFingerprint) : null],
-    ['Schema fingerprint', h.schemaFingerprint ? code(h.schemaFingerprint) : null],
+    ['Schema fingerprint', h.schema_fingerprint ? code(h.schema_fingerprint) : null],
     ['Config', h.configName || h.configPath ? `${esc(h.configName ?? '')}${h.configPath ? ` ${code(h.configPath)}` : ''}` : null],
     ['gnnctl', esc(h.gnnctl === ctx.version ? h.gnnctl : `${h.gnnctl} (report by ${ctx.version})`)],
   );

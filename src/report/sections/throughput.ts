@@ -1,7 +1,7 @@
 /**
  * Where a train run's time went: per epoch, seconds spent sampling neighbourhoods, gathering features
  * (both in TypeScript over typed arrays) and in the TF.js step, plus training throughput in seeds/s.
- * The split tells whether to optimize the sampler, the gather or the model (see DESIGN.md, "Compute").
+ * The split tells whether to optimize the sampler, the gather or the model (see docs/architecture.md, "Compute").
  */
 import { esc, fmtInt, fmtPercent, fmtSeconds } from '../format.js';
 import { card, cards, figure, grid, note, section, table } from '../html.js';

@@ -18,7 +18,7 @@ export const binaryObjective: Objective = {
     for (let i = 0; i < y.length; i++) pos += y[i]!;
     return pos === 0 || pos === y.length ? `every training label is ${pos === 0 ? 0 : 1}, so there is nothing to learn` : null;
   },
-  fitOutput: () => ({ kind: 'binary', labelMean: 0, labelStd: 1 }),
+  fitOutput: () => ({ kind: 'binary', label_mean: 0, label_std: 1 }),
   target: (label) => label,
   loss: lossOf,
   metrics: binaryMetrics,

@@ -21,8 +21,8 @@ export type LossName = 'bce' | 'l1' | 'mse';
 export interface OutputSpec {
   kind: ObjectiveKind;
   /** regression: label mean and standard deviation on the training split (binary: 0 and 1) */
-  labelMean: number;
-  labelStd: number;
+  label_mean: number;
+  label_std: number;
 }
 
 /** The output transform as an operation, so TF.js, plain JS and the ONNX graph implement the same one. */
@@ -91,7 +91,7 @@ export function teacherRatio(objective: Objective, student: Metrics, teacher: Me
 
 /** A raw output → prediction, in plain JS. */
 export function predictValue(out: OutputSpec, raw: number): number {
-  return objectiveFor(out.kind).transform === 'sigmoid' ? 1 / (1 + Math.exp(-raw)) : raw * out.labelStd + out.labelMean;
+  return objectiveFor(out.kind).transform === 'sigmoid' ? 1 / (1 + Math.exp(-raw)) : raw * out.label_std + out.label_mean;
 }
 
 /** Raw outputs → predictions, in place-free plain JS. */

@@ -26,9 +26,9 @@ export const regressionObjective: Objective = {
     mean /= n;
     let v = 0;
     for (let i = 0; i < y.length; i++) v += (y[i]! - mean) ** 2;
-    return { kind: 'regression', labelMean: mean, labelStd: Math.sqrt(v / n) || 1 };
+    return { kind: 'regression', label_mean: mean, label_std: Math.sqrt(v / n) || 1 };
   },
-  target: (label, out) => (label - out.labelMean) / out.labelStd,
+  target: (label, out) => (label - out.label_mean) / out.label_std,
   loss: lossOf,
   metrics: regressionMetrics,
   score: (m) => -(m as RegressionMetrics).mae,

@@ -9,7 +9,7 @@ import { parseModelConfig, writeModelConfig, type TritonModelConfig } from '../.
 
 const RTI = 'transactions.customer_id->customers.customer_id->transactions.customer_id';
 
-/** The config the export stage writes for the distilled model of DESIGN.md's example. */
+/** The config the export stage writes for the distilled model of the bundled retail example. */
 const gnnctlConfig: TritonModelConfig = {
   name: 'online-model',
   platform: 'onnxruntime_onnx',

@@ -10,7 +10,7 @@ describe('objectives', () => {
     expect(o.outputName).toBe('probability');
     expect(o.softTargets).toBe(true);
     const out = o.fitOutput(Float32Array.of(0, 1, 1));
-    expect(out).toEqual({ kind: 'binary', labelMean: 0, labelStd: 1 });
+    expect(out).toEqual({ kind: 'binary', label_mean: 0, label_std: 1 });
     expect(predictValue(out, 0)).toBe(0.5);
     expect(predictValue(out, 2)).toBeCloseTo(1 / (1 + Math.exp(-2)), 7);
     expect(o.target(1, out)).toBe(1);
@@ -29,11 +29,11 @@ describe('objectives', () => {
     expect(o.softTargets).toBe(false);
     const y = Float32Array.of(2, 4, 6, 8);
     const out = o.fitOutput(y);
-    expect(out.labelMean).toBe(5);
-    expect(out.labelStd).toBeCloseTo(Math.sqrt(5), 6);
+    expect(out.label_mean).toBe(5);
+    expect(out.label_std).toBeCloseTo(Math.sqrt(5), 6);
     const t = targetValues(out, y);
     expect(Array.from(predictValues(out, t)).map((v) => Math.round(v * 1e4) / 1e4)).toEqual([2, 4, 6, 8]);
-    expect(o.fitOutput(Float32Array.of(3, 3)).labelStd).toBe(1);
+    expect(o.fitOutput(Float32Array.of(3, 3)).label_std).toBe(1);
     expect(o.curves([1], [1])).toBeNull();
     expect(o.score(o.metrics([1, 2], [1, 4]))).toBe(-1);
   });

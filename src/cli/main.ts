@@ -41,7 +41,7 @@ const EXAMPLES: Record<string, string[]> = {
   distill: ['gnnctl distill --config configs/retail.yaml', 'gnnctl distill --config configs/retail.yaml --base latest:fraud --epochs 10 --json'],
   export: ['gnnctl export --config configs/retail.yaml --run latest:fraud', 'gnnctl export --config configs/retail.yaml --run latest:fraud --version 5 --json'],
   pipeline: ['gnnctl pipeline --config configs/retail.yaml', 'gnnctl pipeline --config configs/retail.yaml --epochs 2 --no-smoke --json'],
-  refresh: ['gnnctl refresh --config configs/retail.yaml'],
+  refresh: ['gnnctl refresh --config configs/retail.yaml', 'gnnctl refresh --config configs/retail.yaml --predict latest:churn latest:item_sales'],
   check: ['gnnctl check --model-repository artifacts/model_repository', 'gnnctl check --config configs/retail.yaml --now clock --json'],
   'config validate': ['gnnctl config validate --config configs/retail.yaml'],
   'config reference': ['gnnctl config reference > docs/config.md'],
@@ -228,6 +228,7 @@ export function buildProgram(): Command {
     .addOption(opt.config())
     .option('--model-repository <dir>', 'model repository (default: artifacts/model_repository)')
     .option('--run <run>', 'distilled run to serve (default: the one the latest version came from)')
+    .option('--predict <run...>', 'also write batch predictions of these trained runs (e.g. latest:churn) at the same newest time; with nothing exported yet, only these')
     .addOption(opt.backend())
     .addOption(opt.artifacts())
     .addOption(opt.json())

@@ -3,6 +3,12 @@
  * in the data and exports them, with the same distilled model, as the next version of the model in the
  * repository — no retraining. A running `gnnctl serve` (or Triton with a polling repository) picks the
  * new version up without a restart.
+ *
+ * Batch predictions ride the same cadence: each run named with `--predict` (e.g. latest:churn) writes
+ * `predictions.parquet` for every entity at the same newest time, in the default predictions folder
+ * (`artifacts/predictions/<run>/<anchor>/<table>/`). With `--predict` and nothing exported yet (no version
+ * in the repository, no `--run`), refresh writes the predictions only: a churn-scoring job needs no
+ * online model.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +16,7 @@ import type { BackendRequest } from '../compute/backend.js';
 import type { Config } from '../config/load.js';
 import type { DistillManifest } from '../distill/distill.js';
 import { embed } from '../embed/embed.js';
+import { predict, type PredictResult } from '../predict/predict.js';
 import { ArtifactError } from '../core/errors.js';
 import { exportModel } from '../export/export.js';
 import { readManifest, resolveRun } from '../artifacts/run_store.js';
@@ -19,19 +26,23 @@ export interface RefreshOptions {
   modelRepository?: string;
   /** distilled run to serve (default: the one the latest version was exported from) */
   run?: string;
+  /** trained runs (entity tasks) whose predictions to write at the newest time in the data */
+  predict?: string[];
   backend?: BackendRequest;
   cwd?: string;
 }
 
 export interface RefreshResult {
-  model: string;
-  version: number;
+  /** null when only predictions were refreshed (nothing exported yet) */
+  model: string | null;
+  version: number | null;
   previous_version: number | null;
-  dir: string;
-  distilled_run: string;
-  base_run: string;
+  dir: string | null;
+  distilled_run: string | null;
+  base_run: string | null;
   embedding_anchor: Record<string, string>;
   embedding_rows: Record<string, number>;
+  predictions: Pick<PredictResult, 'run_id' | 'task' | 'table' | 'path' | 'rows' | 'anchor_time'>[];
   seconds: number;
 }
 
@@ -42,10 +53,19 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
   const name = cfg.export.name;
   const modelDir = join(repo, name);
   const previous = latestVersion(modelDir);
+  const predictions: RefreshResult['predictions'] = [];
+  for (const run of opts.predict ?? []) {
+    const p = await predict({ cfg, run, mode: 'exact', backend: opts.backend, cwd: opts.cwd });
+    predictions.push({ run_id: p.run_id, task: p.task, table: p.table, path: p.path, rows: p.rows, anchor_time: p.anchor_time });
+  }
   let distilledRef = opts.run;
+  if (!distilledRef && previous === null && predictions.length > 0) {
+    const seconds = Math.round((performance.now() - t0) / 10) / 100;
+    return { model: null, version: null, previous_version: null, dir: null, distilled_run: null, base_run: null, embedding_anchor: {}, embedding_rows: {}, predictions, seconds };
+  }
   if (!distilledRef) {
     if (previous === null) {
-      throw new ArtifactError(`no exported version of ${name} in ${repo} to refresh`, { hint: 'export one first (gnnctl pipeline or gnnctl export), or pass --run with a distilled run' });
+      throw new ArtifactError(`no exported version of ${name} in ${repo} to refresh`, { hint: 'export one first (gnnctl pipeline or gnnctl export), pass --run with a distilled run, or --predict <run> for batch predictions only' });
     }
     distilledRef = (JSON.parse(readFileSync(join(modelDir, String(previous), 'manifest.json'), 'utf8')) as { distilled_run: string }).distilled_run;
   }
@@ -67,6 +87,7 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
     base_run: dm.base_run,
     embedding_anchor: r.embedding_anchor,
     embedding_rows: r.embedding_rows,
+    predictions,
     seconds: Math.round((performance.now() - t0) / 10) / 100,
   };
 }

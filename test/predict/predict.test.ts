@@ -16,6 +16,7 @@ import { UsageError } from '../../src/core/errors.js';
 import { setQuiet } from '../../src/core/log.js';
 import { predict, type PredictOptions } from '../../src/predict/predict.js';
 import { embed } from '../../src/embed/embed.js';
+import { refresh } from '../../src/pipeline/refresh.js';
 import { auroc, regressionMetrics } from '../../src/task/metrics.js';
 import { train, type TrainResult } from '../../src/train/trainer.js';
 import { parquetKv, parquetTypes, pipelineConfig, sqlPath, sqlRows } from '../helpers/pipeline.js';
@@ -164,6 +165,34 @@ describe('shards and embeddings', () => {
     const r = await predict({ cfg, backend: 'wasm', run: runs.churn.runId, anchorTime: '2020-06-01' });
     expect(r.path).toBe(join(fx.artifacts, 'predictions', runs.churn.runId, '20200601T000000Z', 'customers', 'predictions.parquet'));
     expect(readdirSync(join(r.path, '..')).sort()).toEqual(['manifest.json', 'predictions.parquet']);
+  });
+});
+
+describe('refresh --predict', () => {
+  it('with nothing exported, writes each run\'s predictions at the newest time in the data and nothing else', async () => {
+    const r = await refresh({ cfg, predict: [runs.churn.runId, 'latest:item_sales'], backend: 'wasm', cwd: fx.dir });
+    expect(r).toMatchObject({ model: null, version: null, dir: null });
+    const [newest] = await sqlRows(`SELECT strftime(max(CAST(t_dat AS TIMESTAMP)), '%Y-%m-%dT%H:%M:%SZ') AS t FROM ${csv('transactions')}`);
+    expect(r.predictions.map((p) => [p.task, p.table, p.anchor_time])).toEqual([
+      ['churn', 'customers', newest!.t],
+      ['item_sales', 'articles', newest!.t],
+    ]);
+    for (const p of r.predictions) {
+      expect(p.path).toBe(join(fx.artifacts, 'predictions', p.run_id, (newest!.t as string).replace(/[-:]/g, ''), p.table, 'predictions.parquet'));
+      expect((await sqlRows(`SELECT count(*)::INTEGER AS n FROM read_parquet(${sqlPath(p.path)})`))[0]!.n).toBe(p.rows);
+    }
+    expect(existsSync(join(fx.artifacts, 'model_repository'))).toBe(false);
+  });
+
+  it('gnnctl refresh --predict (the real binary): --json lists the predictions; a bad --predict run exits non-zero naming it', () => {
+    const ok = spawnSync(process.execPath, [BIN, 'refresh', '-c', fx.config, '--predict', runs.churn.runDir, '--artifacts', fx.artifacts, '--backend', 'wasm', '--json'], { cwd: fx.dir, encoding: 'utf8', timeout: 110_000 });
+    expect(ok.status, ok.stderr).toBe(0);
+    const res = JSON.parse(ok.stdout) as { model: null; predictions: { task: string; rows: number }[] };
+    expect(res.model).toBeNull();
+    expect(res.predictions).toMatchObject([{ task: 'churn', rows: expect.any(Number) }]);
+    const bad = spawnSync(process.execPath, [BIN, 'refresh', '-c', fx.config, '--predict', 'latest:nosuchtask', '--artifacts', fx.artifacts, '--backend', 'wasm', '--json'], { cwd: fx.dir, encoding: 'utf8', timeout: 110_000 });
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain('nosuchtask');
   });
 });
 

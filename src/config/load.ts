@@ -260,7 +260,11 @@ function checkDistillation(cfg: RawConfig, tasks: Record<string, TaskSpec>, add:
   if (!(d.base in cfg.tasks)) add([...at, 'base'], `unknown task "${d.base}"`, suggest(d.base, taskNames));
   const serving = tasks[d.task];
   if (serving && serving.query.target.kind !== 'fact') {
-    add([...at, 'task'], `the serving task "${d.task}" predicts per entity; distillation serves one prediction per fact row`, 'use a fact-row task such as PREDICT transactions.fraud = 1 FOR EACH transactions.transaction_id');
+    add(
+      [...at, 'task'],
+      `the serving task "${d.task}" predicts per entity: distilling entity tasks (one prediction per entity at request time) is not implemented yet; distillation serves one prediction per fact row`,
+      'for per-entity scores use gnnctl predict (batch, every entity at an anchor; refresh --predict for a cadence); to serve online, use a fact-row task such as PREDICT transactions.fraud = 1 FOR EACH transactions.transaction_id',
+    );
   }
   const factTable = serving?.query.entity.table;
   d.embedding_keys.forEach((key, i) => {

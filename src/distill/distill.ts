@@ -13,7 +13,7 @@ import type { Config, TaskSpec } from '../config/load.js';
 import type { Examples, HopPath } from '../task/task_spec.js';
 import type { DistillationConfig } from '../config/schema.js';
 import { checkSchema } from '../embed/embed.js';
-import { ConfigError, DataError, suggest } from '../core/errors.js';
+import { ConfigError, DataError, NotImplementedError, suggest } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
 import type { GraphSchema } from '../artifacts/graph_manifest.js';
@@ -101,7 +101,14 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   const taskName = opts.task ?? d.task;
   const task = cfg.taskSpecs[taskName];
   if (!task) throw new ConfigError(`unknown task "${taskName}"`, [], { where: '--task', hint: suggest(taskName, Object.keys(cfg.taskSpecs)) });
-  if (task.query.target.kind !== 'fact') throw new ConfigError(`the serving task "${taskName}" is not a fact-row task`, [], { hint: 'distillation serves one prediction per fact row' });
+  if (task.query.target.kind !== 'fact') {
+    // Entity tasks (churn per customer at request time) need examples keyed by (entity, anchor) rather than
+    // by fact row, RTI paths that start at the entity table and an entity-keyed export; not built yet.
+    throw new NotImplementedError(`distilling the entity task "${taskName}" (one prediction per ${task.query.entity.table} at request time) is not implemented yet; distillation serves fact-row tasks`, {
+      where: opts.task ? '--task' : 'distillation.task',
+      hint: 'for per-entity scores use gnnctl predict (every entity at an anchor; refresh --predict on the daily cadence); to serve online, distill a fact-row task',
+    });
+  }
   const backend = await selectBackend(opts.backend ?? 'auto');
   const baseRef = opts.base ?? `latest:${d.base}`;
   const base = resolveRun(cfg.artifactsDir, baseRef, { kind: 'train', cwd: opts.cwd });

@@ -21,6 +21,7 @@ import { auroc, regressionMetrics } from '../../src/task/metrics.js';
 import { train, type TrainResult } from '../../src/train/trainer.js';
 import { parquetKv, parquetTypes, pipelineConfig, sqlPath, sqlRows } from '../helpers/pipeline.js';
 import { tinySynth, type SynthFixture } from '../helpers/synth.js';
+import { ARTICLES, TRANSACTIONS, configWithTasks, retailFixture } from '../helpers/fixtures.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'gnnctl.js');
@@ -103,6 +104,47 @@ describe('predictions.parquet holds one row per entity that exists at the anchor
     for (const x of got) expect(Number.isFinite(x.p as number) && (x.p as number) > 0 && (x.p as number) < 1).toBe(true);
     // Cold-start predictions come from each customer's own columns: not one constant for all of them.
     expect(new Set(got.map((x) => (x.p as number).toFixed(6))).size).toBeGreaterThan(1);
+  });
+});
+
+describe('an entity table with a time column', () => {
+  // Customers with a sign-up time: at 2020-01-10 only c1, c2 and c3 exist (c4 signs up on 2020-01-25).
+  const customers = `customer_id,signed_up,age\nc1,2019-12-01 00:00:00,25\nc2,2019-12-15 00:00:00,31\nc3,2020-01-05 12:00:00,40\nc4,2020-01-25 09:00:00,33\n`;
+  const tables = `name: fixture
+data:
+  tables:
+    customers: { path: customers.csv, primary_key: customer_id, time_column: signed_up }
+    articles: { path: articles.csv, primary_key: article_id }
+    transactions:
+      path: transactions.csv
+      primary_key: transaction_id
+      time_column: t_dat
+      foreign_keys: { customer_id: customers, article_id: articles }
+model: { channels: 8, categorical_dim: 4, num_neighbors: [4, 2], epochs: 1, batch_size: 4 }
+`;
+  it('holds exactly the customers that signed up by the anchor, each with a prediction', async () => {
+    const hand = retailFixture({
+      customers,
+      articles: ARTICLES,
+      transactions: TRANSACTIONS,
+      config: configWithTasks({ spend: 'PREDICT SUM(transactions.price, 0, 7, days) FOR EACH customers.customer_id' }, '{ val_anchor: "2020-01-13", test_anchor: "2020-01-20", window: 86400 }', tables),
+    });
+    try {
+      const hcfg = loadConfig(hand.config, { cwd: hand.dir, artifacts: hand.artifacts });
+      const run = await train({ cfg: hcfg, task: 'spend', backend: 'wasm', skip_baseline: true });
+      const keys = async (anchorTime: string) => {
+        const r = await predict({ cfg: hcfg, backend: 'wasm', run: run.runId, anchorTime, out: join(hand.dir, `p-${anchorTime.slice(0, 10)}.parquet`) });
+        const rows = await sqlRows(`SELECT customer_id AS k, prediction AS p FROM read_parquet(${sqlPath(r.path)}) ORDER BY k`);
+        expect(rows.every((x) => Number.isFinite(x.p as number))).toBe(true);
+        return rows.map((x) => x.k);
+      };
+      expect(await keys('2020-01-10T00:00:00Z')).toEqual(['c1', 'c2', 'c3']);
+      expect(await keys('2020-01-05T12:00:00Z')).toEqual(['c1', 'c2', 'c3']); // signed up exactly at the anchor: exists
+      expect(await keys('2020-01-05T11:59:59Z')).toEqual(['c1', 'c2']);
+      expect(await keys('2020-01-31T00:00:00Z')).toEqual(['c1', 'c2', 'c3', 'c4']);
+    } finally {
+      hand.cleanup();
+    }
   });
 });
 

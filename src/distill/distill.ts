@@ -2,6 +2,9 @@
  * `distill`: a shallow model for online serving, trained on each fact row of the serving task from the
  * row's own columns, its entities' precomputed embeddings (from the base run, as of the newest snapshot
  * the batch job would have published) and its recent interactions (RTI) — Kumo's "train, then distill".
+ * An entity task (churn per customer at request time) is distilled the same way with the entity as the
+ * "row": examples are the task's (entity, anchor) pairs, the entity's own embedding is looked up by its
+ * key, its interactions are its own child rows (`entity.pk->child.fk`), and the request time is the anchor.
  * Reports the distilled model against the teacher (same task) and the features/embedding/RTI ablations.
  */
 import { round } from '../core/number.js';
@@ -10,7 +13,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
 import type { Config, TaskSpec } from '../config/load.js';
-import type { Examples, HopPath } from '../task/task_spec.js';
+import { isEntityHopPath, type Examples, type HopPath } from '../task/task_spec.js';
 import type { DistillationConfig } from '../config/schema.js';
 import { checkSchema } from '../embed/embed.js';
 import { ConfigError, DataError, NotImplementedError, suggest } from '../core/errors.js';
@@ -32,7 +35,7 @@ import { info, warn } from '../core/log.js';
 import { Progress } from '../core/progress.js';
 import { Rng } from '../core/rng.js';
 import { VERSION } from '../core/version.js';
-import { computedEmbeddings, embeddingFiles, fileEmbeddings, rtiElements, type EntityEmbeddings } from './data.js';
+import { computedEmbeddings, embeddingFiles, entityRtiElements, fileEmbeddings, rtiElements, type EntityEmbeddings } from './data.js';
 import { StudentFeatures, type StudentData } from '../model/student/features.js';
 import { isIntegerType, type CategoricalSpec, type NumericSpec, type RtiSpec, type StudentSpec } from '../model/student/spec.js';
 import { StudentModel } from '../model/student/student.js';
@@ -101,12 +104,10 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   const taskName = opts.task ?? d.task;
   const task = cfg.taskSpecs[taskName];
   if (!task) throw new ConfigError(`unknown task "${taskName}"`, [], { where: '--task', hint: suggest(taskName, Object.keys(cfg.taskSpecs)) });
-  if (task.query.target.kind !== 'fact') {
-    // Entity tasks (churn per customer at request time) need examples keyed by (entity, anchor) rather than
-    // by fact row, RTI paths that start at the entity table and an entity-keyed export; not built yet.
-    throw new NotImplementedError(`distilling the entity task "${taskName}" (one prediction per ${task.query.entity.table} at request time) is not implemented yet; distillation serves fact-row tasks`, {
-      where: opts.task ? '--task' : 'distillation.task',
-      hint: 'for per-entity scores use gnnctl predict (every entity at an anchor; refresh --predict on the daily cadence); to serve online, distill a fact-row task',
+  if (task.query.target.kind === 'entity' && opts.embeddings) {
+    throw new NotImplementedError(`--embeddings with the entity task "${taskName}": snapshot files are joined to fact rows only`, {
+      where: '--embeddings',
+      hint: 'leave --embeddings out: the base run computes the as-of embeddings of each (entity, anchor) example',
     });
   }
   const backend = await selectBackend(opts.backend ?? 'auto');
@@ -136,14 +137,18 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   // Data: RTI element lists and embeddings per example, in the concatenated example order.
   let t = performance.now();
   const rti: Int32Array[] = [];
-  for (const hop of cfg.hopPaths) rti.push(await rtiForExamples(graph, hop, all.nodes, d.real_time_offset));
+  for (const hop of cfg.hopPaths) {
+    rti.push(isEntityHopPath(hop) ? entityRtiElements(graph, hop, all.nodes, all.anchors, d.real_time_offset) : await rtiForExamples(graph, hop, all.nodes, d.real_time_offset));
+  }
   const timings: Record<string, number> = { rti: secs(t) };
   t = performance.now();
   const cadence = d.embedding_cadence ?? defaultCadence(d.min_embedding_offset, d.max_embedding_offset);
   const embeddings: EntityEmbeddings[] = [];
   for (const k of spec.embeddings) {
-    const parents = graph.edges.find((e) => e.kind === 'fk' && e.src === spec.fact_table && e.meta.column === k.column)!.parent!;
-    const exParents = Int32Array.from(all.nodes, (v) => parents[v]!);
+    // An entity task's own key: the example's entity is the embedded one.
+    const own = k.target === spec.fact_table && k.column === spec.primary_key?.column;
+    const parents = own ? null : graph.edges.find((e) => e.kind === 'fk' && e.src === spec.fact_table && e.meta.column === k.column)!.parent!;
+    const exParents = parents ? Int32Array.from(all.nodes, (v) => parents[v]!) : all.nodes;
     if (opts.embeddings) {
       const files = embeddingFiles(opts.embeddings);
       const targetKey = graph.manifest.schema.tables[k.target]!.primary_key!.column;
@@ -358,6 +363,8 @@ export function studentSpec(d: DistillationConfig, task: TaskSpec, hops: HopPath
   const factSchema = schema.tables[factTable]!;
   const embeddings = d.embedding_keys.map((key) => {
     const column = key.slice(factTable.length + 1);
+    // An entity task may look up its own entity's embedding by its primary key.
+    if (factSchema.primary_key?.column === column) return { column, target: factTable, type: factSchema.primary_key.type, dim: teacher.spec.channels };
     const fk = factSchema.foreign_keys.find((f) => f.column === column)!;
     return { column, target: fk.target, type: fk.type, dim: teacher.spec.channels };
   });
@@ -384,7 +391,8 @@ export function studentSpec(d: DistillationConfig, task: TaskSpec, hops: HopPath
   return {
     task: task.name,
     fact_table: factTable,
-    time_column: factSchema.time_column!,
+    // An entity task's request time is the anchor; a fact row's is its own time column.
+    time_column: task.query.target.kind === 'fact' ? factSchema.time_column! : null,
     primary_key: factSchema.primary_key ? { column: factSchema.primary_key.column, target: factTable, type: factSchema.primary_key.type } : null,
     numeric: fact.numeric,
     categorical: fact.categorical,

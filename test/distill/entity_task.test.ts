@@ -6,7 +6,9 @@
  * customer key gets the same probability from `gnnctl serve`'s server as from onnxruntime directly.
  * Config validation guards the new grammar; the one unsupported combination says so.
  */
-import { writeFileSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,10 +24,21 @@ import { requestInputs } from '../../src/export/student_onnx.js';
 import { buildGraph } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
 import type { StudentSpec } from '../../src/model/student/spec.js';
-import { startServer, type RunningServer } from '../../src/serve/server.js';
 import { train, type TrainResult } from '../../src/train/trainer.js';
 import { pipelineConfig, sqlPath, sqlRows } from '../helpers/pipeline.js';
 import { tinySynth, type SynthFixture } from '../helpers/synth.js';
+
+const BIN = join(import.meta.dirname, '..', '..', 'bin', 'gnnctl.js');
+
+/** A port nothing listens on right now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
 
 const ENTITY_PATH = 'customers.customer_id->transactions.customer_id';
 const entityDistillation = {
@@ -100,14 +113,28 @@ describe('distilling churn per customer', () => {
 });
 
 describe('export and serve', () => {
-  let server: RunningServer;
+  let server: ChildProcess;
+  let port: number;
+  let serverLog = '';
   let spec: StudentSpec;
+  // The real binary, as a user runs it: `gnnctl serve --model-repository <repo> --port <p>`.
   beforeAll(async () => {
-    spec = JSON.parse((await import('node:fs')).readFileSync(join(student.runDir, 'model', 'student.json'), 'utf8')) as StudentSpec;
-    server = await startServer({ modelRepository: exported.repository, port: 0, pollIntervalMs: 0, log: () => {} });
-  });
+    spec = JSON.parse(readFileSync(join(student.runDir, 'model', 'student.json'), 'utf8')) as StudentSpec;
+    port = await freePort();
+    server = spawn(process.execPath, [BIN, 'serve', '--model-repository', exported.repository, '--port', String(port), '--json'], { cwd: fx.dir });
+    server.stderr!.on('data', (b: Buffer) => (serverLog += b.toString()));
+    let status = 0;
+    for (let i = 0; i < 600 && status !== 200; i++) {
+      status = await fetch(`http://127.0.0.1:${port}/v2/health/ready`).then((r) => r.status, () => 0);
+      if (status !== 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status, serverLog).toBe(200);
+  }, 120_000);
   afterAll(async () => {
-    await server?.stop();
+    if (server && server.exitCode === null) {
+      server.kill('SIGTERM');
+      await new Promise((resolve) => server.on('exit', resolve));
+    }
   });
 
   it('the model\'s inputs are anchor_time, the customer key, its own columns and its transactions; the self-check passed', () => {
@@ -136,7 +163,7 @@ describe('export and serve', () => {
     // At least one of them has recent transactions in its request.
     expect((requests.values.get(`${ENTITY_PATH}:t_dat`) as BigInt64Array).some((t) => t > 0n)).toBe(true);
     const session = await ort.InferenceSession.create(join(exported.dir, 'model.onnx'));
-    const url = `http://127.0.0.1:${server.port}/v2/models/${exported.model}/infer`;
+    const url = `http://127.0.0.1:${port}/v2/models/${exported.model}/infer`;
     try {
       for (let i = 0; i < nodes.length; i++) {
         const feed = feeds(spec, requests, i, i + 1);
@@ -199,6 +226,16 @@ describe('config and flags', () => {
     expect(text).toMatch(/customers\.age is not the primary key of customers/);
     expect(text).toMatch(/"customers\.age" is not a foreign key or the entity's primary key/);
     expect(problems(write('bad-grammar', { ...entityDistillation, real_time_interactions: { customers: 8 } }))).toMatch(/<entity>\.<primary key>-><child>\.<fk>/);
+  });
+
+  it('gnnctl distill --task churn (the real binary) --json distils the entity task; a bad --epochs exits 2', () => {
+    const run = (args: string[]) => spawnSync(process.execPath, [BIN, 'distill', '-c', fx.config, '--base', base.runDir, '--task', 'churn', '--artifacts', fx.artifacts, '--backend', 'wasm', ...args], { cwd: fx.dir, encoding: 'utf8', timeout: 300_000 });
+    const ok = run(['--epochs', '1', '--json']);
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ task: 'churn' });
+    const bad = run(['--epochs', 'many', '--json']);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain('--epochs');
   });
 
   it('distill --embeddings with an entity task: NotImplementedError (exit 2) naming --embeddings', async () => {

@@ -9,23 +9,13 @@
  * Without --run it trains a 1-epoch churn run first (not timed).
  */
 import { loadavg } from 'node:os';
-import { arg, benchConfig, dataset, peakRssMb } from './common.mjs';
+import { arg, churnBench, peakRssMb } from './common.mjs';
 
 const size = arg('size', 'medium');
 const repeat = Number(arg('repeat', '3'));
-const data = await dataset(size);
-const { loadConfig } = await import('../dist/config/load.js');
+const { cfg, run } = await churnBench(size);
 const { embed } = await import('../dist/embed/embed.js');
 const { predict } = await import('../dist/predict/predict.js');
-const { train } = await import('../dist/train/trainer.js');
-const { setQuiet } = await import('../dist/core/log.js');
-setQuiet(true);
-const cfg = loadConfig(benchConfig(size, data));
-let run = arg('run', null);
-if (!run) {
-  cfg.taskSpecs.churn.model = { ...cfg.taskSpecs.churn.model, num_neighbors: [10, 5], sampling: 'last', max_steps_per_epoch: 50 };
-  run = (await train({ cfg, task: 'churn', epochs: 1, skip_baseline: true })).runId;
-}
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const load_before = loadavg().map((x) => Math.round(x * 100) / 100);
 const runs = { embed: [], predict: [] };

@@ -21,7 +21,7 @@ import { auroc, regressionMetrics } from '../../src/task/metrics.js';
 import { train, type TrainResult } from '../../src/train/trainer.js';
 import { parquetKv, parquetTypes, pipelineConfig, sqlPath, sqlRows } from '../helpers/pipeline.js';
 import { tinySynth, type SynthFixture } from '../helpers/synth.js';
-import { ARTICLES, TRANSACTIONS, configWithTasks, retailFixture } from '../helpers/fixtures.js';
+import { ARTICLES, CONFIG, TRANSACTIONS, configWithTasks, retailFixture } from '../helpers/fixtures.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'gnnctl.js');
@@ -110,18 +110,7 @@ describe('predictions.parquet holds one row per entity that exists at the anchor
 describe('an entity table with a time column', () => {
   // Customers with a sign-up time: at 2020-01-10 only c1, c2 and c3 exist (c4 signs up on 2020-01-25).
   const customers = `customer_id,signed_up,age\nc1,2019-12-01 00:00:00,25\nc2,2019-12-15 00:00:00,31\nc3,2020-01-05 12:00:00,40\nc4,2020-01-25 09:00:00,33\n`;
-  const tables = `name: fixture
-data:
-  tables:
-    customers: { path: customers.csv, primary_key: customer_id, time_column: signed_up }
-    articles: { path: articles.csv, primary_key: article_id }
-    transactions:
-      path: transactions.csv
-      primary_key: transaction_id
-      time_column: t_dat
-      foreign_keys: { customer_id: customers, article_id: articles }
-model: { channels: 8, categorical_dim: 4, num_neighbors: [4, 2], epochs: 1, batch_size: 4 }
-`;
+  const tables = `${CONFIG.replace('customers: { path: customers.csv, primary_key: customer_id }', 'customers: { path: customers.csv, primary_key: customer_id, time_column: signed_up }')}model: { channels: 8, categorical_dim: 4, num_neighbors: [4, 2], epochs: 1, batch_size: 4 }\n`;
   it('holds exactly the customers that signed up by the anchor, each with a prediction', async () => {
     const hand = retailFixture({
       customers,

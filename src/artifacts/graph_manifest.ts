@@ -6,7 +6,7 @@
  */
 import type { ColumnKind } from '../config/schema.js';
 
-export const GRAPH_FORMAT = 4;
+export const GRAPH_FORMAT = 5;
 
 /** How a column is used: a feature kind, or why it is not one. */
 export type ColumnRole = ColumnKind | 'primary_key' | 'foreign_key' | 'time';
@@ -32,12 +32,27 @@ export interface GraphSchema {
   tables: Record<string, TableSchema>;
 }
 
+/** A numeric column's distribution on the fit window (drift reference; see graph/distribution.ts). */
+export interface NumericReference {
+  /** interior bin edges, ascending: bin i holds values in (edges[i−1], edges[i]] */
+  edges: number[];
+  /** share of rows per bin (edges.length + 1 bins), then the null share last */
+  shares: number[];
+}
+
+export interface CategoricalReference {
+  /** share of rows per code: [null, out-of-vocabulary, vocab[0], vocab[1], …] */
+  shares: number[];
+}
+
 export interface NumericColumnManifest {
   name: string;
   file: string;
   mean: number;
   std: number;
   nulls: number;
+  /** deciles and shares on the fit window (drift reference) */
+  reference: NumericReference;
 }
 
 export interface CategoricalColumnManifest {
@@ -50,6 +65,8 @@ export interface CategoricalColumnManifest {
   nulls: number;
   /** rows whose value is not in the vocabulary (rare values past max_vocab, or first seen after fit_until) */
   oov: number;
+  /** share of each code on the fit window (drift reference) */
+  reference: CategoricalReference;
 }
 
 export interface TimestampColumnManifest {

@@ -109,7 +109,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
 
   const built = await buildGraph(cfg);
   const graph = Graph.load(built.dir);
-  checkSchema(base.id, baseManifest, graph);
+  checkSchema(base, baseManifest, graph);
   const range = graph.manifest.time_range!;
   const split = taskSplit(task, { min: range[0], max: range[1] });
   const seed = cfg.seed;

@@ -12,7 +12,12 @@ import type { DistillManifest } from '../distill/distill.js';
 import { embed } from '../embed/embed.js';
 import { ArtifactError } from '../core/errors.js';
 import { exportModel } from '../export/export.js';
-import { readManifest, resolveRun } from '../artifacts/run_store.js';
+import { readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
+import { warn } from '../core/log.js';
+import { buildGraph } from '../graph/build.js';
+import { Graph } from '../graph/graph.js';
+import type { FeatureSpec } from '../model/features.js';
+import { driftReport, type DriftReport } from './drift.js';
 
 export interface RefreshOptions {
   cfg: Config;
@@ -32,6 +37,8 @@ export interface RefreshResult {
   base_run: string;
   embedding_anchor: Record<string, string>;
   embedding_rows: Record<string, number>;
+  /** the base run's feature drift on the data this version was embedded from (reported, not enforced: `gnnctl check` gates on it) */
+  drift: DriftReport;
   seconds: number;
 }
 
@@ -58,6 +65,9 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
     files.push(r.path);
   }
   const r = await exportModel({ cfg, run: distilled.id, embeddings: files, out: repo, name, backend: opts.backend, cwd: opts.cwd });
+  const base = resolveRun(cfg.artifactsDir, dm.base_run, { kind: 'train', cwd: opts.cwd });
+  const drift = driftReport(Graph.load((await buildGraph(cfg)).dir), readModelJson<FeatureSpec>(base.dir, 'features.json'));
+  if (!drift.ok) warn(`refresh: ${drift.features.filter((f) => f.drifted).length} feature(s) drifted above PSI ${drift.threshold} (max ${drift.max_psi}); run \`gnnctl check --config …\` and consider retraining`);
   return {
     model: name,
     version: r.version,
@@ -67,6 +77,7 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
     base_run: dm.base_run,
     embedding_anchor: r.embedding_anchor,
     embedding_rows: r.embedding_rows,
+    drift,
     seconds: Math.round((performance.now() - t0) / 10) / 100,
   };
 }

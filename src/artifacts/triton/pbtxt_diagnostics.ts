@@ -52,7 +52,7 @@ export function explainTextFormatError(type: protobuf.Type, text: string, file: 
   const problems = diagnose(type, text);
   if (problems.length === 0) {
     // The checker found nothing protobufjs did not like: report protobufjs' own words and line.
-    const message = cause instanceof Error ? cause.message : String(cause ?? 'unreadable config');
+    const message = cause instanceof Error ? cause.message : String(cause ?? 'a value gnnctl cannot carry (an enum number outside its enum, or an integer beyond 2^53)');
     const m = / \(line (\d+)\)$/.exec(message);
     problems.push(m ? { path: '', message: message.slice(0, m.index), line: Number(m[1]) } : { path: '', message });
   }

@@ -333,6 +333,8 @@ model_warmup [{
       ['input { optional: yes }', 'input[0].optional', 1, 19, /expected true or false/],
       ['max_batch_size: 3000000000', 'max_batch_size', 1, 17, /3000000000 is out of range for int32/],
       ['dynamic_batching { max_queue_delay_microseconds: -5 }', 'dynamic_batching.max_queue_delay_microseconds', 1, 50, /-5 is out of range for uint64/],
+      // protobufjs reads it (it fits uint64); the plain-object form could not carry it exactly.
+      ['dynamic_batching { max_queue_delay_microseconds: 9007199254740993 }', 'dynamic_batching.max_queue_delay_microseconds', 1, 50, /9007199254740993 is beyond ±2\^53/],
       ['dynamic_batching: 5', 'dynamic_batching', 1, 19, /"dynamic_batching" is a message ModelDynamicBatching; expected "\{" to start it, found "5"/],
       ['name { }', 'name', 1, 6, /"name" is a string value, not a message/],
       ['max_batch_size: [1, 2]', 'max_batch_size', 1, 17, /not a repeated field/],

@@ -137,13 +137,39 @@ export interface MessageCodec<T, Decoded extends T = T> {
 
 let root: protobuf.Root | undefined;
 
-/** The `onnx` package of the vendored schema (parsed once). */
+const UNPACKABLE = new Set(['string', 'bytes']);
+
+/**
+ * The `onnx` package of the vendored schema (parsed once).
+ *
+ * Every repeated numeric field is written packed. onnx.proto is proto2, where only the fields marked
+ * `[packed = true]` are packed by default; `onnx-proto` (protobufjs 6) packed them all, and keeping
+ * that keeps model.onnx as small as before: an unpacked int64 list (LabelEncoder's `keys_int64s`, a
+ * tensor's `dims`) costs one more byte per element, 0.2 MB per 100k keys. Protobuf parsers must read
+ * either encoding of a repeated scalar (the wire format allows both), onnxruntime and onnx included.
+ */
 export function onnxRoot(): protobuf.Root {
   if (!root) {
-    root = protobuf.parse(ONNX_PROTO).root;
-    root.resolveAll();
+    const parsed = protobuf.parse(ONNX_PROTO).root;
+    packRepeatedScalars(parsed);
+    parsed.resolveAll();
+    root = parsed;
   }
   return root;
+}
+
+function packRepeatedScalars(ns: protobuf.NamespaceBase): void {
+  for (const nested of ns.nestedArray) {
+    if (nested instanceof protobuf.Type) {
+      for (const f of nested.fieldsArray) {
+        // Messages and strings are never packed; enum fields are resolved later and packable too.
+        const scalar = f.type in protobuf.types.basic;
+        const enumLike = !scalar && nested.lookupTypeOrEnum(f.type) instanceof protobuf.Enum;
+        if (f.repeated && !UNPACKABLE.has(f.type) && (scalar || enumLike)) f.setOption('packed', true);
+      }
+    }
+    if (nested instanceof protobuf.Namespace) packRepeatedScalars(nested);
+  }
 }
 
 function codec<T, Decoded extends T = T>(name: string): MessageCodec<T, Decoded> {

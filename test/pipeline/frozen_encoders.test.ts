@@ -27,6 +27,8 @@ import { checkRepository } from '../../src/pipeline/check.js';
 import { runPipeline, type PipelineResult } from '../../src/pipeline/pipeline.js';
 import { refresh } from '../../src/pipeline/refresh.js';
 import { embedExact, tableDepth } from '../../src/embed/layerwise.js';
+import { computedEmbeddings, rtiElements } from '../../src/distill/data.js';
+import { nodeKeys } from '../helpers/graph.js';
 import { maxAbsDiff, pipelineConfig, readEmbeddings } from '../helpers/pipeline.js';
 import { appendFutureRows, tinySynth, type SynthFixture } from '../helpers/synth.js';
 
@@ -39,6 +41,33 @@ let cfg: Config;
 let first: PipelineResult;
 let baseRun: string;
 const before: Record<string, Map<string, Float32Array>> = {};
+let distillBefore: Map<string, { rti: string[]; embedding: number[] | null }>;
+
+/**
+ * What distillation feeds the student for the fact rows at or before T: each row's RTI elements (as
+ * keys, most recent first) and its as-of customer embedding from the base run (daily snapshots).
+ */
+async function distillInputs(): Promise<Map<string, { rti: string[]; embedding: number[] | null }>> {
+  const graph = Graph.load((await buildGraph(cfg)).dir);
+  const keys = await nodeKeys(graph.dir, graph.manifest, 'transactions');
+  const time = graph.table('transactions').time!;
+  const cut = Date.parse(T) / 1000;
+  // Every 7th row at or before T: a few hundred examples spread over the whole history.
+  const nodes = Int32Array.from({ length: time.length }, (_, i) => i).filter((i) => time[i]! <= cut && i % 7 === 0);
+  const rti = await rtiElements(graph, cfg.hopPaths[0]!, nodes, 3600);
+  const N = cfg.hopPaths[0]!.max_length;
+  const model = DeepModel.load(join(fx.artifacts, 'runs', baseRun), graph);
+  const parents = graph.edges.find((e) => e.kind === 'fk' && e.src === 'transactions' && e.meta.column === 'customer_id')!.parent!;
+  const emb = computedEmbeddings(model, Int32Array.from(nodes, (v) => parents[v]!), Float64Array.from(nodes, (v) => time[v]!), 'customers', { min: 43200, max: 14 * 86400, cadence: 86400 }, 0);
+  const C = model.spec.channels;
+  model.dispose();
+  const out = new Map<string, { rti: string[]; embedding: number[] | null }>();
+  nodes.forEach((v, i) => {
+    const els = Array.from(rti.subarray(i * N, (i + 1) * N)).filter((e) => e >= 0).map((e) => keys[e]!);
+    out.set(keys[v]!, { rti: els, embedding: emb.missing[i] ? null : Array.from(emb.values.subarray(i * C, (i + 1) * C)) });
+  });
+  return out;
+}
 
 async function embedAt(tag: string, mode: 'exact' | 'sampled', table: string): Promise<Map<string, Float32Array>> {
   const out = join(fx.artifacts, 'cmp', `${tag}-${mode}-${table}.parquet`);
@@ -54,6 +83,7 @@ beforeAll(async () => {
   first = await runPipeline({ cfg, distillEpochs: 1, cwd: fx.dir });
   baseRun = first.runs.fraud!;
   for (const mode of ['exact', 'sampled'] as const) for (const table of ['customers', 'articles']) before[`${mode}/${table}`] = await embedAt('before', mode, table);
+  distillBefore = await distillInputs();
 }, 300_000);
 
 afterAll(() => fx?.cleanup());
@@ -122,6 +152,14 @@ describe('a run owns its encoders', () => {
         });
       }
     }
+
+    it('distillation inputs of fact rows at or before t are identical: RTI elements and as-of embeddings', async () => {
+      const after = await distillInputs();
+      expect(distillBefore.size).toBeGreaterThan(200);
+      expect([...distillBefore.values()].filter((x) => x.embedding !== null).length).toBeGreaterThan(50);
+      expect([...distillBefore.values()].filter((x) => x.rti.length > 0).length).toBeGreaterThan(50);
+      for (const [k, v] of distillBefore) expect(after.get(k), k).toEqual(v);
+    });
 
     it('refresh embeds the newest data with the training-time encoders, and reports the drift', async () => {
       const r = await refresh({ cfg, cwd: fx.dir });

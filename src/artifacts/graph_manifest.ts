@@ -4,7 +4,13 @@
  * manifest.json. Rows of every table are numbered by dense node ids in time order (then primary key,
  * then source order), so a neighbour list sorted by node id is also sorted by time.
  */
+import { join } from 'node:path';
 import type { ColumnKind } from '../config/schema.js';
+
+/** The path of a table's `rows.parquet` (node ids, times, resolved parents and the raw columns). */
+export function rowsPath(graphDir: string, manifest: GraphManifest, table: string): string {
+  return join(graphDir, manifest.tables[table]!.rows_file);
+}
 
 export const GRAPH_FORMAT = 5;
 

@@ -10,7 +10,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { TaskSpec } from '../config/load.js';
 import { lit, q, queryValue, readColumns, withDuck } from '../data/duck.js';
-import { ConfigError, NotImplementedError, suggest } from '../core/errors.js';
+import { ConfigError, NotImplementedError, suggest, assertUnreachable } from '../core/errors.js';
 import { rowsPath, type GraphManifest } from '../artifacts/graph_manifest.js';
 import { baselineSqlFeatures, type SqlFeatures } from './baseline.js';
 import type { Examples } from '../task/task_spec.js';
@@ -85,6 +85,8 @@ function aggregateSql(agg: Aggregate, alias: string): string {
       return `min(${col})::DOUBLE AS ${alias}`;
     case 'MAX':
       return `max(${col})::DOUBLE AS ${alias}`;
+    default:
+      return assertUnreachable(agg.fn);
   }
 }
 
@@ -208,5 +210,7 @@ function conditionSql(c: Condition, compare: (c: Compare) => string): string {
       return `(NOT ${conditionSql(c.inner, compare)})`;
     case 'compare':
       return compare(c);
+    default:
+      return assertUnreachable(c);
   }
 }

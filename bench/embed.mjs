@@ -20,7 +20,7 @@ const cfg = loadConfig(benchConfig(size, data));
 let run = arg('run', null);
 if (!run) {
   cfg.taskSpecs.churn.model = { ...cfg.taskSpecs.churn.model, num_neighbors: [10, 5], sampling: 'last', max_steps_per_epoch: 50 };
-  run = (await train({ cfg, task: 'churn', epochs: 1, skipBaseline: true })).runId;
+  run = (await train({ cfg, task: 'churn', epochs: 1, skip_baseline: true })).runId;
 }
 const out = { bench: 'embed customers', size, run };
 for (const mode of ['exact', 'sampled']) {

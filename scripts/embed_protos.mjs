@@ -18,6 +18,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** The schemas and the constant each generated module exports. */
 export const EMBEDDED_PROTOS = [
   { proto: 'src/artifacts/triton/model_config.proto', constant: 'MODEL_CONFIG_PROTO' },
+  { proto: 'src/artifacts/onnx/onnx.proto', constant: 'ONNX_PROTO' },
 ];
 
 export function generatedPath(proto) {

@@ -10,7 +10,7 @@ describe('.proto schemas embedded for the build', () => {
   const protos = (EMBEDDED_PROTOS as { proto: string; constant: string }[]).filter((p) => existsSync(join(root, p.proto)));
 
   it('covers the Triton model config and ONNX schemas', () => {
-    expect(protos.map((p) => p.proto)).toEqual(['src/artifacts/triton/model_config.proto']);
+    expect(protos.map((p) => p.proto)).toEqual(['src/artifacts/triton/model_config.proto', 'src/artifacts/onnx/onnx.proto']);
   });
 
   it.each(protos)('$proto: the generated module embeds exactly the vendored file (else run npm run embed-protos)', async ({ proto, constant }) => {
@@ -23,6 +23,6 @@ describe('.proto schemas embedded for the build', () => {
 
   it.each(protos)('$proto names where its declarations come from', ({ proto }) => {
     const text = readFileSync(join(root, proto), 'utf8');
-    expect(text.slice(0, 400)).toMatch(/triton-inference-server\/common `protobuf\/model_config\.proto`/);
+    expect(text.slice(0, 400)).toMatch(/triton-inference-server\/common `protobuf\/model_config\.proto`|onnx\/onnx `onnx\/onnx\.proto`/);
   });
 });

@@ -37,7 +37,7 @@ const out = { bench: 'embed quality (churn, test window)', size, epochs, test_ex
 
 for (const sampling of ['uniform', 'last']) {
   task.model = { ...task.model, sampling, num_neighbors: [10, 5] };
-  const run = await train({ cfg, task: 'churn', epochs, skipBaseline: true });
+  const run = await train({ cfg, task: 'churn', epochs, skip_baseline: true });
   const model = DeepModel.load(run.runDir, graph);
   const cap = sampling === 'uniform' ? task.model.exact_degree_cap : 0;
   const C = model.spec.channels;

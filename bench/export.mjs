@@ -29,7 +29,7 @@ setQuiet(true);
 const cfgPath = benchConfig(size, data);
 const cfg = loadConfig(cfgPath);
 cfg.taskSpecs.fraud.model = { ...cfg.taskSpecs.fraud.model, max_steps_per_epoch: 100 };
-const base = arg('run', null) ?? (await train({ cfg, task: 'fraud', epochs: 1, skipBaseline: true })).runId;
+const base = arg('run', null) ?? (await train({ cfg, task: 'fraud', epochs: 1, skip_baseline: true })).runId;
 const WEEK = 7 * 86400;
 cfg.distillation = { ...cfg.distillation, train_window: WEEK, embedding_cadence: WEEK, max_train_examples: 20_000 };
 const distilled = await distill({ cfg, base, epochs: 1 });

@@ -17,7 +17,7 @@ const { setQuiet } = await import('../dist/core/log.js');
 setQuiet(true);
 const cfg = loadConfig(benchConfig(size, data));
 cfg.taskSpecs.churn.model = { ...cfg.taskSpecs.churn.model, encoder: 'sage', layers: 2, channels: 64, num_neighbors: [10, 5], batch_size: 512, sampling: 'last' };
-const r = await train({ cfg, task: 'churn', backend: arg('backend', 'auto'), epochs, skipBaseline: !flag('baseline') });
+const r = await train({ cfg, task: 'churn', backend: arg('backend', 'auto'), epochs, skip_baseline: !flag('baseline') });
 const e = r.metrics.epochs;
 const out = {
   bench: 'train churn',

@@ -4,9 +4,15 @@
  * manifest.json. Rows of every table are numbered by dense node ids in time order (then primary key,
  * then source order), so a neighbour list sorted by node id is also sorted by time.
  */
+import { join } from 'node:path';
 import type { ColumnKind } from '../config/schema.js';
 
-export const GRAPH_FORMAT = 4;
+/** The path of a table's `rows.parquet` (node ids, times, resolved parents and the raw columns). */
+export function rowsPath(graphDir: string, manifest: GraphManifest, table: string): string {
+  return join(graphDir, manifest.tables[table]!.rows_file);
+}
+
+export const GRAPH_FORMAT = 5;
 
 /** How a column is used: a feature kind, or why it is not one. */
 export type ColumnRole = ColumnKind | 'primary_key' | 'foreign_key' | 'time';
@@ -32,12 +38,27 @@ export interface GraphSchema {
   tables: Record<string, TableSchema>;
 }
 
+/** A numeric column's distribution on the fit window (drift reference; see graph/distribution.ts). */
+export interface NumericReference {
+  /** interior bin edges, ascending: bin i holds values in (edges[i−1], edges[i]] */
+  edges: number[];
+  /** share of rows per bin (edges.length + 1 bins), then the null share last */
+  shares: number[];
+}
+
+export interface CategoricalReference {
+  /** share of rows per code: [null, out-of-vocabulary, vocab[0], vocab[1], …] */
+  shares: number[];
+}
+
 export interface NumericColumnManifest {
   name: string;
   file: string;
   mean: number;
   std: number;
   nulls: number;
+  /** deciles and shares on the fit window (drift reference) */
+  reference: NumericReference;
 }
 
 export interface CategoricalColumnManifest {
@@ -50,6 +71,8 @@ export interface CategoricalColumnManifest {
   nulls: number;
   /** rows whose value is not in the vocabulary (rare values past max_vocab, or first seen after fit_until) */
   oov: number;
+  /** share of each code on the fit window (drift reference) */
+  reference: CategoricalReference;
 }
 
 export interface TimestampColumnManifest {

@@ -42,7 +42,7 @@ const EXAMPLES: Record<string, string[]> = {
   export: ['gnnctl export --config configs/retail.yaml --run latest:fraud', 'gnnctl export --config configs/retail.yaml --run latest:fraud --version 5 --json'],
   pipeline: ['gnnctl pipeline --config configs/retail.yaml', 'gnnctl pipeline --config configs/retail.yaml --epochs 2 --no-smoke --json'],
   refresh: ['gnnctl refresh --config configs/retail.yaml', 'gnnctl refresh --config configs/retail.yaml --predict latest:churn latest:item_sales'],
-  check: ['gnnctl check --model-repository artifacts/model_repository', 'gnnctl check --config configs/retail.yaml --now clock --json'],
+  check: ['gnnctl check --model-repository artifacts/model_repository', 'gnnctl check --config configs/retail.yaml --drift-threshold 0.2 --drift-window 14d --json'],
   'config validate': ['gnnctl config validate --config configs/retail.yaml'],
   'config reference': ['gnnctl config reference > docs/config.md'],
   report: ['gnnctl report latest:fraud --config configs/retail.yaml', 'gnnctl report artifacts/runs/<run-id> --out /tmp/report.html'],
@@ -241,6 +241,8 @@ export function buildProgram(): Command {
     .option('--model-repository <dir>', 'model repository (default: artifacts/model_repository)')
     .option('-c, --config <file>', 'config: compare with the current data (and use its newest time as "now")')
     .addOption(typed('--now <time>', 'reference time: ISO time, or "clock" (default: newest data time with --config, else the clock)', timeFlag('--now', ['clock'])))
+    .addOption(typed('--drift-threshold <psi>', 'with --config: a feature whose population stability index exceeds this fails the check', numberFlag('--drift-threshold', { above: 0 })).default(0.25))
+    .addOption(typed('--drift-window <t>', 'with --config: the current window drift is measured on (time-stamped tables), e.g. 30d', secondsFlag('--drift-window')).default(30 * 86400, '30 days'))
     .addOption(opt.artifacts())
     .addOption(opt.json())
     .action(action(async () => (await import('./commands/pipeline.js')).checkCommand as never));

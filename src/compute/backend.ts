@@ -35,7 +35,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { getThreadsCount, setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
-import { UsageError, suggest } from '../core/errors.js';
+import { UsageError, suggest, assertUnreachable } from '../core/errors.js';
 import { warn } from '../core/log.js';
 import { cpuBackend, registerWasmKernels } from './wasm_kernels.js';
 import { registerFastWasmKernels } from './wasm_fast_kernels.js';
@@ -216,6 +216,8 @@ async function choose(requested: BackendRequest, loader: NativeLoader): Promise<
       const addedKernels = await activateCpu(reasons, 'requested with --backend cpu');
       return done('cpu', { added_kernels: addedKernels });
     }
+    default:
+      return assertUnreachable(requested);
   }
 }
 

@@ -10,6 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import { onnx, type IModelProto } from '../artifacts/onnx/onnx_schema.js';
 import { GnnctlError } from '../core/errors.js';
 import { VERSION } from '../core/version.js';
 import { selectBackend, type BackendInfo, type BackendRequest } from './backend.js';
@@ -121,24 +122,22 @@ async function checkDuckdb(): Promise<Diagnosis['duckdb']> {
   }
 }
 
-/** Loads onnxruntime-node and runs a one-node model (`c = a + b`) built with onnx-proto. */
+/** Loads onnxruntime-node and runs a one-node model (`c = a + b`) encoded with the ONNX schema (artifacts/onnx). */
 async function checkOnnxRuntime(): Promise<Diagnosis['onnxruntime']> {
   let version: string | undefined;
   try {
     const ort = await import('onnxruntime-node');
     version = ort.env.versions?.node ?? ort.env.versions?.common;
-    const { default: onnxProto } = await import('onnx-proto');
-    const { onnx } = onnxProto;
     const vector2 = (name: string) => ({
       name,
       type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: [{ dimValue: 2 }] } } },
     });
-    const model = onnx.ModelProto.create({
+    const model: IModelProto = {
       irVersion: 8,
       opsetImport: [{ domain: '', version: 17 }],
       producerName: 'gnnctl doctor',
       graph: { name: 'add', node: [{ opType: 'Add', input: ['a', 'b'], output: ['c'] }], input: [vector2('a'), vector2('b')], output: [vector2('c')] },
-    });
+    };
     const session = await ort.InferenceSession.create(onnx.ModelProto.encode(model).finish());
     try {
       const out = await session.run({

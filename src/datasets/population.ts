@@ -8,7 +8,7 @@ import { CsvSink } from './csv.js';
 import { hexId, lognormal, pick, uniform } from './random.js';
 import { INDEXES, SECTIONS } from './taxonomy.js';
 import { TIER_SHARES } from './catalog.js';
-import type { SignalParams } from './signals.js';
+import type { SignalParams } from './signal_params.js';
 
 export const CUSTOMER_COLUMNS = ['customer_id', 'FN', 'Active', 'club_member_status', 'fashion_news_frequency', 'age', 'postal_code'] as const;
 

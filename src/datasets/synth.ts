@@ -19,7 +19,8 @@ import { VERSION } from '../core/version.js';
 import { ARTICLE_COLUMNS, generateCatalog, writeArticles } from './catalog.js';
 import { CsvSink } from './csv.js';
 import { CUSTOMER_COLUMNS, generatePopulation } from './population.js';
-import { accountTakeovers, dailyVolume, DEFAULT_SIGNALS, fraudRings, sectionRhythms, sectionTrends, type SignalParams } from './signals.js';
+import { accountTakeovers, dailyVolume, DEFAULT_SIGNALS, fraudRings, sectionRhythms, sectionTrends } from './signals.js';
+import type { SignalParams } from './signal_params.js';
 import { SYNTH_DAYS, SYNTH_LAST_DAY, SYNTH_SIZES, type SynthSize } from './sizes.js';
 import { dayText, simulateTransactions, TRANSACTION_COLUMNS, type SimulationResult } from './transactions.js';
 

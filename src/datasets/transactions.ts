@@ -15,7 +15,8 @@ import { ArticleSampler, PRICE_POINTS, PRICE_SCALE, type Catalog } from './catal
 import type { CsvSink } from './csv.js';
 import { PREFS, type Population } from './population.js';
 import { cumulative, geometric, searchCumulative } from './random.js';
-import { RHYTHM_DAYS, type AccountTakeovers, type DailyVolume, type FraudRings, type SectionRhythms, type SectionTrends, type SignalParams } from './signals.js';
+import { RHYTHM_DAYS, type AccountTakeovers, type DailyVolume, type FraudRings, type SectionRhythms, type SectionTrends } from './signals.js';
+import type { SignalParams } from './signal_params.js';
 
 export const TRANSACTION_COLUMNS = ['transaction_id', 't_dat', 'customer_id', 'article_id', 'price', 'sales_channel_id', 'fraud'] as const;
 

@@ -11,7 +11,7 @@ import { lit, q, queryRows, queryValue, readColumns, withDuck } from '../data/du
 import { embedExact, tableDepth } from '../embed/layerwise.js';
 import { ArtifactError, DataError } from '../core/errors.js';
 import type { Graph } from '../graph/graph.js';
-import { rowsPath } from '../train/examples.js';
+import { rowsPath } from '../artifacts/graph_manifest.js';
 import type { DeepModel } from '../model/deep_model.js';
 import { info } from '../core/log.js';
 

@@ -8,11 +8,10 @@
  * Reports the distilled model against the teacher (same task) and the features/embedding/RTI ablations.
  */
 import { round } from '../core/number.js';
-import * as tf from '@tensorflow/tfjs';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
-import type { Config, TaskSpec } from '../config/load.js';
+import type { Config } from '../config/load.js';
 import { isEntityHopPath, type Examples, type HopPath } from '../task/task_spec.js';
 import type { DistillationConfig } from '../config/schema.js';
 import { checkSchema } from '../embed/embed.js';
@@ -25,20 +24,19 @@ import { taskSplit } from '../task/split.js';
 import { DeepModel } from '../model/deep_model.js';
 import { buildTrainingTables } from '../train/examples.js';
 import type { Metrics } from '../task/metrics.js';
-import { objectiveFor, predictValues, teacherRatio, type Curves, type Objective, type ObjectiveKind } from '../task/objective/objective.js';
-import { Adam } from '../model/optim.js';
+import { objectiveFor, teacherRatio, type Curves, type ObjectiveKind } from '../task/objective/objective.js';
 import type { TrainManifest } from '../train/trainer.js';
 import { writeJsonAtomic } from '../core/atomic.js';
 import { hashValue } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
-import { info, warn } from '../core/log.js';
-import { Progress } from '../core/progress.js';
+import { info } from '../core/log.js';
 import { Rng } from '../core/rng.js';
 import { VERSION } from '../core/version.js';
 import { computedEmbeddings, embeddingFiles, entityRtiElements, fileEmbeddings, rtiElements, type EntityEmbeddings } from './data.js';
 import { StudentFeatures, type StudentData } from '../model/student/features.js';
-import { isIntegerType, type CategoricalSpec, type NumericSpec, type RtiSpec, type StudentSpec } from '../model/student/spec.js';
-import { StudentModel } from '../model/student/student.js';
+import type { StudentSpec } from '../model/student/spec.js';
+import { measureLatency, summarize, trainStudent, type StudentMetrics } from './student_training.js';
+import { studentSpec } from './student_spec.js';
 
 export interface DistillOptions {
   cfg: Config;
@@ -51,12 +49,6 @@ export interface DistillOptions {
   backend?: BackendRequest;
   epochs?: number;
   cwd?: string;
-}
-
-export interface StudentMetrics {
-  val: Metrics;
-  test: Metrics;
-  best_epoch: number;
 }
 
 export interface DistillMetrics {
@@ -117,7 +109,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
 
   const built = await buildGraph(cfg);
   const graph = Graph.load(built.dir);
-  checkSchema(base.id, baseManifest, graph);
+  checkSchema(base, baseManifest, graph);
   const range = graph.manifest.time_range!;
   const split = taskSplit(task, { min: range[0], max: range[1] });
   const seed = cfg.seed;
@@ -327,196 +319,6 @@ async function embeddingsForExamples(
     missing[orig] = e.missing[k]!;
   });
   return { values, missing, anchors: e.anchors };
-}
-
-/** The student's fields from the graph schema: fact columns, embedding keys, RTI paths. */
-export function studentSpec(d: DistillationConfig, task: TaskSpec, hops: HopPath[], graph: Graph, teacher: DeepModel): StudentSpec {
-  const factTable = task.query.entity.table;
-  const target = task.query.target.kind === 'fact' ? task.query.target.column.column : '';
-  const schema = graph.manifest.schema;
-  let offset = 0;
-  const columnsOf = (table: string, exclude: Set<string>): { numeric: NumericSpec[]; categorical: CategoricalSpec[] } => {
-    const tm = graph.manifest.tables[table]!;
-    const types = new Map(schema.tables[table]!.columns.map((c) => [c.name, c.type]));
-    const numeric = tm.numeric.filter((c) => !exclude.has(c.name)).map((c) => ({ column: c.name, mean: c.mean, std: c.std, type: types.get(c.name)! }));
-    const categorical: CategoricalSpec[] = [];
-    for (const c of tm.categorical) {
-      if (exclude.has(c.name)) continue;
-      const type = types.get(c.name)!;
-      if (!isIntegerType(type) && type !== 'VARCHAR') {
-        warn(`distill: ${table}.${c.name} (${type}) is categorical but neither text nor integer; the distilled model leaves it out`);
-        continue;
-      }
-      categorical.push({ column: c.name, vocab: c.vocab, type, offset });
-      offset += c.vocab.length + 2;
-    }
-    return { numeric, categorical };
-  };
-  const excluded = (table: string): Set<string> => new Set(d.exclude_columns.filter((c) => c.startsWith(`${table}.`)).map((c) => c.slice(table.length + 1)));
-  for (const c of d.exclude_columns) {
-    const [t, col] = [c.slice(0, c.indexOf('.')), c.slice(c.indexOf('.') + 1)];
-    if (!schema.tables[t]?.columns.some((x) => x.name === col)) {
-      throw new ConfigError(`distillation.exclude_columns: ${c} is not a column`, [], { hint: t in schema.tables ? suggest(col, schema.tables[t]!.columns.map((x) => x.name)) : suggest(t, Object.keys(schema.tables)) });
-    }
-  }
-  const fact = columnsOf(factTable, new Set([target, ...excluded(factTable)]));
-  const factSchema = schema.tables[factTable]!;
-  const embeddings = d.embedding_keys.map((key) => {
-    const column = key.slice(factTable.length + 1);
-    // An entity task may look up its own entity's embedding by its primary key.
-    if (factSchema.primary_key?.column === column) return { column, target: factTable, type: factSchema.primary_key.type, dim: teacher.spec.channels };
-    const fk = factSchema.foreign_keys.find((f) => f.column === column)!;
-    return { column, target: fk.target, type: fk.type, dim: teacher.spec.channels };
-  });
-  const rti: RtiSpec[] = hops.map((hop) => {
-    const child = schema.tables[hop.child_table]!;
-    const skip = excluded(hop.child_table);
-    const cols = columnsOf(hop.child_table, new Set([...(hop.child_table === factTable ? [target] : []), ...skip]));
-    const sameKeys = child.foreign_keys.filter(
-      (f) => f.column !== hop.child_column && !skip.has(f.column) && !excluded(factTable).has(f.column) && factSchema.foreign_keys.some((g) => g.column === f.column && g.target === f.target),
-    );
-    return {
-      path: hop.text,
-      child_table: hop.child_table,
-      child_key: hop.child_column,
-      fact_key: hop.fact_column,
-      max_length: hop.max_length,
-      time_column: child.time_column!,
-      numeric: cols.numeric,
-      categorical: cols.categorical,
-      ratios: cols.numeric.filter((c) => fact.numeric.some((f) => f.column === c.column)).map((c) => c.column),
-      same_keys: sameKeys.map((f) => ({ column: f.column, target: f.target, type: f.type })),
-    };
-  });
-  return {
-    task: task.name,
-    fact_table: factTable,
-    // An entity task's request time is the anchor; a fact row's is its own time column.
-    time_column: task.query.target.kind === 'fact' ? factSchema.time_column! : null,
-    primary_key: factSchema.primary_key ? { column: factSchema.primary_key.column, target: factTable, type: factSchema.primary_key.type } : null,
-    numeric: fact.numeric,
-    categorical: fact.categorical,
-    categorical_size: offset,
-    categorical_dim: d.categorical_dim,
-    embeddings,
-    rti,
-    proj_dim: d.projection_dim,
-    element_dim: d.element_dim,
-    hidden: [d.hidden, Math.max(2, Math.floor(d.hidden / 2))],
-    use_embeddings: embeddings.length > 0,
-    use_rti: rti.length > 0,
-    output: { kind: task.query.taskType, label_mean: 0, label_std: 1 },
-  };
-}
-
-interface TrainedStudent {
-  model: StudentModel;
-  best: Map<string, Float32Array>;
-  val: Metrics;
-  test: Metrics;
-  testPred: Float32Array;
-  bestEpoch: number;
-  epochs: { epoch: number; loss: number; val: Metrics }[];
-}
-
-function summarize(s: TrainedStudent): StudentMetrics {
-  s.model.dispose();
-  return { val: s.val, test: s.test, best_epoch: s.bestEpoch };
-}
-
-function trainStudent(
-  spec: StudentSpec,
-  features: StudentFeatures,
-  data: StudentData,
-  labels: Float32Array,
-  ranges: { train: readonly [number, number]; val: readonly [number, number]; test: readonly [number, number] },
-  objective: Objective,
-  teacher: Float32Array | null,
-  kdWeight: number,
-  o: { epochs: number; batchSize: number; lr: number; patience: number; dropout: number; seed: number },
-): TrainedStudent {
-  const model = new StudentModel(spec, o.seed, o.dropout);
-  const optimizer = new Adam(model.params.vars, o.lr);
-  const rng = new Rng(o.seed);
-  const [a, b] = ranges.train;
-  const order = Int32Array.from({ length: b - a }, (_, i) => a + i);
-  const output = spec.output;
-  const lossName = objective.losses[0]!;
-  const predict = (lo: number, hi: number): Float32Array => {
-    const out = new Float32Array(hi - lo);
-    for (let i = lo; i < hi; i += 4096) {
-      const j = Math.min(hi, i + 4096);
-      const batch = features.batch(data, Int32Array.from({ length: j - i }, (_, k) => i + k));
-      const r = tf.tidy(() => model.forward(batch, false));
-      const v = r.dataSync() as Float32Array;
-      r.dispose();
-      out.set(predictValues(output, v), i - lo);
-    }
-    return out;
-  };
-  const evaluate = (lo: number, hi: number, p: Float32Array): Metrics => objective.metrics(labels.subarray(lo, hi), p);
-  const y = new Float32Array(o.batchSize);
-  const soft = new Float32Array(o.batchSize);
-  let best = model.params.snapshot();
-  let bestScore = -Infinity;
-  let bestEpoch = 0;
-  let bestVal: Metrics | null = null;
-  let stale = 0;
-  const epochs: { epoch: number; loss: number; val: Metrics }[] = [];
-  const progress = new Progress();
-  for (let epoch = 1; epoch <= o.epochs; epoch++) {
-    rng.shuffle(order);
-    let lossSum = 0;
-    progress.begin(`distill epoch ${epoch}/${o.epochs}`, order.length);
-    for (let i = 0; i < order.length; i += o.batchSize) {
-      const rows = order.subarray(i, Math.min(order.length, i + o.batchSize));
-      const m = rows.length;
-      for (let k = 0; k < m; k++) {
-        y[k] = objective.target(labels[rows[k]!]!, output);
-        soft[k] = teacher ? teacher[rows[k]!]! : 0;
-      }
-      const batch = features.batch(data, rows);
-      const loss = optimizer.minimize(() => {
-        const logits = model.forward(batch, true);
-        const yt = tf.tensor1d(y.subarray(0, m));
-        const hard = objective.loss(lossName, logits, yt);
-        if (!teacher || kdWeight === 0) return hard;
-        // The teacher's predictions as soft targets (only objectives with softTargets get a kdWeight > 0).
-        return hard.mul(1 - kdWeight).add(objective.loss(lossName, logits, tf.tensor1d(soft.subarray(0, m))).mul(kdWeight)) as tf.Scalar;
-      });
-      lossSum += loss * m;
-      progress.update(i + m, `loss ${(lossSum / (i + m)).toFixed(4)}`);
-    }
-    const val = evaluate(ranges.val[0], ranges.val[1], predict(ranges.val[0], ranges.val[1]));
-    epochs.push({ epoch, loss: round(lossSum / order.length, 4), val });
-    const sc = objective.score(val);
-    const improved = sc > bestScore + 1e-6;
-    progress.end(`distill epoch ${epoch}/${o.epochs}: loss ${(lossSum / order.length).toFixed(4)}, val ${objective.mainMetric.name} ${Math.abs(sc).toFixed(4)}${improved ? ' (best)' : ''}`);
-    if (improved) {
-      bestScore = sc;
-      best = model.params.snapshot();
-      bestEpoch = epoch;
-      bestVal = val;
-      stale = 0;
-    } else if (++stale >= o.patience) break;
-  }
-  model.params.restore(best);
-  const testPred = predict(ranges.test[0], ranges.test[1]);
-  return { model, best, val: bestVal!, test: evaluate(ranges.test[0], ranges.test[1], testPred), testPred, bestEpoch, epochs };
-}
-
-/** Single-example latency of the TF.js student (features included), p50/p99 over a few hundred calls. */
-function measureLatency(model: StudentModel, features: StudentFeatures, data: StudentData, row: number): { p50: number; p99: number } {
-  const times: number[] = [];
-  for (let i = 0; i < 300; i++) {
-    const t = performance.now();
-    const r = tf.tidy(() => model.forward(features.batch(data, [row]), false));
-    r.dataSync();
-    r.dispose();
-    if (i >= 50) times.push(performance.now() - t);
-  }
-  times.sort((a, b) => a - b);
-  return { p50: round(times[Math.floor(times.length * 0.5)]!, 4), p99: round(times[Math.floor(times.length * 0.99)]!, 4) };
 }
 
 function mean(a: Float32Array): number {

@@ -14,15 +14,16 @@ import { lit, q, withDuck } from '../data/duck.js';
 import { ArtifactError, DataError, UsageError, suggest } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
-import { diffSchemas } from '../graph/schema_diff.js';
 import type { GraphSchema } from '../artifacts/graph_manifest.js';
-import { readManifest, resolveRun } from '../artifacts/run_store.js';
+import { readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
 import { parseTime } from '../task/split.js';
+import { compatibility } from '../model/compatibility.js';
 import { DeepModel } from '../model/deep_model.js';
+import type { FeatureSpec } from '../model/features.js';
 import type { TrainManifest } from '../train/trainer.js';
 import { tempSibling, writeJsonAtomic } from '../core/atomic.js';
 import { isoSeconds } from '../core/duration.js';
-import { warn } from '../core/log.js';
+import { info, warn } from '../core/log.js';
 import { formatRate, type Progress } from '../core/progress.js';
 import { round } from '../core/number.js';
 import { embedExact, tableDepth } from './layerwise.js';
@@ -103,7 +104,7 @@ export async function openSnapshot(opts: SnapshotOptions, layout: SnapshotLayout
   }
   const built = await buildGraph(cfg);
   const graph = Graph.load(built.dir);
-  checkSchema(run.id, manifest, graph, opts.allowSchemaDrift, layout.verb);
+  checkSchema(run, manifest, graph, opts.allowSchemaDrift, layout.verb);
 
   const model = DeepModel.load(run.dir, graph);
   try {
@@ -168,7 +169,8 @@ export function snapshotMetadata(s: Snapshot, version: string) {
     key: s.key,
     anchor_time: isoSeconds(s.anchor),
     mode: s.mode,
-    graph_fingerprint: s.graph.manifest.schema_fingerprint,
+    // The schema the run's encoders were fitted on (applied here to today's compatible data).
+    graph_fingerprint: s.manifest.graph.schema_fingerprint,
     data_fingerprint: s.graph.manifest.fingerprint,
     gnnctl: version,
   };
@@ -272,13 +274,20 @@ export async function writeSnapshot(
   };
 }
 
-/** Refuses a run trained on a different graph schema, naming what changed. */
-export function checkSchema(runId: string, manifest: TrainManifest, graph: Graph, allowDrift = false, verb = 'embed'): void {
+/**
+ * Refuses a run that cannot read today's graph, naming what changed; changes the run does not depend on
+ * (new columns, columns it never read) are noted and ignored. See model/compatibility.ts.
+ */
+export function checkSchema(run: { id: string; dir: string }, manifest: TrainManifest, graph: Graph, allowDrift = false, verb = 'embed'): void {
+  const runId = run.id;
   if (manifest.graph.schema_fingerprint === graph.manifest.schema_fingerprint) return;
-  const diff = diffSchemas(manifest.graph_schema as GraphSchema, graph.manifest.schema);
-  const msg = `run ${runId} was trained on graph schema ${manifest.graph.schema_fingerprint}, the data now has ${graph.manifest.schema_fingerprint}: ${diff.join('; ') || 'encoders differ'}`;
+  const spec = readModelJson<FeatureSpec>(run.dir, 'features.json');
+  const { breaking, notes } = compatibility(manifest.graph_schema as GraphSchema, spec, graph.manifest.schema);
+  for (const n of notes) info(`run ${runId}: ${n}`);
+  if (breaking.length === 0) return;
+  const msg = `run ${runId} cannot read the current data (graph schema ${manifest.graph.schema_fingerprint} → ${graph.manifest.schema_fingerprint}): ${breaking.join('; ')}`;
   if (allowDrift) {
-    warn(`${msg} (--allow-schema-drift: ${verb === 'embed' ? 'embedding' : `${verb}ing`} anyway)`);
+    warn(`${msg} (--allow-schema-drift: ${verb === 'embed' ? 'embedding' : `${verb}ing`} anyway; missing columns read as missing)`);
     return;
   }
   throw new ArtifactError(msg, { hint: 'retrain on the current data, or pass --allow-schema-drift if the change is harmless' });

@@ -233,8 +233,15 @@ async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<st
   return manifest;
 }
 
+/**
+ * Hash of the graph's structure: tables, keys, foreign keys, and each column's name, type and role. The
+ * `reason` a role was inferred for (e.g. "~27 distinct") is left out: it moves with every new row.
+ */
 export function schemaFingerprint(schema: GraphSchema): string {
-  return hashValue(schema, 16);
+  const tables = Object.fromEntries(
+    Object.entries(schema.tables).map(([name, t]) => [name, { ...t, columns: t.columns.map((c) => ({ name: c.name, type: c.type, role: c.role })) }]),
+  );
+  return hashValue({ tables }, 16);
 }
 
 function resolveFitUntil(cfg: Config, timeRange: [number, number] | null): number | null {

@@ -14,6 +14,7 @@ import { DataError } from '../core/errors.js';
 import { warn } from '../core/log.js';
 import type { ColumnSchema, TableManifest, TableSchema } from '../artifacts/graph_manifest.js';
 import { writeTyped } from './csr.js';
+import { categoricalShares, numericReference } from './distribution.js';
 import { inferColumnRole, type ColumnStats } from './infer.js';
 import { TIME_TYPES, type TablePlan } from './table_plan.js';
 
@@ -111,7 +112,7 @@ export async function encodeTable(
     ))[0]!;
     selects.push(`CASE WHEN isfinite(${v}) THEN ${v} ELSE 'NaN'::DOUBLE END`);
     kinds.push('f32');
-    numManifests.push({ name: c.name, file: `${dir}/num_${safe(c.name)}.f32`, mean: s.mean ?? 0, std: s.std && s.std > 0 ? s.std : 1, nulls: Number(s.nulls) });
+    numManifests.push({ name: c.name, file: `${dir}/num_${safe(c.name)}.f32`, mean: s.mean ?? 0, std: s.std && s.std > 0 ? s.std : 1, nulls: Number(s.nulls), reference: { edges: [], shares: [] } });
   }
 
   const catManifests: TableManifest['categorical'] = [];
@@ -131,7 +132,7 @@ export async function encodeTable(
     catJoins.push(`LEFT JOIN ${q(vt)} v${k} ON ${v} = v${k}.v`);
     selects.push(`(CASE WHEN ${v} IS NULL THEN 0 ELSE coalesce(v${k}.code, 1) END)::INTEGER`);
     kinds.push('i32');
-    catManifests.push({ name: c.name, file: `${dir}/cat_${safe(c.name)}.i32`, type: c.type, vocab, nulls: 0, oov: 0 });
+    catManifests.push({ name: c.name, file: `${dir}/cat_${safe(c.name)}.i32`, type: c.type, vocab, nulls: 0, oov: 0, reference: { shares: [] } });
   }
 
   const tsManifests: TableManifest['timestamps'] = [];
@@ -153,9 +154,16 @@ export async function encodeTable(
     timeRange = [time[0]!, time[time.length - 1]!];
   }
   for (const fk of fkManifests) writeTyped(join(out, fk.file), arrays[a++]!);
-  for (const m of numManifests) writeTyped(join(out, m.file), arrays[a++]!);
+  // The fit window as a row mask: the rows the encoders above were fitted on, for the drift references.
+  const fit = numManifests.length + catManifests.length ? await fitMask(conn, nt, fitWhere, plan.rows) : null;
+  for (const m of numManifests) {
+    const values = arrays[a++] as Float32Array;
+    m.reference = numericReference(values, fit);
+    writeTyped(join(out, m.file), values);
+  }
   for (const m of catManifests) {
     const codes = arrays[a++] as Int32Array;
+    m.reference = { shares: categoricalShares(codes, m.vocab.length + 2, fit) };
     for (let i = 0; i < codes.length; i++) {
       if (codes[i] === 0) m.nulls++;
       else if (codes[i] === 1) m.oov++;
@@ -204,6 +212,12 @@ export async function encodeTable(
  * `fit_until`, so a customer who first appears in the test period shapes no statistic. A static table
  * nothing time-stamped references is fitted on every row.
  */
+/** 1 for the rows of the fit window (`fitFilter`), in node order. */
+async function fitMask(conn: DuckDBConnection, nt: string, fitWhere: string, rows: number): Promise<Uint8Array> {
+  const [flags] = await readColumns(conn, `SELECT (${fitWhere})::INTEGER FROM ${nt} ORDER BY __node`, rows, ['i32']);
+  return Uint8Array.from(flags as Int32Array);
+}
+
 export function fitFilter(plan: TablePlan, plans: Record<string, TablePlan>, fitUntil: number | null): string {
   if (fitUntil === null) return 'true';
   if (plan.timeExpr) return `__t <= ${fitUntil}`;

@@ -18,6 +18,7 @@
  * Categorical codes: 0 = null, 1 = out of vocabulary, 2 + i = vocab[i], offset per column into one
  * embedding table per node type.
  */
+import type { CategoricalReference, NumericReference } from '../artifacts/graph_manifest.js';
 import type { Graph, NodeTable } from '../graph/graph.js';
 import { warn } from '../core/log.js';
 
@@ -26,14 +27,18 @@ const KERNEL_DAYS = [1 / 24, 1, 7, 30];
 const DAY = 86400;
 
 export interface TableFeatureSpec {
-  numeric: { name: string; mean: number; std: number }[];
-  categorical: { name: string; vocab: string[] }[];
+  /** standardisation, and the column's deciles on the fit window (drift reference; absent in 0.1 runs) */
+  numeric: { name: string; mean: number; std: number; reference?: NumericReference }[];
+  /** vocabulary (codes 0 null, 1 OOV, 2 + i), and each code's share on the fit window */
+  categorical: { name: string; vocab: string[]; reference?: CategoricalReference }[];
   timestamps: string[];
   has_time: boolean;
 }
 
 export interface FeatureSpec {
   tables: Record<string, TableFeatureSpec>;
+  /** the time the encoders were fitted up to (epoch seconds; null when the data has no time column) */
+  fit_until?: number | null;
   /** columns left out of every input, and why (the target column, above all) */
   excluded: { table: string; column: string; reason: string }[];
 }
@@ -53,13 +58,13 @@ export function featureSpecFromGraph(graph: Graph, exclude: { table: string; col
   const skip = (t: string, c: string): boolean => exclude.some((e) => e.table === t && e.column === c);
   for (const [name, t] of Object.entries(graph.tables)) {
     tables[name] = {
-      numeric: t.numeric.filter((c) => !skip(name, c.meta.name)).map((c) => ({ name: c.meta.name, mean: c.meta.mean, std: c.meta.std })),
-      categorical: t.categorical.filter((c) => !skip(name, c.meta.name)).map((c) => ({ name: c.meta.name, vocab: c.meta.vocab })),
+      numeric: t.numeric.filter((c) => !skip(name, c.meta.name)).map((c) => ({ name: c.meta.name, mean: c.meta.mean, std: c.meta.std, reference: c.meta.reference })),
+      categorical: t.categorical.filter((c) => !skip(name, c.meta.name)).map((c) => ({ name: c.meta.name, vocab: c.meta.vocab, reference: c.meta.reference })),
       timestamps: t.timestamps.filter((c) => !skip(name, c.name)).map((c) => c.name),
       has_time: t.time !== null,
     };
   }
-  return { tables, excluded: exclude };
+  return { tables, fit_until: graph.manifest.fit_until, excluded: exclude };
 }
 
 /** A table's features bound to a graph: the arrays, with codes remapped to the spec's vocabularies. */

@@ -5,8 +5,10 @@
  * - embedding age: reference time − embedding anchor must not exceed `max_embedding_offset` (the oldest
  *   embedding the model was trained to accept). The reference time is the newest time in the current data
  *   when a config is given (so a backfill over old data is judged against that data), else the clock;
- * - schema: the model's graph fingerprint, the one written into each embedding file, and (with a config)
- *   the current data's must all agree;
+ * - schema: the model's graph fingerprint and the one written into each embedding file must agree, and
+ *   (with a config) the base run must be able to read the current data (model/compatibility.ts);
+ * - drift (with a config): per feature the base run reads, the population stability index of the current
+ *   window against the run's fitted reference must stay under the threshold (pipeline/drift.ts);
  * - integrity: every file listed in the version manifest exists and has the recorded hash.
  *
  * Any failed check makes the command exit non-zero (4).
@@ -20,11 +22,17 @@ import { buildGraph } from '../graph/build.js';
 import { formatDuration } from '../core/duration.js';
 import { hashFile } from '../core/hash.js';
 import { latestVersion } from './refresh.js';
+import { DEFAULT_DRIFT, driftReport, type DriftOptions, type DriftReport } from './drift.js';
+import { Graph } from '../graph/graph.js';
+import { compatibility } from '../model/compatibility.js';
+import type { FeatureSpec } from '../model/features.js';
+import type { GraphSchema } from '../artifacts/graph_manifest.js';
+import { readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
 
 export interface CheckItem {
   model: string;
   version: number;
-  check: 'embedding_age' | 'schema' | 'integrity';
+  check: 'embedding_age' | 'schema' | 'drift' | 'integrity';
   ok: boolean;
   detail: string;
 }
@@ -34,30 +42,34 @@ export interface CheckResult {
   reference_time: string;
   reference: 'data' | 'clock';
   checks: CheckItem[];
+  /** per model (with a config): the base run's feature drift on the current data */
+  drift?: Record<string, DriftReport>;
 }
 
 interface ExportManifest {
   model: string;
   version: number;
   graph_fingerprint: string;
+  base_run: string;
   max_embedding_offset_seconds: number | null;
   embeddings: { table: string; anchor_time: string }[];
   files: Record<string, string>;
 }
 
-export async function checkRepository(repo: string, cfg?: Config, now?: number): Promise<CheckResult> {
+export async function checkRepository(repo: string, cfg?: Config, now?: number, driftOptions: DriftOptions = DEFAULT_DRIFT): Promise<CheckResult> {
   if (!existsSync(repo)) throw new ArtifactError(`model repository not found: ${repo}`, { hint: 'pass --model-repository DIR (e.g. artifacts/model_repository)' });
-  let currentFingerprint: string | null = null;
+  let graph: Graph | null = null;
   let reference = now ?? Date.now() / 1000;
   let referenceKind: CheckResult['reference'] = 'clock';
   if (cfg) {
     const g = await buildGraph(cfg);
-    currentFingerprint = g.manifest.schema_fingerprint;
+    graph = Graph.load(g.dir);
     if (now === undefined && g.manifest.time_range) {
       reference = g.manifest.time_range[1];
       referenceKind = 'data';
     }
   }
+  const drift: Record<string, DriftReport> = {};
   const checks: CheckItem[] = [];
   const models = readdirSync(repo).filter((d) => !d.startsWith('.') && existsSync(join(repo, d, 'config.pbtxt')));
   if (models.length === 0) throw new ArtifactError(`no models in ${repo} (no <name>/config.pbtxt)`, { hint: 'export one first' });
@@ -84,8 +96,18 @@ export async function checkRepository(repo: string, cfg?: Config, now?: number):
       const fp = await embeddingFingerprint(join(dir, f));
       add('schema', fp === m.graph_fingerprint, `${f}: graph fingerprint ${fp ?? 'missing'} vs model ${m.graph_fingerprint}`);
     }
-    if (currentFingerprint !== null) {
-      add('schema', currentFingerprint === m.graph_fingerprint, `current data: graph fingerprint ${currentFingerprint} vs model ${m.graph_fingerprint}${currentFingerprint === m.graph_fingerprint ? '' : ' — the data schema changed: retrain and export'}`);
+    if (graph && cfg) {
+      const base = baseRun(cfg, m);
+      if (base) {
+        const { breaking, notes } = compatibility(base.schema, base.spec, graph.manifest.schema);
+        add('schema', breaking.length === 0, breaking.length ? `current data: ${breaking.join('; ')} — retrain and export` : `current data: base run ${m.base_run} reads it${notes.length ? ` (${notes.join('; ')})` : ''}`);
+        const r = driftReport(graph, base.spec, driftOptions);
+        drift[model] = r;
+        const worst = r.features.filter((f) => f.drifted).map((f) => `${f.table}.${f.column} PSI ${f.psi}${f.oov_share !== undefined ? `, OOV ${(f.oov_share * 100).toFixed(1)}% (fit ${((f.reference_oov_share ?? 0) * 100).toFixed(1)}%)` : ''}`);
+        add('drift', r.ok, r.ok ? `${r.features.length} features within PSI ${r.threshold} (max ${r.max_psi}) over ${r.window.from} … ${r.window.to}` : `${worst.join('; ')} above PSI ${r.threshold} — the data moved away from what the model was fitted on: retrain`);
+      } else {
+        add('schema', false, `current data: base run ${m.base_run} not found in ${cfg.artifactsDir}/runs, so its encoders cannot be checked`);
+      }
     }
 
     const bad: string[] = [];
@@ -96,7 +118,19 @@ export async function checkRepository(repo: string, cfg?: Config, now?: number):
     }
     add('integrity', bad.length === 0, bad.length ? bad.join(', ') : `${Object.keys(m.files).length} files match their recorded hashes`);
   }
-  return { ok: checks.every((c) => c.ok), reference_time: new Date(reference * 1000).toISOString(), reference: referenceKind, checks };
+  return { ok: checks.every((c) => c.ok), reference_time: new Date(reference * 1000).toISOString(), reference: referenceKind, checks, ...(graph ? { drift } : {}) };
+}
+
+/** The base run of an exported version: its fitted encoders and the schema it was trained on. */
+function baseRun(cfg: Config, m: ExportManifest): { schema: GraphSchema; spec: FeatureSpec } | null {
+  try {
+    const run = resolveRun(cfg.artifactsDir, m.base_run, { kind: 'train' });
+    const manifest = readManifest(run.dir);
+    return { schema: manifest.graph_schema as GraphSchema, spec: readModelJson<FeatureSpec>(run.dir, 'features.json') };
+  } catch (e) {
+    if (e instanceof ArtifactError) return null;
+    throw e;
+  }
 }
 
 async function embeddingFingerprint(file: string): Promise<string | null> {

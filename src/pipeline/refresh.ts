@@ -19,7 +19,12 @@ import { embed } from '../embed/embed.js';
 import { predict, type PredictResult } from '../predict/predict.js';
 import { ArtifactError } from '../core/errors.js';
 import { exportModel } from '../export/export.js';
-import { readManifest, resolveRun } from '../artifacts/run_store.js';
+import { readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
+import { warn } from '../core/log.js';
+import { buildGraph } from '../graph/build.js';
+import { Graph } from '../graph/graph.js';
+import type { FeatureSpec } from '../model/features.js';
+import { driftReport, type DriftReport } from './drift.js';
 
 export interface RefreshOptions {
   cfg: Config;
@@ -32,18 +37,53 @@ export interface RefreshOptions {
   cwd?: string;
 }
 
+export type RefreshedPredictions = Pick<PredictResult, 'run_id' | 'task' | 'table' | 'path' | 'rows' | 'anchor_time'>[];
+
 export interface RefreshResult {
-  /** null when only predictions were refreshed (nothing exported yet) */
-  model: string | null;
-  version: number | null;
+  model: string;
+  version: number;
   previous_version: number | null;
-  dir: string | null;
-  distilled_run: string | null;
-  base_run: string | null;
+  dir: string;
+  distilled_run: string;
+  base_run: string;
   embedding_anchor: Record<string, string>;
   embedding_rows: Record<string, number>;
-  predictions: Pick<PredictResult, 'run_id' | 'task' | 'table' | 'path' | 'rows' | 'anchor_time'>[];
+  /** batch predictions written on the same cadence (`--predict`) */
+  predictions: RefreshedPredictions;
+  /** the base run's feature drift on the data this version was embedded from (reported, not enforced: `gnnctl check` gates on it) */
+  drift: DriftReport;
   seconds: number;
+}
+
+/** What refresh writes when only predictions were asked for and nothing is exported yet. */
+export interface PredictionsRefreshResult {
+  model: null;
+  predictions: RefreshedPredictions;
+  seconds: number;
+}
+
+/** Each run's predictions at the newest time in the data (the default predictions folder). */
+export async function refreshPredictions(opts: Pick<RefreshOptions, 'cfg' | 'predict' | 'backend' | 'cwd'>): Promise<RefreshedPredictions> {
+  const out: RefreshedPredictions = [];
+  for (const run of opts.predict ?? []) {
+    const p = await predict({ cfg: opts.cfg, run, mode: 'exact', backend: opts.backend, cwd: opts.cwd });
+    out.push({ run_id: p.run_id, task: p.task, table: p.table, path: p.path, rows: p.rows, anchor_time: p.anchor_time });
+  }
+  return out;
+}
+
+/**
+ * The `refresh` command: the model refresh (with any `--predict` predictions), or — asked for predictions
+ * with nothing exported yet and no `--run` — the predictions alone.
+ */
+export async function refreshJob(opts: RefreshOptions): Promise<RefreshResult | PredictionsRefreshResult> {
+  const t0 = performance.now();
+  const modelDir = join(opts.modelRepository ?? join(opts.cfg.artifactsDir, 'model_repository'), opts.cfg.export.name);
+  if (opts.predict?.length && !opts.run && latestVersion(modelDir) === null) {
+    const predictions = await refreshPredictions(opts);
+    return { model: null, predictions, seconds: Math.round((performance.now() - t0) / 10) / 100 };
+  }
+  return refresh(opts);
 }
 
 export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
@@ -53,16 +93,8 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
   const name = cfg.export.name;
   const modelDir = join(repo, name);
   const previous = latestVersion(modelDir);
-  const predictions: RefreshResult['predictions'] = [];
-  for (const run of opts.predict ?? []) {
-    const p = await predict({ cfg, run, mode: 'exact', backend: opts.backend, cwd: opts.cwd });
-    predictions.push({ run_id: p.run_id, task: p.task, table: p.table, path: p.path, rows: p.rows, anchor_time: p.anchor_time });
-  }
+  const predictions = await refreshPredictions(opts);
   let distilledRef = opts.run;
-  if (!distilledRef && previous === null && predictions.length > 0) {
-    const seconds = Math.round((performance.now() - t0) / 10) / 100;
-    return { model: null, version: null, previous_version: null, dir: null, distilled_run: null, base_run: null, embedding_anchor: {}, embedding_rows: {}, predictions, seconds };
-  }
   if (!distilledRef) {
     if (previous === null) {
       throw new ArtifactError(`no exported version of ${name} in ${repo} to refresh`, { hint: 'export one first (gnnctl pipeline or gnnctl export), pass --run with a distilled run, or --predict <run> for batch predictions only' });
@@ -78,6 +110,9 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
     files.push(r.path);
   }
   const r = await exportModel({ cfg, run: distilled.id, embeddings: files, out: repo, name, backend: opts.backend, cwd: opts.cwd });
+  const base = resolveRun(cfg.artifactsDir, dm.base_run, { kind: 'train', cwd: opts.cwd });
+  const drift = driftReport(Graph.load((await buildGraph(cfg)).dir), readModelJson<FeatureSpec>(base.dir, 'features.json'));
+  if (!drift.ok) warn(`refresh: ${drift.features.filter((f) => f.drifted).length} feature(s) drifted above PSI ${drift.threshold} (max ${drift.max_psi}); run \`gnnctl check --config …\` and consider retraining`);
   return {
     model: name,
     version: r.version,
@@ -88,6 +123,7 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
     embedding_anchor: r.embedding_anchor,
     embedding_rows: r.embedding_rows,
     predictions,
+    drift,
     seconds: Math.round((performance.now() - t0) / 10) / 100,
   };
 }

@@ -2,6 +2,7 @@
  * Small HTML builders the sections share. Arguments named `html` are markup that the caller built (and
  * escaped); everything named `text` or `label` is escaped here.
  */
+import { assertUnreachable } from '../core/errors.js';
 import { esc, fmtInt, fmtMetric, fmtPercent, fmtSigned, MISSING } from './format.js';
 import type { MetricSpec } from './model.js';
 
@@ -73,6 +74,8 @@ export function formatBySpec(spec: MetricSpec, v: number | null | undefined): st
       return fmtPercent(v, 2);
     case 'count':
       return fmtInt(v);
+    default:
+      return assertUnreachable(spec.format);
   }
 }
 

@@ -14,7 +14,7 @@
  * Errors carry the character position and what was expected, rendered with a caret under the query.
  */
 import type { ObjectiveKind } from './objective/objective.js';
-import { ConfigError } from '../core/errors.js';
+import { ConfigError, assertUnreachable } from '../core/errors.js';
 
 export type AggregateFn = 'COUNT' | 'SUM' | 'AVG' | 'MIN' | 'MAX' | 'EXISTS';
 export type CompareOp = '=' | '!=' | '<' | '<=' | '>' | '>=';
@@ -358,6 +358,8 @@ export function conditionAggregates(c: Condition | null): Aggregate[] {
       return conditionAggregates(c.inner);
     case 'compare':
       return c.left.kind === 'aggregate' ? [c.left] : [];
+    default:
+      return assertUnreachable(c);
   }
 }
 
@@ -372,5 +374,7 @@ export function conditionColumns(c: Condition | null): ColumnRef[] {
       return conditionColumns(c.inner);
     case 'compare':
       return c.left.kind === 'column' ? [c.left] : [];
+    default:
+      return assertUnreachable(c);
   }
 }

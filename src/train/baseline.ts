@@ -15,7 +15,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { TaskSpec } from '../config/load.js';
 import { lit, q, queryValue, readColumns } from '../data/duck.js';
 import type { GraphManifest } from '../artifacts/graph_manifest.js';
-import { rowsPath } from './examples.js';
+import { rowsPath } from '../artifacts/graph_manifest.js';
 
 const DAY = 86400;
 

@@ -8,11 +8,10 @@
  * column, split by time at the val and test boundaries. Labels only ever come from after the anchor.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { join } from 'node:path';
 import type { TaskSpec } from '../config/load.js';
 import { lit, q, queryValue, readColumns, withDuck } from '../data/duck.js';
-import { ConfigError, NotImplementedError, suggest } from '../core/errors.js';
-import type { GraphManifest } from '../artifacts/graph_manifest.js';
+import { ConfigError, NotImplementedError, suggest, assertUnreachable } from '../core/errors.js';
+import { rowsPath, type GraphManifest } from '../artifacts/graph_manifest.js';
 import { baselineSqlFeatures, type SqlFeatures } from './baseline.js';
 import type { Examples } from '../task/task_spec.js';
 import type { TaskSplit } from '../task/split.js';
@@ -28,10 +27,6 @@ export interface TrainingTables {
 }
 
 type SplitWhere = { train: string; val: string; test: string };
-
-export function rowsPath(graphDir: string, manifest: GraphManifest, table: string): string {
-  return join(graphDir, manifest.tables[table]!.rows_file);
-}
 
 export interface TrainingTableOptions {
   seed: number;
@@ -90,6 +85,8 @@ function aggregateSql(agg: Aggregate, alias: string): string {
       return `min(${col})::DOUBLE AS ${alias}`;
     case 'MAX':
       return `max(${col})::DOUBLE AS ${alias}`;
+    default:
+      return assertUnreachable(agg.fn);
   }
 }
 
@@ -213,5 +210,7 @@ function conditionSql(c: Condition, compare: (c: Compare) => string): string {
       return `(NOT ${conditionSql(c.inner, compare)})`;
     case 'compare':
       return compare(c);
+    default:
+      return assertUnreachable(c);
   }
 }

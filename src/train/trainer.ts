@@ -12,27 +12,25 @@ import { ArtifactError, ConfigError, DataError, suggest } from '../core/errors.j
 import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
 import { diffSchemas } from '../graph/schema_diff.js';
-import { createRunDir, newRunId, readManifest, readModelJson, resolveRun, saveWeights, writeManifest, writeModelJson, loadWeights, type RunManifestBase } from '../artifacts/run_store.js';
+import { createRunDir, newRunId, readManifest, readModelJson, resolveRun, writeManifest, writeModelJson, loadWeights, type RunManifestBase } from '../artifacts/run_store.js';
 import { writeJsonAtomic } from '../core/atomic.js';
 import { hashValue } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
 import { info, warn } from '../core/log.js';
-import { Progress, formatRate } from '../core/progress.js';
-import { Rng } from '../core/rng.js';
 import { VERSION } from '../core/version.js';
 import { taskSplit, type TaskSplit } from '../task/split.js';
-import { targetExclusions, type Examples } from '../task/task_spec.js';
+import { targetExclusions } from '../task/task_spec.js';
 import { DeepModel } from '../model/deep_model.js';
 import { buildTrainingTables, type TrainingTables } from './examples.js';
-import { categoricalSizes, featureSpecFromGraph, numericDim, TableFeatures, type FeatureSpec } from '../model/features.js';
+import { categoricalSizes, featureSpecFromGraph, numericDim, type FeatureSpec } from '../model/features.js';
 import { type Metrics } from '../task/metrics.js';
 import { objectiveFor, type Curves, type ObjectiveKind } from '../task/objective/objective.js';
-import { fitMlp, standardizeColumns } from '../model/mlp.js';
 import { convLayout, type ModelSpec } from '../model/hetero_gnn.js';
 import { buildPlan } from '../model/plan.js';
-import { FlatAdam } from '../model/optim.js';
 import { LocalEngine, type GradientEngine } from './engine.js';
 import { WorkerEngine } from './parallel.js';
+import { fitBaseline } from './baseline_model.js';
+import { trainLoop, type EpochRecord } from './loop.js';
 import { availableParallelism } from 'node:os';
 
 export interface TrainOptions {
@@ -45,16 +43,6 @@ export interface TrainOptions {
   epochs?: number;
   /** skip the no-graph baseline (benchmarks) */
   skip_baseline?: boolean;
-}
-
-export interface EpochRecord {
-  epoch: number;
-  loss: number;
-  val: Metrics;
-  seconds: number;
-  seeds_per_s: number;
-  /** seconds spent per phase in this epoch */
-  timing: { sample: number; gather: number; step: number };
 }
 
 export interface TrainMetrics {
@@ -91,7 +79,6 @@ export interface TrainResult {
   metrics: TrainMetrics;
   seconds: number;
 }
-
 
 export async function train(opts: TrainOptions): Promise<TrainResult> {
   const t0 = performance.now();
@@ -321,154 +308,5 @@ function growVocabularies(spec: FeatureSpec, graph: Graph): FeatureSpec {
     }),
   );
   return { ...spec, tables };
-}
-
-interface LoopResult {
-  /** best weights (a flat blob in ParamStore order) */
-  best: Float32Array;
-  bestEpoch: number;
-  epochs: EpochRecord[];
-}
-
-async function trainLoop(
-  model: DeepModel,
-  engine: GradientEngine,
-  tables: TrainingTables,
-  mc: { epochs: number; batchSize: number; patience: number; maxSteps?: number; lr: number },
-  seed: number,
-  stop: { requested: boolean },
-  runDir: string,
-): Promise<LoopResult> {
-  const objective = objectiveFor(model.spec.output.kind);
-  const mm = objective.mainMetric;
-  const rng = new Rng(seed);
-  const n = tables.train.nodes.length;
-  const order = Int32Array.from({ length: n }, (_, i) => i);
-  const { index, blob } = model.params.serialize();
-  const weights = blob;
-  const optimizer = new FlatAdam(weights.length, mc.lr);
-  const save = (w: Float32Array): void => saveWeights(runDir, index, w);
-  const records: EpochRecord[] = [];
-  let best = weights.slice();
-  let bestScore = -Infinity;
-  let bestEpoch = -1;
-  let stale = 0;
-  const progress = new Progress();
-  for (let epoch = 0; epoch < mc.epochs && !stop.requested; epoch++) {
-    rng.shuffle(order);
-    const steps = Math.min(Math.ceil(n / mc.batchSize), mc.maxSteps ?? Infinity);
-    const timing = { sample: 0, gather: 0, step: 0 };
-    let lossSum = 0;
-    let seen = 0;
-    const tEpoch = performance.now();
-    progress.begin(`epoch ${epoch + 1}/${mc.epochs}`, steps * mc.batchSize);
-    for (let s = 0; s < steps && !stop.requested; s++) {
-      const rows = order.subarray(s * mc.batchSize, Math.min(n, (s + 1) * mc.batchSize));
-      const r = await engine.step(weights, rows, rng.nextU32());
-      optimizer.update(weights, r.grads);
-      timing.sample += r.timing.sample;
-      timing.gather += r.timing.gather;
-      timing.step += r.timing.step;
-      lossSum += r.loss * r.count;
-      seen += r.count;
-      progress.update(seen, `loss ${(lossSum / seen).toFixed(4)}`);
-    }
-    const seconds = (performance.now() - tEpoch) / 1000;
-    if (seen === 0) break;
-    const val = objective.metrics(tables.val.labels, model.toOutput(await engine.predict(weights, 'val', 1234)));
-    const score = objective.score(val);
-    const record: EpochRecord = {
-      epoch: epoch + 1,
-      loss: round(lossSum / seen, 5),
-      val,
-      seconds: round(seconds, 2),
-      seeds_per_s: Math.round(seen / seconds),
-      timing: { sample: round(timing.sample / 1000, 2), gather: round(timing.gather / 1000, 2), step: round(timing.step / 1000, 2) },
-    };
-    records.push(record);
-    const improved = score > bestScore + 1e-6;
-    progress.end(
-      `epoch ${epoch + 1}/${mc.epochs}: loss ${record.loss.toFixed(4)}, val ${mm.name} ${(val as unknown as Record<string, number>)[mm.name]!.toFixed(4)}${improved ? ' (best)' : ''}, ` +
-        `${formatRate(record.seeds_per_s)} seeds/s, ${record.seconds.toFixed(1)}s`,
-    );
-    if (improved) {
-      bestScore = score;
-      bestEpoch = epoch + 1;
-      best = weights.slice();
-      save(best);
-      stale = 0;
-    } else if (++stale >= mc.patience) {
-      info(`early stopping: no val improvement for ${mc.patience} epoch(s)`);
-      break;
-    }
-  }
-  // Interrupted before the first epoch ended: keep the current weights so the run is still loadable.
-  if (bestEpoch < 0) save((best = weights.slice()));
-  return { best, bestEpoch, epochs: records };
-}
-
-export function evaluate(kind: ObjectiveKind, labels: Float32Array, preds: Float32Array): Metrics {
-  return objectiveFor(kind).metrics(labels, preds);
-}
-
-/** The no-graph baseline on the same examples: own features (numeric encoding + small categoricals one-hot) + DuckDB aggregates. */
-function fitBaseline(model: DeepModel, task: TaskSpec, tables: TrainingTables, kind: ObjectiveKind, seed: number) {
-  const sql = tables.baseline!;
-  const own = model.features[task.query.entity.table]!;
-  const build = (ex: Examples, agg: Float32Array) => {
-    const o = ownMatrix(own, ex);
-    const d = o.d + sql.names.length;
-    const n = ex.nodes.length;
-    const X = new Float32Array(n * d);
-    for (let i = 0; i < n; i++) {
-      X.set(o.X.subarray(i * o.d, (i + 1) * o.d), i * d);
-      X.set(agg.subarray(i * sql.names.length, (i + 1) * sql.names.length), i * d + o.d);
-    }
-    return { X, d };
-  };
-  const tr = build(tables.train, sql.train);
-  const va = build(tables.val, sql.val);
-  const te = build(tables.test, sql.test);
-  standardizeColumns(tr.X, tr.d, [va.X, te.X]);
-  const r = fitMlp(tr.d, { X: tr.X, y: tables.train.labels }, { X: va.X, y: tables.val.labels }, [va.X, te.X], { kind, seed });
-  const [valPred, testPred] = r.predictions as [Float32Array, Float32Array];
-  return {
-    val: evaluate(kind, tables.val.labels, valPred),
-    test: evaluate(kind, tables.test.labels, testPred),
-    testPred,
-    features: [...ownFeatureNames(own), ...sql.names],
-  };
-}
-
-const ONE_HOT_MAX = 50;
-
-function ownMatrix(f: TableFeatures, ex: Examples): { X: Float32Array; d: number } {
-  const n = ex.nodes.length;
-  const num = new Float32Array(n * f.num_dim);
-  const cat = new Int32Array(n * f.catCount);
-  f.gather(ex.nodes, (i) => ex.anchors[i]!, null, num, cat);
-  const small = f.spec.categorical.map((c, i) => ({ i, size: c.vocab.length + 2 })).filter((c) => c.size <= ONE_HOT_MAX);
-  const oneHot = small.reduce((a, c) => a + c.size, 0);
-  const d = f.num_dim + oneHot;
-  const X = new Float32Array(n * d);
-  for (let r = 0; r < n; r++) {
-    X.set(num.subarray(r * f.num_dim, (r + 1) * f.num_dim), r * d);
-    let o = r * d + f.num_dim;
-    for (const c of small) {
-      const code = cat[r * f.catCount + c.i]! - f.catOffsets[c.i]!;
-      X[o + code] = 1;
-      o += c.size;
-    }
-  }
-  return { X, d: Math.max(d, 0) };
-}
-
-function ownFeatureNames(f: TableFeatures): string[] {
-  const names: string[] = [];
-  for (const c of f.spec.numeric) names.push(c.name, `${c.name}:null`);
-  for (const c of f.spec.timestamps) names.push(`${c}:age`, `${c}:null`);
-  if (f.spec.has_time) names.push('time:log_age', 'time:age_years', 'time:week_sin', 'time:week_cos', 'time:hour_sin', 'time:hour_cos', 'time:dow_sin', 'time:dow_cos', 'time:recent_1h', 'time:recent_1d', 'time:recent_7d', 'time:recent_30d');
-  for (const c of f.spec.categorical) if (c.vocab.length + 2 <= ONE_HOT_MAX) names.push(`${c.name}:one_hot(${c.vocab.length + 2})`);
-  return names;
 }
 

@@ -49,6 +49,41 @@ function importsIn(text: string): string[] {
   return [...text.matchAll(/(?:from|import)\s*\(?\s*['"](\.{1,2}\/[^'"]+)['"]/g)].map((m) => m[1]!);
 }
 
+/** Strongly connected components with more than one file (Tarjan): each is an import cycle. */
+function cyclesOf(graph: Map<string, string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1) out.push(component);
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return out;
+}
+
 describe('layers', () => {
   const files = sourceFiles(SRC);
 
@@ -68,6 +103,15 @@ describe('layers', () => {
       }
     }
     expect(violations).toEqual([]);
+  });
+
+  it('no import cycle between files', () => {
+    const graph = new Map(files.map((f) => [f, imports(f).map((s) => resolve(dirname(f), s).replace(/\.js$/, '.ts')).filter((t) => t !== f)]));
+    expect(cyclesOf(graph).map((c) => c.map((f) => relative(SRC, f)).join(' → '))).toEqual([]);
+  });
+
+  it('the cycle finder finds a cycle', () => {
+    expect(cyclesOf(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['a']]])).map((c) => [...c].sort())).toEqual([['a', 'b', 'c']]);
   });
 
   it('sees static, type-only and dynamic imports, and not packages', () => {

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig, type Config } from '../../src/config/load.js';
-import { studentSpec } from '../../src/distill/distill.js';
+import { studentSpec } from '../../src/distill/student_spec.js';
 import { StudentFeatures, type StudentData } from '../../src/model/student/features.js';
 import type { StudentSpec } from '../../src/model/student/spec.js';
 import { StudentModel } from '../../src/model/student/student.js';

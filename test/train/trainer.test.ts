@@ -24,7 +24,8 @@ import { convLayout, type ModelSpec } from '../../src/model/hetero_gnn.js';
 import { Adam } from '../../src/model/optim.js';
 import { buildPlan } from '../../src/model/plan.js';
 import { targetExclusions } from '../../src/task/task_spec.js';
-import { evaluate, train, type TrainManifest, type TrainMetrics, type TrainResult } from '../../src/train/trainer.js';
+import { evaluate } from '../../src/train/baseline_model.js';
+import { train, type TrainManifest, type TrainMetrics, type TrainResult } from '../../src/train/trainer.js';
 import * as tf from '@tensorflow/tfjs';
 import { appendFutureRows, copyFixture, synthConfig, tinySynth, type SynthFixture } from '../helpers/synth.js';
 

@@ -3,12 +3,12 @@ import { loadConfig } from '../../config/load.js';
 import { QualityGateError } from '../../core/errors.js';
 import { checkRepository } from '../../pipeline/check.js';
 import { formatPipeline, runPipeline } from '../../pipeline/pipeline.js';
-import { refresh } from '../../pipeline/refresh.js';
+import { refreshJob } from '../../pipeline/refresh.js';
 import { parseIsoTime } from '../../core/time.js';
 import { join, resolve } from 'node:path';
 import type { CommandOutput } from '../run.js';
 import { checkQualityGates, parseGates } from '../gates.js';
-import { intFlag, optional, timeFlag } from '../flags.js';
+import { intFlag, numberFlag, optional, secondsFlag, timeFlag } from '../flags.js';
 
 export interface PipelineCommandOptions {
   config: string;
@@ -51,7 +51,7 @@ export interface RefreshCommandOptions {
 
 export async function refreshCommand(opts: RefreshCommandOptions): Promise<CommandOutput> {
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
-  const r = await refresh({
+  const r = await refreshJob({
     cfg,
     modelRepository: opts.modelRepository ? resolve(opts.cwd ?? process.cwd(), opts.modelRepository) : undefined,
     run: opts.run,
@@ -69,6 +69,10 @@ export interface CheckCommandOptions {
   modelRepository?: string;
   config?: string;
   now?: string;
+  /** `--drift-threshold PSI` (default 0.25) */
+  driftThreshold?: unknown;
+  /** `--drift-window T` (default 30 days) */
+  driftWindow?: unknown;
   artifacts?: string;
   json?: boolean;
   cwd?: string;
@@ -79,7 +83,8 @@ export async function checkCommand(opts: CheckCommandOptions): Promise<CommandOu
   const repo = opts.modelRepository ? resolve(opts.cwd ?? process.cwd(), opts.modelRepository) : join(cfg?.artifactsDir ?? resolve(opts.cwd ?? process.cwd(), opts.artifacts ?? 'artifacts'), 'model_repository');
   const nowText = optional(timeFlag('--now', ['clock']), opts.now);
   const now = nowText === undefined ? undefined : nowText === 'clock' ? Date.now() / 1000 : parseIsoTime(nowText)!;
-  const r = await checkRepository(repo, cfg, now);
+  const drift = { threshold: numberFlag('--drift-threshold', { above: 0 })(opts.driftThreshold ?? 0.25), window: secondsFlag('--drift-window')(opts.driftWindow ?? 30 * 86400) };
+  const r = await checkRepository(repo, cfg, now, drift);
   const text = [
     `${r.ok ? 'OK' : 'FAILED'}: ${repo} (reference time ${r.reference_time}, from the ${r.reference})`,
     ...r.checks.map((c) => `  ${c.ok ? '✓' : '✗'} ${c.model} v${c.version} ${c.check.padEnd(13)} ${c.detail}`),

@@ -3,6 +3,7 @@
  * an attribute of the wrong kind, so every attribute is built with an explicit constructor:
  * `{ axis: attr.int(-1), alpha: attr.float(0.2), keys_strings: attr.strings(vocab) }`.
  */
+import { assertUnreachable } from '../../core/errors.js';
 import { onnx, int64, type IAttributeProto } from './proto.js';
 import { makeTensorProto, type TensorSpec } from './tensor.js';
 
@@ -50,5 +51,7 @@ export function makeAttributeProto(name: string, a: AttributeValue): IAttributeP
       return { name, type: T.STRINGS, strings: a.value.map((s) => enc.encode(s)) };
     case 'tensors':
       return { name, type: T.TENSORS, tensors: a.value.map((t) => makeTensorProto('', t)) };
+    default:
+      return assertUnreachable(a);
   }
 }

@@ -1,19 +1,8 @@
 /**
- * The ONNX protobuf classes (`onnx-proto`, generated from ONNX 1.10's `onnx.proto`, protobufjs 6).
- *
- * `onnx-proto` is CommonJS with `module.exports = $root`, so Node's ESM loader exposes it only as a
- * default export: importing `{ onnx }` by name would type-check but fail at run time.
+ * The ONNX protobuf messages, from `onnx.proto` read with protobufjs (see
+ * `artifacts/onnx/onnx_schema.ts`), plus the int64 helpers the builder needs.
  */
-import onnxProto from 'onnx-proto';
-
-export const onnx = onnxProto.onnx;
-export type ModelProto = import('onnx-proto').onnx.ModelProto;
-export type IModelProto = import('onnx-proto').onnx.IModelProto;
-export type IGraphProto = import('onnx-proto').onnx.IGraphProto;
-export type INodeProto = import('onnx-proto').onnx.INodeProto;
-export type ITensorProto = import('onnx-proto').onnx.ITensorProto;
-export type IValueInfoProto = import('onnx-proto').onnx.IValueInfoProto;
-export type IAttributeProto = import('onnx-proto').onnx.IAttributeProto;
+export { onnx, type ModelProto, type IModelProto, type IGraphProto, type INodeProto, type ITensorProto, type IValueInfoProto, type IAttributeProto } from '../../artifacts/onnx/onnx_schema.js';
 
 /**
  * The structural type protobufjs accepts for an int64 field (it reads `.low` / `.high`, like a `Long`).
@@ -35,7 +24,7 @@ export function int64(v: number | bigint): number {
   if (v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(v);
   const u = BigInt.asUintN(64, v);
   const long: LongLike = { low: Number(u & 0xffffffffn) | 0, high: Number(u >> 32n) | 0, unsigned: false };
-  // protobufjs' typings say `number | Long`; its writer only reads low/high (LongBits.from).
+  // The Int64 field type admits it; protobufjs' writer reads only low/high (LongBits.from).
   return long as unknown as number;
 }
 

@@ -1,6 +1,7 @@
 /**
  * Element types, shapes and tensor payloads as the ONNX builder takes them from TypeScript.
  */
+import { assertUnreachable } from '../../core/errors.js';
 
 /** ONNX tensor element types: `TensorProto.DataType` names and numbers. */
 export const ElemType = {
@@ -85,6 +86,8 @@ export function elemByteSize(t: ElemType): number {
       return 8;
     case 'STRING':
       return 0;
+    default:
+      return assertUnreachable(t);
   }
 }
 

@@ -1,7 +1,7 @@
 /** Binary classification: logits trained with cross-entropy, predictions are probabilities, AUROC first. */
 import { binaryMetrics, calibration, prCurve, rocCurve, type BinaryMetrics } from '../metrics.js';
 import { lossOf } from './losses.js';
-import type { Objective } from './objective.js';
+import type { Objective } from './types.js';
 
 export const binaryObjective: Objective = {
   kind: 'binary',

@@ -1,7 +1,7 @@
 /** Losses on raw model outputs, shared by the deep model, the baseline MLP and the student. */
 import * as tf from '@tensorflow/tfjs';
 import { assertUnreachable } from '../../core/errors.js';
-import type { LossName } from './objective.js';
+import type { LossName } from './types.js';
 
 /** Mean binary cross-entropy from logits, in the numerically stable form max(x,0) − x·y + log(1 + e^−|x|). */
 export function bceWithLogits(logits: tf.Tensor1D, y: tf.Tensor1D): tf.Scalar {

@@ -5,7 +5,7 @@
  */
 import { regressionMetrics, type RegressionMetrics } from '../metrics.js';
 import { lossOf } from './losses.js';
-import type { Objective } from './objective.js';
+import type { Objective } from './types.js';
 
 export const regressionObjective: Objective = {
   kind: 'regression',

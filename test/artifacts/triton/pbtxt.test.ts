@@ -4,8 +4,10 @@ import protobuf from 'protobufjs';
 import textformat from 'protobufjs/ext/textformat.js';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/core/errors.js';
-import { MODEL_CONFIG_PROTO } from '../../../src/artifacts/triton/model_config_proto.js';
+import { MODEL_CONFIG_PROTO } from '../../../src/artifacts/triton/model_config_proto.generated.js';
 import { parseModelConfig, writeModelConfig, type TritonModelConfig } from '../../../src/artifacts/triton/pbtxt.js';
+import { explainTextFormatError } from '../../../src/artifacts/triton/pbtxt_diagnostics.js';
+import { modelConfigType } from '../../../src/artifacts/triton/schema.js';
 
 const RTI = 'transactions.customer_id->customers.customer_id->transactions.customer_id';
 
@@ -18,7 +20,7 @@ const gnnctlConfig: TritonModelConfig = {
     { name: 'anchor_time', data_type: 'TYPE_INT64', dims: [1] },
     { name: 'transactions.customer_id', data_type: 'TYPE_STRING', dims: [1] },
     { name: 'transactions.price', data_type: 'TYPE_FP32', dims: [1] },
-    { name: `${RTI}:price`, data_type: 'TYPE_FP32', dims: [-1, 1], allow_ragged_batch: false },
+    { name: `${RTI}:price`, data_type: 'TYPE_FP32', dims: [-1, 1], allow_ragged_batch: true },
     { name: `${RTI}:t_dat`, data_type: 'TYPE_INT64', dims: [-1, 1] },
   ],
   output: [{ name: 'prediction', data_type: 'TYPE_FP32', dims: [1] }],
@@ -55,7 +57,7 @@ function problemsOf(fn: () => unknown): ConfigError {
 }
 
 describe('writeModelConfig', () => {
-  it('prints Triton-documentation-style text format', () => {
+  it("prints protobuf's canonical text format (as protobuf's own printer does)", () => {
     const text = writeModelConfig({
       name: 'm',
       platform: 'onnxruntime_onnx',
@@ -70,46 +72,43 @@ describe('writeModelConfig', () => {
       version_policy: { all: {} },
       parameters: { k: { string_value: 'v' } },
     });
+    // Field-number order, repeated fields as repeated lines/blocks, maps as entry blocks.
     expect(text).toBe(
       [
         'name: "m"',
         'platform: "onnxruntime_onnx"',
         'version_policy {',
-        '  all {}',
+        '  all {',
+        '  }',
         '}',
         'max_batch_size: 8',
-        'input [',
-        '  {',
-        '    name: "a"',
-        '    data_type: TYPE_FP32',
-        '    dims: [ 16 ]',
-        '  },',
-        '  {',
-        '    name: "b"',
-        '    data_type: TYPE_INT64',
-        '    dims: [ -1, 1 ]',
-        '    reshape {',
-        '      shape: [ ]',
-        '    }',
+        'input {',
+        '  name: "a"',
+        '  data_type: TYPE_FP32',
+        '  dims: 16',
+        '}',
+        'input {',
+        '  name: "b"',
+        '  data_type: TYPE_INT64',
+        '  dims: -1',
+        '  dims: 1',
+        '  reshape {',
         '  }',
-        ']',
-        'output [',
-        '  {',
-        '    name: "y"',
-        '    data_type: TYPE_FP32',
-        '    dims: [ 1 ]',
-        '  }',
-        ']',
+        '}',
+        'output {',
+        '  name: "y"',
+        '  data_type: TYPE_FP32',
+        '  dims: 1',
+        '}',
+        'instance_group {',
+        '  count: 1',
+        '  kind: KIND_CPU',
+        '}',
         'dynamic_batching {',
-        '  preferred_batch_size: [ 4, 8 ]',
+        '  preferred_batch_size: 4',
+        '  preferred_batch_size: 8',
         '  max_queue_delay_microseconds: 100',
         '}',
-        'instance_group [',
-        '  {',
-        '    kind: KIND_CPU',
-        '    count: 1',
-        '  }',
-        ']',
         'parameters {',
         '  key: "k"',
         '  value {',
@@ -119,6 +118,12 @@ describe('writeModelConfig', () => {
         '',
       ].join('\n'),
     );
+  });
+
+  it('leaves out proto3 default values (0, false, "", the first enum value), as Triton reads them back', () => {
+    const text = writeModelConfig({ max_batch_size: 0, input: [{ name: 'a', data_type: 'TYPE_FP32', dims: [1], allow_ragged_batch: false, format: 'FORMAT_NONE' }] });
+    expect(text).toBe('input {\n  name: "a"\n  data_type: TYPE_FP32\n  dims: 1\n}\n');
+    expect(parseModelConfig(text)).toEqual({ input: [{ name: 'a', data_type: 'TYPE_FP32', dims: [1] }] });
   });
 
   it('round-trips write → parse, and protobufjs reads the same config from the text', () => {
@@ -162,11 +167,11 @@ describe('writeModelConfig', () => {
       sequence_batching: {},
     } as unknown as TritonModelConfig;
     const e = problemsOf(() => writeModelConfig(bad));
-    expect(e.problems.map((p) => p.path)).toEqual(['max_batchsize', 'input[0].data_type', 'input[0].dims[0]', 'sequence_batching', 'instance_group[0].count']);
+    expect(e.problems.map((p) => p.path)).toEqual(['max_batchsize', 'input[0].data_type', 'input[0].dims[0]', 'instance_group[0].count', 'sequence_batching']);
     expect(e.problems[0]!.message).toMatch(/unknown field "max_batchsize" in ModelConfig; did you mean "max_batch_size"/);
     expect(e.problems[1]!.message).toMatch(/invalid value "TYPE_FLOAT32" for enum DataType/);
     expect(e.problems[1]!.hint).toMatch(/TYPE_FP32/);
-    expect(e.problems[3]!.message).toMatch(/"sequence_batching" and "dynamic_batching" are both set.*oneof "scheduling_choice"/);
+    expect(e.problems[4]!.message).toMatch(/"sequence_batching" and "dynamic_batching" are both set.*oneof "scheduling_choice"/);
   });
 
   it('refuses integers out of range or beyond 2^53', () => {
@@ -277,7 +282,7 @@ model_warmup [{
       version_policy { latest { num_versions: 1 } }
       model_metrics { metric_control { histogram_options { buckets: [ -5.0, -2, 0, 3.5e0, 5f, inf ] } } }
       output []
-      instance_group [ { kind: KIND_MODEL }, ]
+      instance_group [ { kind: KIND_MODEL } ]
     `);
     expect(cfg).toEqual({
       name: 'singlequoted',
@@ -288,7 +293,7 @@ model_warmup [{
       ],
       version_policy: { latest: { num_versions: 1 } },
       model_metrics: { metric_control: [{ histogram_options: { buckets: [-5, -2, 0, 3.5, 5, Infinity] } }] },
-      output: [],
+      // `output []` is an empty repeated field, which protobuf does not tell apart from an absent one.
       instance_group: [{ kind: 'KIND_MODEL' }],
     });
   });
@@ -328,6 +333,8 @@ model_warmup [{
       ['input { optional: yes }', 'input[0].optional', 1, 19, /expected true or false/],
       ['max_batch_size: 3000000000', 'max_batch_size', 1, 17, /3000000000 is out of range for int32/],
       ['dynamic_batching { max_queue_delay_microseconds: -5 }', 'dynamic_batching.max_queue_delay_microseconds', 1, 50, /-5 is out of range for uint64/],
+      // protobufjs reads it (it fits uint64); the plain-object form could not carry it exactly.
+      ['dynamic_batching { max_queue_delay_microseconds: 9007199254740993 }', 'dynamic_batching.max_queue_delay_microseconds', 1, 50, /9007199254740993 is beyond ±2\^53/],
       ['dynamic_batching: 5', 'dynamic_batching', 1, 19, /"dynamic_batching" is a message ModelDynamicBatching; expected "\{" to start it, found "5"/],
       ['name { }', 'name', 1, 6, /"name" is a string value, not a message/],
       ['max_batch_size: [1, 2]', 'max_batch_size', 1, 17, /not a repeated field/],
@@ -365,6 +372,8 @@ model_warmup [{
       ['[ext.field]: 1', 1, 1, /extension and Any fields/],
       ['max_batch_size:', 1, 16, /expected a value for "max_batch_size", found the end of the file/],
       ['input { dims: [1 2] }', 1, 18, /expected "," or "\]" in the list of "dims", found "2"/],
+      // protobuf's own parser (and so Triton) refuses a trailing comma in a list.
+      ['instance_group [ { kind: KIND_MODEL }, ]', 1, 40, /expected a value after "," in the list of "instance_group" \(protobuf text format allows no trailing comma\)/],
     ];
     for (const [text, line, col, message] of cases) {
       const e = problemsOf(() => parseModelConfig(text));
@@ -389,5 +398,14 @@ model_warmup [{
       ['input[0].data_type', 4, 32],
     ]);
     expect(e.message).toMatch(/\(and 2 more\)$/);
+  });
+});
+
+describe('explainTextFormatError', () => {
+  it("falls back to protobufjs' own message and line when the checker finds nothing to add", () => {
+    const e = explainTextFormatError(modelConfigType(), 'name: "m"\n', 'm/config.pbtxt', new Error('some refusal (line 1)'));
+    expect(e.where).toBe('m/config.pbtxt');
+    expect(e.problems).toEqual([{ path: '', message: 'some refusal', line: 1 }]);
+    expect(e.message).toBe('invalid Triton model config: line 1: some refusal');
   });
 });

@@ -1,0 +1,131 @@
+/**
+ * Training one student: Adam on mini-batches of fact rows with their embeddings and RTI elements, the
+ * objective's loss (mixed with the teacher's predictions as soft targets when the objective has them),
+ * early stopping on the validation score, and the batch-1 latency of the result.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { round } from '../core/number.js';
+import { Progress } from '../core/progress.js';
+import { Rng } from '../core/rng.js';
+import { Adam } from '../model/optim.js';
+import { StudentFeatures, type StudentData } from '../model/student/features.js';
+import type { StudentSpec } from '../model/student/spec.js';
+import { StudentModel } from '../model/student/student.js';
+import type { Metrics } from '../task/metrics.js';
+import { predictValues, type Objective } from '../task/objective/objective.js';
+
+export interface StudentMetrics {
+  val: Metrics;
+  test: Metrics;
+  best_epoch: number;
+}
+
+export interface TrainedStudent {
+  model: StudentModel;
+  best: Map<string, Float32Array>;
+  val: Metrics;
+  test: Metrics;
+  testPred: Float32Array;
+  bestEpoch: number;
+  epochs: { epoch: number; loss: number; val: Metrics }[];
+}
+
+export function summarize(s: TrainedStudent): StudentMetrics {
+  s.model.dispose();
+  return { val: s.val, test: s.test, best_epoch: s.bestEpoch };
+}
+
+export function trainStudent(
+  spec: StudentSpec,
+  features: StudentFeatures,
+  data: StudentData,
+  labels: Float32Array,
+  ranges: { train: readonly [number, number]; val: readonly [number, number]; test: readonly [number, number] },
+  objective: Objective,
+  teacher: Float32Array | null,
+  kdWeight: number,
+  o: { epochs: number; batchSize: number; lr: number; patience: number; dropout: number; seed: number },
+): TrainedStudent {
+  const model = new StudentModel(spec, o.seed, o.dropout);
+  const optimizer = new Adam(model.params.vars, o.lr);
+  const rng = new Rng(o.seed);
+  const [a, b] = ranges.train;
+  const order = Int32Array.from({ length: b - a }, (_, i) => a + i);
+  const output = spec.output;
+  const lossName = objective.losses[0]!;
+  const predict = (lo: number, hi: number): Float32Array => {
+    const out = new Float32Array(hi - lo);
+    for (let i = lo; i < hi; i += 4096) {
+      const j = Math.min(hi, i + 4096);
+      const batch = features.batch(data, Int32Array.from({ length: j - i }, (_, k) => i + k));
+      const r = tf.tidy(() => model.forward(batch, false));
+      const v = r.dataSync() as Float32Array;
+      r.dispose();
+      out.set(predictValues(output, v), i - lo);
+    }
+    return out;
+  };
+  const evaluate = (lo: number, hi: number, p: Float32Array): Metrics => objective.metrics(labels.subarray(lo, hi), p);
+  const y = new Float32Array(o.batchSize);
+  const soft = new Float32Array(o.batchSize);
+  let best = model.params.snapshot();
+  let bestScore = -Infinity;
+  let bestEpoch = 0;
+  let bestVal: Metrics | null = null;
+  let stale = 0;
+  const epochs: { epoch: number; loss: number; val: Metrics }[] = [];
+  const progress = new Progress();
+  for (let epoch = 1; epoch <= o.epochs; epoch++) {
+    rng.shuffle(order);
+    let lossSum = 0;
+    progress.begin(`distill epoch ${epoch}/${o.epochs}`, order.length);
+    for (let i = 0; i < order.length; i += o.batchSize) {
+      const rows = order.subarray(i, Math.min(order.length, i + o.batchSize));
+      const m = rows.length;
+      for (let k = 0; k < m; k++) {
+        y[k] = objective.target(labels[rows[k]!]!, output);
+        soft[k] = teacher ? teacher[rows[k]!]! : 0;
+      }
+      const batch = features.batch(data, rows);
+      const loss = optimizer.minimize(() => {
+        const logits = model.forward(batch, true);
+        const yt = tf.tensor1d(y.subarray(0, m));
+        const hard = objective.loss(lossName, logits, yt);
+        if (!teacher || kdWeight === 0) return hard;
+        // The teacher's predictions as soft targets (only objectives with softTargets get a kdWeight > 0).
+        return hard.mul(1 - kdWeight).add(objective.loss(lossName, logits, tf.tensor1d(soft.subarray(0, m))).mul(kdWeight)) as tf.Scalar;
+      });
+      lossSum += loss * m;
+      progress.update(i + m, `loss ${(lossSum / (i + m)).toFixed(4)}`);
+    }
+    const val = evaluate(ranges.val[0], ranges.val[1], predict(ranges.val[0], ranges.val[1]));
+    epochs.push({ epoch, loss: round(lossSum / order.length, 4), val });
+    const sc = objective.score(val);
+    const improved = sc > bestScore + 1e-6;
+    progress.end(`distill epoch ${epoch}/${o.epochs}: loss ${(lossSum / order.length).toFixed(4)}, val ${objective.mainMetric.name} ${Math.abs(sc).toFixed(4)}${improved ? ' (best)' : ''}`);
+    if (improved) {
+      bestScore = sc;
+      best = model.params.snapshot();
+      bestEpoch = epoch;
+      bestVal = val;
+      stale = 0;
+    } else if (++stale >= o.patience) break;
+  }
+  model.params.restore(best);
+  const testPred = predict(ranges.test[0], ranges.test[1]);
+  return { model, best, val: bestVal!, test: evaluate(ranges.test[0], ranges.test[1], testPred), testPred, bestEpoch, epochs };
+}
+
+/** Single-example latency of the TF.js student (features included), p50/p99 over a few hundred calls. */
+export function measureLatency(model: StudentModel, features: StudentFeatures, data: StudentData, row: number): { p50: number; p99: number } {
+  const times: number[] = [];
+  for (let i = 0; i < 300; i++) {
+    const t = performance.now();
+    const r = tf.tidy(() => model.forward(features.batch(data, [row]), false));
+    r.dataSync();
+    r.dispose();
+    if (i >= 50) times.push(performance.now() - t);
+  }
+  times.sort((a, b) => a - b);
+  return { p50: round(times[Math.floor(times.length * 0.5)]!, 4), p99: round(times[Math.floor(times.length * 0.99)]!, 4) };
+}

@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import { ConfigError, suggest, type ConfigProblem } from '../core/errors.js';
 import { parseQuery, conditionAggregates, conditionColumns, type PredictiveQuery, PqlSyntaxError } from '../task/pql.js';
 import { objectiveFor } from '../task/objective/objective.js';
-import { isEntityHopPath, type HopPath, type TaskDefinition } from '../task/task_spec.js';
+import type { HopPath, TaskDefinition } from '../task/task_spec.js';
 import { configSchema, type RawConfig, type TableConfig, type ModelConfig, modelSchema } from './schema.js';
 
 export interface TableSpec extends TableConfig {
@@ -241,9 +241,15 @@ function largestDivisor(n: number, atMost: number): number {
  * parent, for fact-row tasks), or `<entity>.<primary key>-><child>.<fk>` (the entity's own child rows, for
  * entity tasks; stored with the entity as both fact and parent).
  */
-export function parseHopPath(text: string, maxLength: number, tables: RawConfig['data']['tables']): HopPath | string {
+export function parseHopPath(text: string, maxLength: number, tables: RawConfig['data']['tables'], entityTask?: boolean): HopPath | string {
   const steps = text.split('->').map((s) => s.trim());
   const parsed = steps.map((s) => /^([A-Za-z_][A-Za-z0-9_]*)\.([^.\s]+)$/.exec(s));
+  if (entityTask === false && steps.length !== 3) {
+    return 'a hop path has three steps for a fact-row task: <fact>.<fk>-><parent>.<primary key>-><child>.<fk>, e.g. transactions.customer_id->customers.customer_id->transactions.customer_id (longer paths are not supported)';
+  }
+  if (entityTask === true && steps.length !== 2) {
+    return 'a hop path has two steps for an entity task: <entity>.<primary key>-><child>.<fk>, e.g. customers.customer_id->transactions.customer_id (the entity\'s own rows; longer paths are not supported)';
+  }
   if ((steps.length !== 3 && steps.length !== 2) || parsed.some((m) => m === null)) {
     return (
       'a hop path is <fact>.<fk>-><parent>.<primary key>-><child>.<fk> (fact-row tasks), e.g. transactions.customer_id->customers.customer_id->transactions.customer_id, ' +
@@ -289,16 +295,10 @@ function checkDistillation(cfg: RawConfig, tasks: Record<string, TaskSpec>, add:
   });
   const hopPaths: HopPath[] = [];
   for (const [text, n] of Object.entries(d.real_time_interactions)) {
-    const hp = parseHopPath(text, n, cfg.data.tables);
+    const hp = parseHopPath(text, n, cfg.data.tables, serving ? entityTask : undefined);
     if (typeof hp === 'string') add([...at, 'real_time_interactions', text], hp);
     else if (factTable && hp.fact_table !== factTable) {
       add([...at, 'real_time_interactions', text], `the path must start at the serving table ${factTable}`, entityTask ? `start with ${factTable}.${cfg.data.tables[factTable]?.primary_key ?? '<primary key>'}->` : `start with ${factTable}.<foreign key>`);
-    } else if (serving && entityTask !== isEntityHopPath(hp)) {
-      add(
-        [...at, 'real_time_interactions', text],
-        entityTask ? `the serving task "${d.task}" is an entity task: its interactions are the entity's own rows` : `the serving task "${d.task}" is a fact-row task: its interactions are those of the row's parent entity`,
-        entityTask ? `write <entity>.<primary key>-><child>.<fk>, e.g. ${factTable}.${cfg.data.tables[factTable!]?.primary_key ?? 'id'}->${hp.child_table}.${hp.child_column}` : 'write <fact>.<fk>-><parent>.<primary key>-><child>.<fk>',
-      );
     } else hopPaths.push(hp);
   }
   return hopPaths;

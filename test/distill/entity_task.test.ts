@@ -216,9 +216,13 @@ describe('config and flags', () => {
 
   it('an entity task with a fact-row hop path, or a fact-row task (fraud) with an entity path, is refused naming the path', () => {
     expect(problems(write('entity-fact-path', { ...entityDistillation, real_time_interactions: { 'transactions.customer_id->customers.customer_id->transactions.customer_id': 8 } }))).toMatch(
-      /real_time_interactions[\s\S]*must start at the serving table customers/,
+      /real_time_interactions[\s\S]*two steps for an entity task: <entity>\.<primary key>-><child>\.<fk>/,
     );
-    expect(problems(write('fact-entity-path', { real_time_interactions: { [ENTITY_PATH]: 8 } }))).toMatch(/real_time_interactions[\s\S]*must start at the serving table transactions/);
+    expect(problems(write('fact-entity-path', { real_time_interactions: { [ENTITY_PATH]: 8 } }))).toMatch(/real_time_interactions[\s\S]*three steps for a fact-row task/);
+    // Right length, wrong start: an entity path from another table.
+    expect(problems(write('entity-other-start', { ...entityDistillation, real_time_interactions: { 'articles.article_id->transactions.article_id': 8 } }))).toMatch(
+      /must start at the serving table customers[\s\S]*customers\.customer_id->/,
+    );
   });
 
   it('a malformed entity path and a non-key embedding key are refused with the grammar and a suggestion', () => {

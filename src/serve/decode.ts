@@ -7,6 +7,7 @@
  * also come as decimal strings: `json_body.ts` turns long integer literals into strings so that they stay
  * exact, and JSON clients that cannot write exact int64 numbers (JavaScript) can send strings too.
  */
+import { decodeBinaryTensor } from './binary.js';
 import { allocValues, INT64_RANGE, intRange, UINT64_RANGE, type HostTensor, type TensorValues, type V2Datatype } from './datatypes.js';
 import { badRequest, HttpError } from './http_error.js';
 import type { ModelSpec, TensorSpec } from './model_spec.js';
@@ -20,6 +21,8 @@ export interface InferRequest {
   batch: number;
   /** Outputs the client asked for, in its order; undefined means all of them. */
   outputs?: string[];
+  /** Outputs to return as binary tensor data (the binary tensor extension); empty: all as JSON. */
+  binaryOutputs?: ReadonlySet<string>;
   /**
    * Requests with equal keys may share a batch: the set of inputs present, and, when the model cannot
    * pad variable dimensions, their sizes.
@@ -33,6 +36,11 @@ export type DimGroup = { input: string; axis: number }[];
 export interface DecodeOptions {
   /** Groups of axes sharing one symbolic dimension in the ONNX model (e.g. every RTI input's `seq`). */
   sharedDims?: readonly DimGroup[];
+  /**
+   * The bytes after the JSON header when the request came with `Inference-Header-Content-Length`
+   * (see `binary.ts`): inputs with `binary_data_size` take their bytes from it, in input order.
+   */
+  binary?: Uint8Array;
 }
 
 /** Checks and decodes `body` (the parsed request) for the model described by `spec`. Throws HttpError 400. */
@@ -40,10 +48,12 @@ export function decodeInferRequest(body: unknown, spec: ModelSpec, options: Deco
   if (!isObject(body)) throw badRequest(`the request body must be a JSON object (got ${jsonKind(body)})`);
   const { id, inputs, outputs, parameters } = body as Record<string, unknown>;
   if (id !== undefined && typeof id !== 'string') throw badRequest(`"id" must be a string (got ${jsonKind(id)})`);
-  if (isObject(parameters) && parameters.binary_data_output === true) {
-    throw badRequest('binary tensor data (binary_data_output) is not supported by gnnctl serve; leave it out to get JSON outputs');
-  }
+  if (parameters !== undefined && !isObject(parameters)) throw badRequest(`"parameters" must be an object (got ${jsonKind(parameters)})`);
+  const binaryAll = parameters?.binary_data_output;
+  if (binaryAll !== undefined && typeof binaryAll !== 'boolean') throw badRequest(`parameters.binary_data_output must be true or false (got ${jsonKind(binaryAll)})`);
   if (!Array.isArray(inputs)) throw badRequest(`"inputs" must be an array of input tensors (got ${jsonKind(inputs)})`);
+  const binary = options.binary;
+  let binaryAt = 0;
 
   const batching = spec.maxBatchSize > 0;
   const decoded = new Map<string, HostTensor>();
@@ -57,9 +67,6 @@ export function decodeInferRequest(body: unknown, spec: ModelSpec, options: Deco
     const ts = spec.inputByName.get(name);
     if (!ts) throw badRequest(`unexpected inference input "${name}" for model "${spec.name}"; the model's inputs are ${quoteList(spec.inputs.map((s) => s.name))}`);
     if (decoded.has(name)) throw badRequest(`inference input "${name}" is given more than once`);
-    if (isObject(t.parameters) && t.parameters.binary_data_size !== undefined) {
-      throw badRequest(`inference input "${name}": binary tensor data is not supported by gnnctl serve; send "data" as JSON`);
-    }
     if (t.datatype !== ts.datatype) {
       throw badRequest(`inference input "${name}" has datatype ${formatJson(t.datatype)}, but model "${spec.name}" expects ${ts.datatype}`);
     }
@@ -72,7 +79,31 @@ export function decodeInferRequest(body: unknown, spec: ModelSpec, options: Deco
         throw badRequest(`inputs "${batchFrom}" and "${name}" have different batch sizes (${batch} and ${shape[0]})`);
       }
     }
-    decoded.set(name, { datatype: ts.datatype, shape, data: decodeData(t.data, shape, ts) });
+    const binarySize = isObject(t.parameters) ? t.parameters.binary_data_size : undefined;
+    let data: TensorValues;
+    if (binarySize === undefined) {
+      data = decodeData(t.data, shape, ts);
+    } else {
+      if (!Number.isSafeInteger(binarySize) || (binarySize as number) < 0) {
+        throw badRequest(`inference input "${name}": parameters.binary_data_size must be a non-negative integer number of bytes (got ${formatJson(binarySize)})`);
+      }
+      if (t.data !== undefined) throw badRequest(`inference input "${name}" has both "data" and parameters.binary_data_size; send its elements one way only`);
+      if (!binary) {
+        throw badRequest(
+          `inference input "${name}" has parameters.binary_data_size, but the request has no Inference-Header-Content-Length header; binary tensor data follows the JSON header, whose length in bytes that header must give`,
+        );
+      }
+      const size = binarySize as number;
+      if (binaryAt + size > binary.length) {
+        throw badRequest(`inference input "${name}": binary_data_size ${size} runs past the end of the body (${binary.length - binaryAt} binary bytes left after the inputs before it)`);
+      }
+      data = decodeBinaryTensor(binary.subarray(binaryAt, binaryAt + size), ts.datatype, elementCount(shape), name, shape);
+      binaryAt += size;
+    }
+    decoded.set(name, { datatype: ts.datatype, shape, data });
+  }
+  if (binary && binaryAt !== binary.length) {
+    throw badRequest(`the request body has ${binary.length - binaryAt} bytes after the JSON header and the binary inputs' data that belong to no input (check each input's binary_data_size and Inference-Header-Content-Length)`);
   }
 
   const missing = spec.inputs.filter((s) => !s.optional && !decoded.has(s.name));
@@ -99,7 +130,14 @@ export function decodeInferRequest(body: unknown, spec: ModelSpec, options: Deco
     }
   }
 
-  return { id, inputs: ordered, batch: batching ? batch : 1, outputs: requestedOutputs(outputs, spec), batchKey: batchKey(spec, ordered) };
+  const requested = requestedOutputs(outputs, spec, binaryAll === true);
+  return { id, inputs: ordered, batch: batching ? batch : 1, outputs: requested.names, binaryOutputs: requested.binary, batchKey: batchKey(spec, ordered) };
+}
+
+function elementCount(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
 }
 
 function checkShape(shape: unknown, ts: TensorSpec, spec: ModelSpec): number[] {
@@ -223,22 +261,29 @@ function convert(a: unknown[], d: V2Datatype, name: string): TensorValues {
   }
 }
 
-function requestedOutputs(outputs: unknown, spec: ModelSpec): string[] | undefined {
-  if (outputs === undefined) return undefined;
+/** The outputs asked for (undefined: all) and which of them go back as binary data. */
+function requestedOutputs(outputs: unknown, spec: ModelSpec, binaryAll: boolean): { names?: string[]; binary: Set<string> } {
+  if (outputs === undefined) return { binary: new Set(binaryAll ? spec.outputs.map((o) => o.name) : []) };
   if (!Array.isArray(outputs)) throw badRequest(`"outputs" must be an array of {"name": …} objects (got ${jsonKind(outputs)})`);
   const names: string[] = [];
+  const binary = new Set<string>();
   outputs.forEach((o: unknown, i) => {
     if (!isObject(o) || typeof o.name !== 'string') throw badRequest(`outputs[${i}] must be an object with a string "name" (got ${formatJson(o)})`);
     if (!spec.outputByName.has(o.name)) {
       throw badRequest(`unexpected inference output "${o.name}" for model "${spec.name}"; the model's outputs are ${quoteList(spec.outputs.map((s) => s.name))}`);
     }
-    if (isObject(o.parameters) && (o.parameters.binary_data === true || o.parameters.classification !== undefined)) {
-      throw badRequest(`inference output "${o.name}": binary_data and classification outputs are not supported by gnnctl serve`);
-    }
     if (names.includes(o.name)) throw badRequest(`inference output "${o.name}" is requested more than once`);
+    if (o.parameters !== undefined && !isObject(o.parameters)) throw badRequest(`outputs[${i}].parameters must be an object (got ${jsonKind(o.parameters)})`);
+    if (o.parameters?.classification !== undefined) {
+      throw badRequest(`inference output "${o.name}": the classification extension is not supported by gnnctl serve; ask for the output without "classification" and rank the scores in the client`);
+    }
+    const own = o.parameters?.binary_data;
+    if (own !== undefined && typeof own !== 'boolean') throw badRequest(`outputs[${i}].parameters.binary_data must be true or false (got ${jsonKind(own)})`);
+    // An output's own binary_data overrides the request's binary_data_output.
+    if (own ?? binaryAll) binary.add(o.name);
     names.push(o.name);
   });
-  return names;
+  return { names, binary };
 }
 
 function batchKey(spec: ModelSpec, inputs: Map<string, HostTensor>): string {

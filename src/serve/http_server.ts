@@ -20,8 +20,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import { VERSION } from '../core/version.js';
+import { HEADER_LENGTH_HEADER, splitBody } from './binary.js';
 import { decodeInferRequest } from './decode.js';
-import { encodeInferResponse } from './encode.js';
+import { encodeInferResponse, type EncodedResponse } from './encode.js';
 import { HttpError } from './http_error.js';
 import { parseJsonBody } from './json_body.js';
 import type { ModelManager } from './model_manager.js';
@@ -43,6 +44,13 @@ type Route =
   | { kind: 'model' | 'model_ready' | 'model_config' | 'infer'; model: string; version?: string };
 
 const JSON_TYPE = 'application/json';
+
+/**
+ * The protocol extensions `GET /v2` reports: exactly those served in full. Not listed: `model_repository`
+ * (only its index is served; models load by polling the repository, not by load/unload calls),
+ * `classification`, `sequence`, shared memory, `trace`, `logging`.
+ */
+export const EXTENSIONS = ['binary_tensor_data', 'model_configuration'];
 
 export class InferenceHttpServer {
   readonly server: Server;
@@ -125,7 +133,7 @@ export class InferenceHttpServer {
       case 'ready':
         return this.send(req, res, this.opts.isReady() && !this.closing ? 200 : 400, '', undefined, route.kind);
       case 'server':
-        return this.sendJson(req, res, 200, { name: 'gnnctl', version: VERSION, extensions: ['model_configuration'] }, route.kind);
+        return this.sendJson(req, res, 200, { name: 'gnnctl', version: VERSION, extensions: EXTENSIONS }, route.kind);
       case 'metrics':
         return this.send(req, res, 200, metrics.registry.render(), 'text/plain; version=0.0.4; charset=utf-8', route.kind);
       case 'index':
@@ -175,16 +183,17 @@ export class InferenceHttpServer {
       const body = await this.readBody(req);
       const t1 = performance.now();
       metrics.phase('read', (t1 - t0) / 1000);
-      const parsed = parseJsonBody(body);
+      const { json, binary } = splitBody(body, req.headers[HEADER_LENGTH_HEADER]);
+      const parsed = parseJsonBody(json);
       const t2 = performance.now();
       metrics.phase('parse', (t2 - t1) / 1000);
       mv = manager.acquire(model, version);
       labels = { model, version: String(mv.version) };
-      const request = decodeInferRequest(parsed, mv.spec, { sharedDims: mv.sharedDims });
+      const request = decodeInferRequest(parsed, mv.spec, { sharedDims: mv.sharedDims, binary });
       metrics.phase('decode', (performance.now() - t2) / 1000);
       const outputs = await mv.infer(request);
       const t3 = performance.now();
-      this.send(req, res, 200, encodeInferResponse(mv.name, mv.version, request.id, outputs), JSON_TYPE, 'infer');
+      this.sendInferResponse(req, res, encodeInferResponse(mv.name, mv.version, request.id, outputs, request.binaryOutputs));
       const t4 = performance.now();
       metrics.phase('respond', (t4 - t3) / 1000);
       metrics.inference(labels.model, labels.version, 'success');
@@ -198,8 +207,8 @@ export class InferenceHttpServer {
     }
   }
 
-  /** The request body as text, within the size limit, decompressed when it says so. */
-  private readBody(req: IncomingMessage): Promise<string> {
+  /** The request body's bytes, within the size limit, decompressed when it says so. */
+  private readBody(req: IncomingMessage): Promise<Buffer> {
     const max = this.opts.maxBodyBytes;
     const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
     if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate') {
@@ -242,7 +251,7 @@ export class InferenceHttpServer {
           reject(code === 'ERR_BUFFER_TOO_LARGE' ? tooLarge(max + 1, max, 'decompressed ') : new HttpError(400, `cannot decompress the ${encoding} request body: ${(e as Error).message}`));
           return;
         }
-        resolve(buf.toString('utf8'));
+        resolve(buf);
       });
     });
   }
@@ -270,6 +279,24 @@ export class InferenceHttpServer {
       return;
     }
     this.send(req, res, status, JSON.stringify({ error: message }), JSON_TYPE, route, headers);
+  }
+
+  /** A JSON response, or the JSON header and binary tensors (application/octet-stream, as Triton answers). */
+  private sendInferResponse(req: IncomingMessage, res: ServerResponse, r: EncodedResponse): void {
+    if (!r.binary) return this.send(req, res, 200, r.json, JSON_TYPE, 'infer');
+    const headers: Record<string, string | number> = {
+      'Content-Type': 'application/octet-stream',
+      'Content-Length': r.length,
+      'Inference-Header-Content-Length': r.headerLength,
+    };
+    if (this.closing) headers.Connection = 'close';
+    res.writeHead(200, headers);
+    res.write(r.json);
+    for (let i = 0; i < r.binary.length; i++) {
+      if (i === r.binary.length - 1) res.end(r.binary[i]);
+      else res.write(r.binary[i]);
+    }
+    this.opts.metrics.http(req.method ?? '', 'infer', 200);
   }
 
   private sendJson(req: IncomingMessage, res: ServerResponse, status: number, body: unknown, route: string): void {

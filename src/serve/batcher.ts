@@ -38,6 +38,8 @@ export interface BatcherObserver {
   split?(seconds: number): void;
   /** Per batch: rows in it. */
   batch?(rows: number, requests: number): void;
+  /** Per successful batch, once it is split: its rows and requests, and its merge, run and split times. */
+  executed?(rows: number, requests: number, inputSeconds: number, inferSeconds: number, outputSeconds: number): void;
 }
 
 export interface BatcherOptions {
@@ -213,7 +215,9 @@ export class DynamicBatcher {
       const t2 = performance.now();
       obs.compute?.((t2 - t1) / 1000);
       this.resolveItems(items, outputs, rows);
-      obs.split?.((performance.now() - t2) / 1000);
+      const t3 = performance.now();
+      obs.split?.((t3 - t2) / 1000);
+      obs.executed?.(rows, items.length, (t1 - t0) / 1000, (t2 - t1) / 1000, (t3 - t2) / 1000);
     } catch (e) {
       if (items.length > 1) {
         // One request may have made the whole batch fail: give each its own run.

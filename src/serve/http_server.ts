@@ -9,12 +9,14 @@
  * | `/v2/models/{m}[/versions/{v}]/ready`                   | GET    | 200, or 400 with the reason               |
  * | `/v2/models/{m}[/versions/{v}]/config`                  | GET    | the model configuration as JSON           |
  * | `/v2/models/{m}[/versions/{v}]/infer`                   | POST   | inference                                 |
+ * | `/v2/models[/{m}[/versions/{v}]]/stats`                 | GET    | statistics extension (`model_stats.ts`)   |
  * | `/v2/repository/index`                                  | POST   | models and versions with their state      |
  * | `/metrics`                                              | GET    | Prometheus text format 0.0.4              |
  *
  * Errors are `{"error": "..."}` with 400 (bad request), 404 (unknown model, version or route), 405 (wrong
  * method, with `Allow`), 413 (body over the limit), 415 (unknown content encoding), 503 (not ready or
- * shutting down). Request bodies may be gzip or deflate compressed, as Triton accepts.
+ * shutting down). Request bodies may be gzip or deflate compressed, as Triton accepts. Inference requests
+ * and responses may carry binary tensor data after the JSON (`binary.ts`, with `Inference-Header-Content-Length`).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -26,6 +28,7 @@ import { encodeInferResponse, type EncodedResponse } from './encode.js';
 import { HttpError } from './http_error.js';
 import { parseJsonBody } from './json_body.js';
 import type { ModelManager } from './model_manager.js';
+import type { FailureReason } from './model_stats.js';
 import type { ModelVersion } from './model_version.js';
 import type { ServerMetrics } from './server_metrics.js';
 
@@ -41,7 +44,8 @@ export interface HttpServerOptions {
 
 type Route =
   | { kind: 'live' | 'ready' | 'server' | 'metrics' | 'index' }
-  | { kind: 'model' | 'model_ready' | 'model_config' | 'infer'; model: string; version?: string };
+  | { kind: 'model' | 'model_ready' | 'model_config' | 'infer'; model: string; version?: string }
+  | { kind: 'stats'; model?: string; version?: string };
 
 const JSON_TYPE = 'application/json';
 
@@ -50,7 +54,7 @@ const JSON_TYPE = 'application/json';
  * (only its index is served; models load by polling the repository, not by load/unload calls),
  * `classification`, `sequence`, shared memory, `trace`, `logging`.
  */
-export const EXTENSIONS = ['binary_tensor_data', 'model_configuration'];
+export const EXTENSIONS = ['binary_tensor_data', 'model_configuration', 'statistics'];
 
 export class InferenceHttpServer {
   readonly server: Server;
@@ -166,6 +170,15 @@ export class InferenceHttpServer {
         if (reason !== undefined) return this.sendJson(req, res, 400, { error: reason }, route.kind);
         return this.send(req, res, 200, '', undefined, route.kind);
       }
+      case 'stats': {
+        // Loaded versions, with zeros where nothing ran yet, as Triton lists them.
+        const models = route.model === undefined ? manager.readyModels().sort() : [route.model];
+        const model_stats = models.flatMap((name) => {
+          const { versions, version } = manager.lookup(name, route.version);
+          return (route.version ? [version!] : versions).map((v) => metrics.stats.of(name, String(v.version)).toJson());
+        });
+        return this.sendJson(req, res, 200, { model_stats }, route.kind);
+      }
       case 'model_config': {
         const { spec } = manager.lookup(route.model, route.version);
         return this.sendJson(req, res, 200, { ...spec.config, name: spec.name, platform: spec.platform, max_batch_size: spec.maxBatchSize }, route.kind);
@@ -198,9 +211,12 @@ export class InferenceHttpServer {
       metrics.phase('respond', (t4 - t3) / 1000);
       metrics.inference(labels.model, labels.version, 'success');
       mv.observeDuration((t4 - t0) / 1000);
+      metrics.stats.of(labels.model, labels.version).succeeded((t4 - t0) / 1000, request.batch);
     } catch (e) {
       metrics.inference(labels.model, labels.version, 'failure');
       this.sendError(req, res, e, 'infer');
+      // Triton's statistics count the requests that reached a model version.
+      if (mv) metrics.stats.of(labels.model, labels.version).failed((performance.now() - t0) / 1000, failureReason(e));
     } finally {
       mv?.release();
       metrics.inflight.dec();
@@ -314,6 +330,11 @@ export class InferenceHttpServer {
   }
 }
 
+function failureReason(e: unknown): FailureReason {
+  if (!(e instanceof HttpError)) return 'OTHER';
+  return e.reason ?? (e.status === 503 ? 'REJECTED' : 'OTHER');
+}
+
 function tooLarge(size: number, max: number, what = ''): HttpError {
   return new HttpError(413, `the ${what}request body is larger than the limit of ${max} bytes (got ${size > max + 1 ? size : `more than ${max}`}); raise --max-body-size`);
 }
@@ -340,6 +361,8 @@ export function parseRoute(url: string): Route | undefined {
   if (seg[1] === 'health' && seg.length === 3 && (seg[2] === 'live' || seg[2] === 'ready')) return { kind: seg[2] };
   if (seg[1] === 'repository' && seg.length === 3 && seg[2] === 'index') return { kind: 'index' };
   if (seg[1] !== 'models' || seg.length < 3 || seg[2] === '') return undefined;
+  // `/v2/models/stats`: every model's statistics (as in Triton, a model named "stats" is shadowed here).
+  if (seg.length === 3 && seg[2] === 'stats') return { kind: 'stats' };
   const model = seg[2]!;
   let rest = seg.slice(3);
   let version: string | undefined;
@@ -357,6 +380,8 @@ export function parseRoute(url: string): Route | undefined {
       return { kind: 'model_config', model, version };
     case 'infer':
       return { kind: 'infer', model, version };
+    case 'stats':
+      return { kind: 'stats', model, version };
     default:
       return undefined;
   }

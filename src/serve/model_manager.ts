@@ -151,7 +151,10 @@ export class ModelManager {
     const all = [...this.models.values()].flatMap((m) => [...m.versions.values()]);
     this.models = new Map();
     await Promise.all([...all.map((v) => v.retire()), ...this.retiring]);
-    for (const v of all) this.opts.metrics.modelInfo.remove(infoLabels(v, this.opts.host.kind));
+    for (const v of all) {
+      this.opts.metrics.modelInfo.remove(infoLabels(v, this.opts.host.kind));
+      this.opts.metrics.removeEmbeddingAnchors(v.name, String(v.version));
+    }
   }
 
   private scheduleNextPoll(): void {
@@ -278,7 +281,10 @@ export class ModelManager {
     for (const mv of next.values()) if (!latest || mv.version > latest.version) latest = mv;
     // The swap: one assignment.
     this.models.set(name, { name, folder, spec: spec!, versions: next, latest });
-    for (const mv of next.values()) this.opts.metrics.modelInfo.set(infoLabels(mv, this.opts.host.kind), 1);
+    for (const mv of next.values()) {
+      this.opts.metrics.modelInfo.set(infoLabels(mv, this.opts.host.kind), 1);
+      this.opts.metrics.setEmbeddingAnchors(name, String(mv.version), mv.embeddingAnchors);
+    }
     if (current) {
       for (const old of current.versions.values()) {
         if (next.get(old.version) === old) continue;
@@ -293,7 +299,10 @@ export class ModelManager {
       .retire()
       .then(() => {
         const successor = this.models.get(v.name)?.versions.get(v.version);
-        if (!successor || successor === v) this.opts.metrics.modelInfo.remove(infoLabels(v, this.opts.host.kind));
+        if (!successor || successor === v) {
+          this.opts.metrics.modelInfo.remove(infoLabels(v, this.opts.host.kind));
+          this.opts.metrics.removeEmbeddingAnchors(v.name, String(v.version));
+        }
       })
       .catch((e) => this.log(`model "${v.name}" version ${v.version}: releasing the session failed: ${(e as Error).message}`, 'warn'))
       .finally(() => this.retiring.delete(p));

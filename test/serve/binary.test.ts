@@ -151,7 +151,7 @@ describe('over HTTP, as tritonclient sends it', () => {
   });
 
   it('GET /v2 lists exactly the extensions served', async () => {
-    expect((await get(url, '/v2')).json()).toMatchObject({ extensions: ['binary_tensor_data', 'model_configuration'] });
+    expect((await get(url, '/v2')).json()).toMatchObject({ extensions: ['binary_tensor_data', 'model_configuration', 'statistics'] });
   });
 
   it('binary inputs and a binary output give the bytes of the JSON answer (and of onnxruntime at batch 1)', async () => {

@@ -8,7 +8,7 @@
  * exact, and JSON clients that cannot write exact int64 numbers (JavaScript) can send strings too.
  */
 import { decodeBinaryTensor } from './binary.js';
-import { allocValues, INT64_RANGE, intRange, UINT64_RANGE, type HostTensor, type TensorValues, type V2Datatype } from './datatypes.js';
+import { allocValues, INT64_RANGE, intRange, UINT64_RANGE, type HostTensor, type PadValue, type TensorValues, type V2Datatype } from './datatypes.js';
 import { badRequest, HttpError } from './http_error.js';
 import type { ModelSpec, TensorSpec } from './model_spec.js';
 
@@ -21,6 +21,11 @@ export interface InferRequest {
   batch: number;
   /** Outputs the client asked for, in its order; undefined means all of them. */
   outputs?: string[];
+  /**
+   * Triton's `timeout` request parameter: microseconds the request may take in the server before it is
+   * answered with a deadline error (undefined: the server's default).
+   */
+  timeoutUs?: number;
   /** Outputs to return as binary tensor data (the binary tensor extension); empty: all as JSON. */
   binaryOutputs?: ReadonlySet<string>;
   /**
@@ -41,6 +46,11 @@ export interface DecodeOptions {
    * (see `binary.ts`): inputs with `binary_data_size` take their bytes from it, in input order.
    */
   binary?: Uint8Array;
+  /**
+   * The server's cap (`--max-sequence-length`) on every variable dimension of inputs that have no
+   * `max_sequence_length:<input>` parameter of their own. Undefined: no cap.
+   */
+  maxSequenceLength?: number;
 }
 
 /** Checks and decodes `body` (the parsed request) for the model described by `spec`. Throws HttpError 400. */
@@ -52,6 +62,10 @@ export function decodeInferRequest(body: unknown, spec: ModelSpec, options: Deco
   const binaryAll = parameters?.binary_data_output;
   if (binaryAll !== undefined && typeof binaryAll !== 'boolean') throw badRequest(`parameters.binary_data_output must be true or false (got ${jsonKind(binaryAll)})`);
   if (!Array.isArray(inputs)) throw badRequest(`"inputs" must be an array of input tensors (got ${jsonKind(inputs)})`);
+  const timeout = parameters?.timeout;
+  if (timeout !== undefined && !(Number.isSafeInteger(timeout) && (timeout as number) >= 0)) {
+    throw badRequest(`parameters.timeout must be a non-negative integer number of microseconds, as in Triton (got ${jsonKind(timeout)})`);
+  }
   const binary = options.binary;
   let binaryAt = 0;
 
@@ -70,7 +84,7 @@ export function decodeInferRequest(body: unknown, spec: ModelSpec, options: Deco
     if (t.datatype !== ts.datatype) {
       throw badRequest(`inference input "${name}" has datatype ${formatJson(t.datatype)}, but model "${spec.name}" expects ${ts.datatype}`);
     }
-    const shape = checkShape(t.shape, ts, spec);
+    const shape = checkShape(t.shape, ts, spec, options.maxSequenceLength);
     if (batching) {
       if (batch < 0) {
         batch = shape[0]!;
@@ -106,6 +120,13 @@ export function decodeInferRequest(body: unknown, spec: ModelSpec, options: Deco
     throw badRequest(`the request body has ${binary.length - binaryAt} bytes after the JSON header and the binary inputs' data that belong to no input (check each input's binary_data_size and Inference-Header-Content-Length)`);
   }
 
+  // Inputs with a missing value that the request left out: filled, one value per element.
+  for (const s of spec.inputs) {
+    if (decoded.has(s.name) || s.missing === undefined || s.variable) continue;
+    if (batching && batch < 0) break;
+    const shape = batching ? [batch, ...s.dims] : [...s.dims];
+    decoded.set(s.name, { datatype: s.datatype, shape, data: allocValues(s.datatype, elementCount(shape), s.missing) });
+  }
   const missing = spec.inputs.filter((s) => !s.optional && !decoded.has(s.name));
   if (missing.length > 0) {
     throw badRequest(`model "${spec.name}" expects input${missing.length > 1 ? 's' : ''} ${quoteList(missing.map((s) => s.name))}, missing from the request (got ${quoteList([...decoded.keys()])})`);
@@ -131,7 +152,15 @@ export function decodeInferRequest(body: unknown, spec: ModelSpec, options: Deco
   }
 
   const requested = requestedOutputs(outputs, spec, binaryAll === true);
-  return { id, inputs: ordered, batch: batching ? batch : 1, outputs: requested.names, binaryOutputs: requested.binary, batchKey: batchKey(spec, ordered) };
+  return {
+    id,
+    inputs: ordered,
+    batch: batching ? batch : 1,
+    outputs: requested.names,
+    binaryOutputs: requested.binary,
+    batchKey: batchKey(spec, ordered),
+    ...(timeout === undefined ? {} : { timeoutUs: timeout as number }),
+  };
 }
 
 function elementCount(shape: readonly number[]): number {
@@ -140,7 +169,7 @@ function elementCount(shape: readonly number[]): number {
   return n;
 }
 
-function checkShape(shape: unknown, ts: TensorSpec, spec: ModelSpec): number[] {
+function checkShape(shape: unknown, ts: TensorSpec, spec: ModelSpec, serverCap: number | undefined): number[] {
   const expected = `expected ${formatJson(ts.shape)}`;
   if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && (d as number) >= 0)) {
     throw badRequest(`inference input "${ts.name}": "shape" must be an array of non-negative integers (got ${formatJson(shape)}; ${expected})`);
@@ -158,9 +187,19 @@ function checkShape(shape: unknown, ts: TensorSpec, spec: ModelSpec): number[] {
     }
   }
   const off = batching ? 1 : 0;
+  const cap = ts.maxSequenceLength ?? serverCap;
   for (let i = 0; i < dims.length; i++) {
     if (dims[i] !== -1 && s[i + off] !== dims[i]) {
       throw badRequest(`inference input "${ts.name}" has shape ${formatJson(s)}, but model "${spec.name}" expects ${formatJson(ts.shape)} (-1 = any size)`);
+    }
+    // Refused rather than cut to the most recent elements: the server cannot tell which elements are the
+    // most recent without knowing which input holds their times, and a silently shortened sequence
+    // gives a different answer than the client asked for. Checked before any element is read.
+    if (dims[i] === -1 && cap !== undefined && s[i + off]! > cap) {
+      const from = ts.maxSequenceLength !== undefined ? `max_sequence_length:${ts.name} in config.pbtxt` : 'gnnctl serve --max-sequence-length';
+      throw badRequest(
+        `inference input "${ts.name}" has ${s[i + off]} elements along dimension ${i + off} (shape ${formatJson(s)}), more than its cap of ${cap} (${from}); send the ${cap} most recent`,
+      );
     }
   }
   return s.slice();
@@ -190,12 +229,26 @@ function decodeData(data: unknown, shape: number[], ts: TensorSpec): TensorValue
   } else if (data.length !== n) {
     throw badRequest(`inference input "${ts.name}" has ${data.length} data elements, but its shape ${formatJson(shape)} holds ${n}`);
   }
-  return convert(flat, ts.datatype, ts.name);
+  return convert(flat, ts.datatype, ts.name, ts.missing);
 }
 
-/** Typed elements from JSON values; one tight loop per type. */
-function convert(a: unknown[], d: V2Datatype, name: string): TensorValues {
+/**
+ * Typed elements from JSON values; one tight loop per type. With a missing value (`missing_value:<input>`),
+ * `null` elements take it: replaced up front, so the loops stay as they are.
+ */
+function convert(a: unknown[], d: V2Datatype, name: string, missingValue?: PadValue): TensorValues {
   const n = a.length;
+  if (missingValue !== undefined) {
+    for (let i = 0; i < n; i++) {
+      if (a[i] === null) {
+        // As the loops below read it: 64-bit integers as decimal strings.
+        const fill = typeof missingValue === 'bigint' ? String(missingValue) : d === 'BOOL' ? Boolean(missingValue) : missingValue;
+        a = a.slice();
+        for (let j = i; j < n; j++) if (a[j] === null) a[j] = fill;
+        break;
+      }
+    }
+  }
   const bad = (i: number, what: string): HttpError =>
     badRequest(`inference input "${name}": element ${i} is ${formatJson(a[i])}, not ${what} (datatype ${d})`);
   switch (d) {

@@ -14,8 +14,9 @@
  * | `/metrics`                                              | GET    | Prometheus text format 0.0.4              |
  *
  * Errors are `{"error": "..."}` with 400 (bad request), 404 (unknown model, version or route), 405 (wrong
- * method, with `Allow`), 413 (body over the limit), 415 (unknown content encoding), 503 (not ready or
- * shutting down). Request bodies may be gzip or deflate compressed, as Triton accepts. Inference requests
+ * method, with `Allow`), 413 (body over the limit), 415 (unknown content encoding), 503 (not ready, queue
+ * full or shutting down), 504 (the request's deadline passed: Triton's `timeout` parameter or
+ * `--request-timeout`). Request bodies may be gzip or deflate compressed, as Triton accepts. Inference requests
  * and responses may carry binary tensor data after the JSON (`binary.ts`, with `Inference-Header-Content-Length`).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -23,7 +24,8 @@ import type { AddressInfo } from 'node:net';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import { VERSION } from '../core/version.js';
 import { HEADER_LENGTH_HEADER, splitBody } from './binary.js';
-import { decodeInferRequest } from './decode.js';
+import type { HostTensor } from './datatypes.js';
+import { decodeInferRequest, type InferRequest } from './decode.js';
 import { encodeInferResponse, type EncodedResponse } from './encode.js';
 import { HttpError } from './http_error.js';
 import { parseJsonBody } from './json_body.js';
@@ -39,6 +41,13 @@ export interface HttpServerOptions {
   maxBodyBytes: number;
   /** Whether the server is ready (models loaded, not shutting down). */
   isReady: () => boolean;
+  /**
+   * Default deadline of an inference request in milliseconds, from its request head to its answer; a
+   * request's own `parameters.timeout` (µs, Triton's) overrides it. 0: none.
+   */
+  requestTimeoutMs?: number;
+  /** Cap on variable input dimensions without their own `max_sequence_length:<input>`; undefined: none. */
+  maxSequenceLength?: number;
   log?: (line: string) => void;
 }
 
@@ -202,9 +211,11 @@ export class InferenceHttpServer {
       metrics.phase('parse', (t2 - t1) / 1000);
       mv = manager.acquire(model, version);
       labels = { model, version: String(mv.version) };
-      const request = decodeInferRequest(parsed, mv.spec, { sharedDims: mv.sharedDims, binary });
+      const request = decodeInferRequest(parsed, mv.spec, { sharedDims: mv.sharedDims, binary, maxSequenceLength: this.opts.maxSequenceLength });
       metrics.phase('decode', (performance.now() - t2) / 1000);
-      const outputs = await mv.infer(request);
+      // Triton's timeout 0 means no timeout; without the parameter the server's default applies.
+      const timeoutMs = request.timeoutUs !== undefined ? request.timeoutUs / 1000 : (this.opts.requestTimeoutMs ?? 0);
+      const outputs = timeoutMs > 0 ? await withDeadline(mv, request, t0 + timeoutMs, timeoutMs, request.timeoutUs !== undefined) : await mv.infer(request);
       const t3 = performance.now();
       this.sendInferResponse(req, res, encodeInferResponse(mv.name, mv.version, request.id, outputs, request.binaryOutputs));
       const t4 = performance.now();
@@ -328,6 +339,31 @@ export class InferenceHttpServer {
     res.end(body);
     this.opts.metrics.http(req.method ?? '', route, status);
   }
+}
+
+/**
+ * Runs the request, answering 504 once `deadline` passes whatever the model is doing: a queued request
+ * is dropped by the batcher, a running one is left to finish and its result discarded. Never a hang.
+ */
+function withDeadline(mv: ModelVersion, request: InferRequest, deadline: number, timeoutMs: number, fromRequest: boolean): Promise<Map<string, HostTensor>> {
+  const what = fromRequest ? `parameters.timeout ${request.timeoutUs} µs` : `the server's --request-timeout`;
+  const expired = () => new HttpError(504, `model "${mv.name}" version ${mv.version}: no answer within the request's deadline of ${timeoutMs} ms (${what})`, undefined, 'REJECTED');
+  const left = deadline - performance.now();
+  if (left <= 0) return Promise.reject(expired());
+  const run = mv.infer(request, deadline);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(expired()), left);
+    run.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e as Error);
+      },
+    );
+  });
 }
 
 function failureReason(e: unknown): FailureReason {

@@ -90,9 +90,12 @@ export class ModelVersion {
     if (this.refs === 0 && this.releaseWaiter) this.releaseWaiter();
   }
 
-  /** Runs a decoded request through the batcher (the caller holds a reference). */
-  infer(req: InferRequest): Promise<Map<string, HostTensor>> {
-    return this.batcher.submit(req);
+  /**
+   * Runs a decoded request through the batcher (the caller holds a reference). `deadline` is a
+   * `performance.now()` time: still queued then, the request is dropped with 504.
+   */
+  infer(req: InferRequest, deadline?: number): Promise<Map<string, HostTensor>> {
+    return this.batcher.submit(req, deadline);
   }
 
   /** Runs queued batches now instead of waiting out the queue delay, from now on (shutdown). */

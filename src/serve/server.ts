@@ -42,6 +42,17 @@ export interface ServeOptions {
   intraOpThreads?: number;
   /** How long `stop()` waits for in-flight requests before cutting connections. Default 30 s. */
   shutdownTimeoutMs?: number;
+  /**
+   * Deadline of an inference request unless it sets Triton's `timeout` parameter; 0 disables.
+   * Default 10 s: far above any healthy answer, and a bound on what a stuck batch can hold.
+   */
+  requestTimeoutMs?: number;
+  /**
+   * Cap on every variable input dimension (RTI sequence length) of inputs without their own
+   * `max_sequence_length:<input>` parameter. Default 1024: 32× the bundled configs' 32, and a bound on what
+   * one request can make the server decode and pad. 0 disables.
+   */
+  maxSequenceLength?: number;
   /** Event lines: loads at `info`; refusals and errors at `warn`. Default: none. */
   log?: (line: string, level: 'info' | 'warn') => void;
 }
@@ -66,6 +77,8 @@ export interface RunningServer {
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 4 * 2 ** 20;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+export const DEFAULT_MAX_SEQUENCE_LENGTH = 1024;
 
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const root = resolvePath(options.modelRepository);
@@ -94,6 +107,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     manager,
     metrics,
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    maxSequenceLength: options.maxSequenceLength === 0 ? undefined : (options.maxSequenceLength ?? DEFAULT_MAX_SEQUENCE_LENGTH),
     isReady: () => loaded && manager.readyModels().length > 0,
     log: (line) => log(line, 'warn'),
   });

@@ -27,6 +27,10 @@ export interface ServeCommandOptions {
   ortThreads?: unknown;
   /** `--shutdown-timeout T`: how long shutdown waits for in-flight requests (default 30 s). */
   shutdownTimeout?: unknown;
+  /** `--request-timeout T`: default deadline of an inference request (default 10 s; 0: none). */
+  requestTimeout?: unknown;
+  /** `--max-sequence-length N`: cap on variable input dimensions without their own (default 1024; 0: none). */
+  maxSequenceLength?: unknown;
   json?: boolean;
   quiet?: boolean;
   /** For tests and embedding: stops the server like SIGTERM does. */
@@ -56,12 +60,14 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
   const ortThread = (opts.ortThread ?? 'worker') as OrtThread;
   if (ortThread !== 'main' && ortThread !== 'worker') throw new UsageError('--ort-thread must be "main" or "worker"', { value: opts.ortThread });
   const intraOpThreads = integer(opts.ortThreads, '--ort-threads', 1, 1, 64);
+  const requestTimeoutMs = seconds(opts.requestTimeout, '--request-timeout', 10) * 1000;
+  const maxSequenceLength = integer(opts.maxSequenceLength, '--max-sequence-length', 1024, 0, 2 ** 31 - 1);
 
   const log = (line: string, level: 'info' | 'warn') => {
     // Refusals and errors print even with --quiet/--json: an operator must see a refused export.
     if (level === 'warn' || !isQuiet()) process.stderr.write(`[${new Date().toISOString()}] ${line}\n`);
   };
-  const server = await startServer({ modelRepository: opts.modelRepository, port, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, log });
+  const server = await startServer({ modelRepository: opts.modelRepository, port, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, log });
   const models = server.manager.index();
   info(`gnnctl serve: listening on ${server.url} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'})`);
 

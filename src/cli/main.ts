@@ -266,6 +266,10 @@ export function buildProgram(): Command {
     .addOption(typed('--shutdown-timeout <t>', 'seconds shutdown waits for in-flight requests before closing connections', secondsFlag('--shutdown-timeout')).default(30))
     .addOption(typed('--request-timeout <t>', 'deadline of an inference request that does not set Triton\'s `timeout` parameter (e.g. 10, 500ms); past it the answer is 504; 0: none', secondsFlag('--request-timeout')).default(10))
     .addOption(typed('--max-sequence-length <n>', 'cap on each variable input dimension (RTI sequence length) of inputs without a max_sequence_length:<input> parameter in config.pbtxt; longer requests get 400; 0: none', intFlag('--max-sequence-length', 0, 2 ** 31 - 1)).default(1024))
+    .option('--auth-token-file <file>', 'require "Authorization: Bearer <token>" on every route; the file holds one token per line (several: rotation)')
+    .option('--auth-open-health', 'with --auth-token-file: leave /v2/health/live and /v2/health/ready open for probes')
+    .option('--tls-cert <file>', 'PEM certificate (chain): serve HTTPS (with --tls-key)')
+    .option('--tls-key <file>', 'PEM private key of --tls-cert')
     .addOption(opt.json())
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/serve.js')).serveCommand as never));

@@ -20,10 +20,12 @@
  * and responses may carry binary tensor data after the JSON (`binary.ts`, with `Inference-Header-Content-Length`).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import { VERSION } from '../core/version.js';
 import { HEADER_LENGTH_HEADER, splitBody } from './binary.js';
+import type { BearerAuth } from './auth.js';
 import type { HostTensor } from './datatypes.js';
 import { decodeInferRequest, type InferRequest } from './decode.js';
 import { encodeInferResponse, type EncodedResponse } from './encode.js';
@@ -48,6 +50,12 @@ export interface HttpServerOptions {
   requestTimeoutMs?: number;
   /** Cap on variable input dimensions without their own `max_sequence_length:<input>`; undefined: none. */
   maxSequenceLength?: number;
+  /** Bearer-token authentication of every route (`auth.ts`); undefined: open. */
+  auth?: BearerAuth;
+  /** With `auth`: leave `/v2/health/live` and `/v2/health/ready` open for probes that cannot send a token. */
+  authOpenHealth?: boolean;
+  /** PEM certificate chain and private key: serve HTTPS instead of HTTP. */
+  tls?: { cert: Buffer; key: Buffer };
   log?: (line: string) => void;
 }
 
@@ -57,6 +65,7 @@ type Route =
   | { kind: 'stats'; model?: string; version?: string };
 
 const JSON_TYPE = 'application/json';
+const HEALTH_PATHS = new Set(['/v2/health/live', '/v2/health/ready']);
 
 /**
  * The protocol extensions `GET /v2` reports: exactly those served in full. Not listed: `model_repository`
@@ -74,7 +83,9 @@ export class InferenceHttpServer {
 
   constructor(options: HttpServerOptions) {
     this.opts = options;
-    this.server = createServer({ keepAliveTimeout: 30_000, requestTimeout: 60_000 }, (req, res) => this.handle(req, res));
+    const handler = (req: IncomingMessage, res: ServerResponse) => this.handle(req, res);
+    const common = { keepAliveTimeout: 30_000, requestTimeout: 60_000 };
+    this.server = options.tls ? createTlsServer({ ...common, cert: options.tls.cert, key: options.tls.key }, handler) : createServer(common, handler);
   }
 
   /** Requests being handled right now. */
@@ -122,6 +133,8 @@ export class InferenceHttpServer {
     });
     let route: Route | undefined;
     try {
+      // Before routing: without a token a client learns nothing, not even which routes exist.
+      if (this.opts.auth && !(this.opts.authOpenHealth && HEALTH_PATHS.has(pathOf(req.url)))) this.opts.auth.check(req.headers.authorization);
       route = parseRoute(req.url ?? '/');
       if (!route) throw new HttpError(404, `unknown route ${req.method} ${req.url}; gnnctl serve speaks KServe V2 under /v2 (and /metrics)`);
       const method = route.kind === 'infer' || route.kind === 'index' ? 'POST' : 'GET';

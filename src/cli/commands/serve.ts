@@ -4,7 +4,8 @@
  * options, logs, and waits for the signal.
  */
 import { UsageError } from '../../core/errors.js';
-import { startServer, type OrtThread, type RunningServer, type StopResult } from '../../serve/server.js';
+import { BearerAuth } from '../../serve/auth.js';
+import { readTlsFiles, startServer, type OrtThread, type RunningServer, type StopResult } from '../../serve/server.js';
 import { info, isQuiet } from '../../core/log.js';
 import { parseDuration } from '../../core/duration.js';
 import type { CommandOutput } from '../run.js';
@@ -31,6 +32,13 @@ export interface ServeCommandOptions {
   requestTimeout?: unknown;
   /** `--max-sequence-length N`: cap on variable input dimensions without their own (default 1024; 0: none). */
   maxSequenceLength?: unknown;
+  /** `--auth-token-file FILE`: bearer tokens, one per line; every request must send one. */
+  authTokenFile?: unknown;
+  /** `--auth-open-health`: leave /v2/health/live and /v2/health/ready open (probes). */
+  authOpenHealth?: unknown;
+  /** `--tls-cert FILE` and `--tls-key FILE`: serve HTTPS. */
+  tlsCert?: unknown;
+  tlsKey?: unknown;
   json?: boolean;
   quiet?: boolean;
   /** For tests and embedding: stops the server like SIGTERM does. */
@@ -62,14 +70,17 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
   const intraOpThreads = integer(opts.ortThreads, '--ort-threads', 1, 1, 64);
   const requestTimeoutMs = seconds(opts.requestTimeout, '--request-timeout', 10) * 1000;
   const maxSequenceLength = integer(opts.maxSequenceLength, '--max-sequence-length', 1024, 0, 2 ** 31 - 1);
+  if (opts.authOpenHealth && opts.authTokenFile === undefined) throw new UsageError('--auth-open-health needs --auth-token-file', { hint: 'without tokens every route is open already' });
+  const authTokens = opts.authTokenFile === undefined ? undefined : BearerAuth.fromFile(String(opts.authTokenFile)).tokens;
+  const tls = readTlsFiles(opts.tlsCert, opts.tlsKey);
 
   const log = (line: string, level: 'info' | 'warn') => {
     // Refusals and errors print even with --quiet/--json: an operator must see a refused export.
     if (level === 'warn' || !isQuiet()) process.stderr.write(`[${new Date().toISOString()}] ${line}\n`);
   };
-  const server = await startServer({ modelRepository: opts.modelRepository, port, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, log });
+  const server = await startServer({ modelRepository: opts.modelRepository, port, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, authTokens, authOpenHealth: Boolean(opts.authOpenHealth), tls, log });
   const models = server.manager.index();
-  info(`gnnctl serve: listening on ${server.url} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'})`);
+  info(`gnnctl serve: listening on ${server.url} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'}; ${authTokens ? `bearer-token auth${opts.authOpenHealth ? ', health probes open' : ''}` : 'no auth'})`);
 
   const handlers: [NodeJS.Signals, () => void][] = [];
   const stoppedBy = await new Promise<string>((resolve) => {

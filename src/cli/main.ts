@@ -274,6 +274,34 @@ export function buildProgram(): Command {
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/serve.js')).serveCommand as never));
 
+  const rollout = program
+    .command('rollout')
+    .description('canary rollouts of a served model: start a canary at a share of the requests, ramp it, promote or roll it back; written to <model>/rollout.json, which a running gnnctl serve picks up at its next poll');
+  const rolloutTarget = (c: Command) =>
+    c
+      .requiredOption('--model-repository <dir>', 'Triton model repository')
+      .requiredOption('--model <name>', 'model name (its folder)')
+      .addOption(opt.json())
+      .addOption(opt.quiet());
+  const rolloutAction = (name: string) =>
+    action(async () => {
+      const { rolloutCommand } = await import('./commands/rollout.js');
+      return (o: Opts) => rolloutCommand({ ...o, action: name as never });
+    });
+  rolloutTarget(rollout.command('pin').description('serve one version only, so a new export waits for `rollout start` instead of taking all requests'))
+    .option('--stable <version>', 'the version to keep serving (default: the newest complete one)')
+    .action(rolloutAction('pin'));
+  rolloutTarget(rollout.command('start').description('send a share of the requests to a canary version'))
+    .requiredOption('--canary <version>', 'the new version')
+    .option('--weight <w>', 'its share of requests without a version (0..1 or a percentage)', '0.1')
+    .option('--stable <version>', 'the version keeping the rest (default: the one serving now)')
+    .action(rolloutAction('start'));
+  rolloutTarget(rollout.command('set').description('change the canary\'s share of requests')).requiredOption('--weight <w>', 'share of requests (0..1 or a percentage)').action(rolloutAction('set'));
+  rolloutTarget(rollout.command('promote').description('the canary takes all requests (pinned as the stable version)')).action(rolloutAction('promote'));
+  rolloutTarget(rollout.command('rollback').description('the stable version takes all requests back; the canary is unloaded')).action(rolloutAction('rollback'));
+  rolloutTarget(rollout.command('status').description('the rollout in the repository')).action(rolloutAction('status'));
+  rolloutTarget(rollout.command('end').description('remove the rollout file: the version policy chooses again')).action(rolloutAction('end'));
+
   const bench = program.command('bench').description('benchmarks of gnnctl\'s stages');
   bench
     .command('serve')

@@ -35,6 +35,7 @@ export class ServerMetrics {
   readonly inflight: Gauge;
   readonly modelInfo: Gauge;
   readonly modelLoads: Counter;
+  readonly trafficWeight: Gauge;
   /** Per model version statistics (the statistics extension and the `nv_inference_*` counters). */
   readonly stats = new StatsTable();
   /** `model\0version` → the version's embedding anchors, while it is loaded. */
@@ -55,6 +56,7 @@ export class ServerMetrics {
     this.phaseSeconds = r.counter('gnnctl_request_phase_seconds_total', 'Seconds spent in each phase of inference, summed over requests (batch phases over batches).');
     this.inflight = r.gauge('gnnctl_inflight_requests', 'Inference requests received and not yet answered.');
     this.modelInfo = r.gauge('gnnctl_model_info', 'Loaded model versions (value 1), with platform and the thread their sessions run on.');
+    this.trafficWeight = r.gauge('gnnctl_model_traffic_weight', 'Share of the requests without a version that each loaded model version gets (a canary rollout splits it; see rollout.json).');
     this.modelLoads = r.counter('gnnctl_model_loads_total', 'Model version loads by model and outcome (loaded or refused).');
     this.loopDelay = monitorEventLoopDelay({ resolution: 10 });
     this.loopDelay.enable();

@@ -268,6 +268,7 @@ export function buildProgram(): Command {
     .addOption(typed('--max-sequence-length <n>', 'cap on each variable input dimension (RTI sequence length) of inputs without a max_sequence_length:<input> parameter in config.pbtxt; longer requests get 400; 0: none', intFlag('--max-sequence-length', 0, 2 ** 31 - 1)).default(1024))
     .option('--auth-token-file <file>', 'require "Authorization: Bearer <token>" on every route; the file holds one token per line (several: rotation)')
     .option('--auth-open-health', 'with --auth-token-file: leave /v2/health/live and /v2/health/ready open for probes')
+    .option('--auth-open-metrics', 'with --auth-token-file: leave /metrics open for scrapers without credentials')
     .option('--tls-cert <file>', 'PEM certificate (chain): serve HTTPS (with --tls-key)')
     .option('--tls-key <file>', 'PEM private key of --tls-cert')
     .addOption(opt.json())

@@ -54,6 +54,8 @@ export interface HttpServerOptions {
   auth?: BearerAuth;
   /** With `auth`: leave `/v2/health/live` and `/v2/health/ready` open for probes that cannot send a token. */
   authOpenHealth?: boolean;
+  /** With `auth`: leave `/metrics` open for scrapers discovered without credentials. */
+  authOpenMetrics?: boolean;
   /** PEM certificate chain and private key: serve HTTPS instead of HTTP. */
   tls?: { cert: Buffer; key: Buffer };
   log?: (line: string) => void;
@@ -134,7 +136,7 @@ export class InferenceHttpServer {
     let route: Route | undefined;
     try {
       // Before routing: without a token a client learns nothing, not even which routes exist.
-      if (this.opts.auth && !(this.opts.authOpenHealth && HEALTH_PATHS.has(pathOf(req.url)))) this.opts.auth.check(req.headers.authorization);
+      if (this.opts.auth && !this.isOpen(pathOf(req.url))) this.opts.auth.check(req.headers.authorization);
       route = parseRoute(req.url ?? '/');
       if (!route) throw new HttpError(404, `unknown route ${req.method} ${req.url}; gnnctl serve speaks KServe V2 under /v2 (and /metrics)`);
       const method = route.kind === 'infer' || route.kind === 'index' ? 'POST' : 'GET';
@@ -149,6 +151,11 @@ export class InferenceHttpServer {
       req.resume();
       this.sendError(req, res, e, route?.kind ?? 'unknown');
     }
+  }
+
+  /** Paths left open under auth by --auth-open-health and --auth-open-metrics. */
+  private isOpen(path: string): boolean {
+    return (this.opts.authOpenHealth === true && HEALTH_PATHS.has(path)) || (this.opts.authOpenMetrics === true && path === '/metrics');
   }
 
   private handleGet(route: Exclude<Route, { kind: 'infer' }>, req: IncomingMessage, res: ServerResponse): void {

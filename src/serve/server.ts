@@ -60,6 +60,8 @@ export interface ServeOptions {
   authTokens?: readonly string[];
   /** With `authTokens`: leave `/v2/health/live` and `/v2/health/ready` open (Kubernetes probes). */
   authOpenHealth?: boolean;
+  /** With `authTokens`: leave `/metrics` open (scrapers discovered without credentials). */
+  authOpenMetrics?: boolean;
   /** PEM certificate (chain) and private key: serve HTTPS. See `readTlsFiles`. */
   tls?: { cert: Buffer; key: Buffer };
   /** Event lines: loads at `info`; refusals and errors at `warn`. Default: none. */
@@ -150,6 +152,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     maxSequenceLength: options.maxSequenceLength === 0 ? undefined : (options.maxSequenceLength ?? DEFAULT_MAX_SEQUENCE_LENGTH),
     auth: options.authTokens ? new BearerAuth(options.authTokens) : undefined,
     authOpenHealth: options.authOpenHealth,
+    authOpenMetrics: options.authOpenMetrics,
     tls: options.tls,
     isReady: () => loaded && manager.readyModels().length > 0,
     log: (line) => log(line, 'warn'),

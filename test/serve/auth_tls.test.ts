@@ -70,9 +70,10 @@ describe('bearer tokens', () => {
     expect((await call(server.url, '/v2/health/ready')).status).toBe(200);
   });
 
-  it('without --auth-open-health the probes need a token too', async () => {
-    const closed = await startTestServer(repo.root, { authTokens: TOKENS });
+  it('without --auth-open-health the probes need a token too; --auth-open-metrics opens /metrics', async () => {
+    const closed = await startTestServer(repo.root, { authTokens: TOKENS, authOpenMetrics: true });
     try {
+      expect((await call(closed.url, '/metrics')).status).toBe(200);
       expect((await call(closed.url, '/v2/health/ready')).status).toBe(401);
       expect((await call(closed.url, '/v2/health/ready', { token: TOKENS[0] })).status).toBe(200);
     } finally {
@@ -167,6 +168,7 @@ describe('bad auth and TLS flags exit 2', () => {
     [['--tls-cert', 'cert.pem'], /--tls-cert and --tls-key go together/],
     [['--auth-token-file', '/nonexistent/tokens'], /cannot read --auth-token-file/],
     [['--auth-open-health'], /--auth-open-health needs --auth-token-file/],
+    [['--auth-open-metrics'], /--auth-open-metrics needs --auth-token-file/],
   ])('%j', (flags, message) => {
     const r = spawnSync(process.execPath, [BIN, 'serve', '--model-repository', repo.root, '--port', '0', ...flags], { encoding: 'utf8' });
     expect(r.status).toBe(2);

@@ -36,6 +36,8 @@ export interface ServeCommandOptions {
   authTokenFile?: unknown;
   /** `--auth-open-health`: leave /v2/health/live and /v2/health/ready open (probes). */
   authOpenHealth?: unknown;
+  /** `--auth-open-metrics`: leave /metrics open (scrapers without credentials). */
+  authOpenMetrics?: unknown;
   /** `--tls-cert FILE` and `--tls-key FILE`: serve HTTPS. */
   tlsCert?: unknown;
   tlsKey?: unknown;
@@ -70,7 +72,9 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
   const intraOpThreads = integer(opts.ortThreads, '--ort-threads', 1, 1, 64);
   const requestTimeoutMs = seconds(opts.requestTimeout, '--request-timeout', 10) * 1000;
   const maxSequenceLength = integer(opts.maxSequenceLength, '--max-sequence-length', 1024, 0, 2 ** 31 - 1);
-  if (opts.authOpenHealth && opts.authTokenFile === undefined) throw new UsageError('--auth-open-health needs --auth-token-file', { hint: 'without tokens every route is open already' });
+  for (const [flag, set] of [['--auth-open-health', opts.authOpenHealth], ['--auth-open-metrics', opts.authOpenMetrics]] as const) {
+    if (set && opts.authTokenFile === undefined) throw new UsageError(`${flag} needs --auth-token-file`, { hint: 'without tokens every route is open already' });
+  }
   const authTokens = opts.authTokenFile === undefined ? undefined : BearerAuth.fromFile(String(opts.authTokenFile)).tokens;
   const tls = readTlsFiles(opts.tlsCert, opts.tlsKey);
 
@@ -78,9 +82,9 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
     // Refusals and errors print even with --quiet/--json: an operator must see a refused export.
     if (level === 'warn' || !isQuiet()) process.stderr.write(`[${new Date().toISOString()}] ${line}\n`);
   };
-  const server = await startServer({ modelRepository: opts.modelRepository, port, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, authTokens, authOpenHealth: Boolean(opts.authOpenHealth), tls, log });
+  const server = await startServer({ modelRepository: opts.modelRepository, port, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, authTokens, authOpenHealth: Boolean(opts.authOpenHealth), authOpenMetrics: Boolean(opts.authOpenMetrics), tls, log });
   const models = server.manager.index();
-  info(`gnnctl serve: listening on ${server.url} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'}; ${authTokens ? `bearer-token auth${opts.authOpenHealth ? ', health probes open' : ''}` : 'no auth'})`);
+  info(`gnnctl serve: listening on ${server.url} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'}; ${authTokens ? `bearer-token auth${opts.authOpenHealth ? ', health probes open' : ''}${opts.authOpenMetrics ? ', /metrics open' : ''}` : 'no auth'})`);
 
   const handlers: [NodeJS.Signals, () => void][] = [];
   const stoppedBy = await new Promise<string>((resolve) => {

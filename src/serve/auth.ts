@@ -14,7 +14,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { UsageError } from '../errors.js';
+import { UsageError } from '../core/errors.js';
 import { HttpError } from './http_error.js';
 
 export const AUTH_REALM = 'gnnctl';

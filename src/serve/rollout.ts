@@ -29,8 +29,8 @@
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { ArtifactError, UsageError } from '../errors.js';
-import { writeJsonAtomic } from '../util/atomic.js';
+import { ArtifactError, UsageError } from '../core/errors.js';
+import { writeJsonAtomic } from '../core/atomic.js';
 import { ROLLOUT_FILE, scanVersionFolders } from './repository.js';
 
 export { ROLLOUT_FILE };

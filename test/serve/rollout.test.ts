@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rolloutCommand, type RolloutCommandOptions } from '../../src/cli/commands/rollout.js';
 import { nextRollout, parseRollout, TrafficSplit, type RolloutState } from '../../src/serve/rollout.js';
-import { buildSyntheticModel, writeVersionFolder } from '../../src/serve/synthetic_model.js';
+import { buildSyntheticModel, writeVersionFolder } from '../../src/loadgen/synthetic_model.js';
 import { get, infer, inferBody, MODEL, startTestServer, tempRepo, txRequest, type TempRepo, type TestServer } from './helpers.js';
 import { BIN } from './spawn_serve.js';
 

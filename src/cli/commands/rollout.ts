@@ -3,7 +3,7 @@
  * into the model repository as `<model>/rollout.json` (atomically) and picked up by a running
  * `gnnctl serve` at its next repository poll. The file's meaning and the checks: `serve/rollout.ts`.
  */
-import { UsageError } from '../../errors.js';
+import { UsageError } from '../../core/errors.js';
 import { nextRollout, readRolloutState, writeRollout, type Rollout, type RolloutAction } from '../../serve/rollout.js';
 import type { CommandOutput } from '../run.js';
 

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { spinnerOptions } from '../../src/util/progress.js';
+import { spinnerOptions } from '../../src/core/progress.js';
 
 describe('spinnerOptions', () => {
   it('turns colour off when NO_COLOR is set and not empty (no-color.org)', () => {
@@ -12,7 +12,7 @@ describe('spinnerOptions', () => {
 
   it('on a colour terminal, the spinner frame has ANSI colour unless NO_COLOR is set', () => {
     // FORCE_COLOR stands in for a colour terminal (the test's stderr is not one).
-    const progress = fileURLToPath(new URL('../../dist/util/progress.js', import.meta.url));
+    const progress = fileURLToPath(new URL('../../dist/core/progress.js', import.meta.url));
     const frame = (env: Record<string, string>) =>
       spawnSync(process.execPath, ['--input-type=module', '-e', `import ora from 'ora'; import { spinnerOptions } from ${JSON.stringify(progress)}; process.stdout.write(ora({ ...spinnerOptions(), text: 'x', isEnabled: false }).frame());`], {
         env: { ...process.env, NO_COLOR: '', FORCE_COLOR: '1', ...env },

@@ -9,10 +9,19 @@
  *   npm run build && node bench/serve.mjs [--rate 2000] [--duration 30] [--warmup 3]
  *       [--ort-thread worker|main] [--delay-us 500] [--max-batch 64] [--connections 64]
  *       [--rows 100000] [--dim 64] [--hidden 128] [--known-key-rate 0.9] [--server-profile DIR]
- *       [--reload-at S]
+ *       [--reload-at S] [--kumo] [--rti-columns K] [--payloads DIR] [--sweep auto|R1,R2,…]
+ *       [--p99-target MS]
  *
  * --reload-at S writes version 2 of the model into the repository S seconds into the measured window
- * (built before the load starts), so the run includes a hot reload. *
+ * (built before the load starts), so the run includes a hot reload.
+ * --kumo runs Kumo's published benchmark shape: the model takes 24 extra numeric RTI columns
+ * (--rti-columns), and the load is 128 pre-generated request files (written to a temp folder, sent with
+ * --payloads) with RTI lengths N ∈ {4, 8, 16, 32}, about 4.5–10 KB each.
+ * --payloads DIR sends those request files instead (they must fit the model: see --rti-columns).
+ * --sweep steps the offered rate (auto: from --rate ×1.5 until the server falls behind; or a list), each
+ * step --warmup + --duration seconds, and prints the latency-against-load table (p99 target --p99-target,
+ * default 10 ms).
+ *
  * GNNCTL_DIST=<folder> runs another build of gnnctl than ../dist. A benchmark, not a test: it asserts
  * nothing and is never run by `npm test`.
  */
@@ -28,6 +37,7 @@ const { values: args } = parseArgs({
     role: { type: 'string', default: 'main' },
     repo: { type: 'string' },
     url: { type: 'string' },
+    'payload-dir': { type: 'string' },
     'server-pid': { type: 'string' },
     keys: { type: 'string' },
     rate: { type: 'string', default: '2000' },
@@ -44,8 +54,23 @@ const { values: args } = parseArgs({
     'known-key-rate': { type: 'string', default: '0.9' },
     'server-profile': { type: 'string' },
     'reload-at': { type: 'string' },
+    kumo: { type: 'boolean', default: false },
+    'rti-columns': { type: 'string' },
+    payloads: { type: 'string' },
+    sweep: { type: 'string' },
+    'p99-target': { type: 'string', default: '10' },
+    help: { type: 'boolean', default: false },
   },
 });
+
+if (args.help) {
+  // The usage is this file's doc comment.
+  const { readFileSync } = await import('node:fs');
+  const doc = /\/\*\*([\s\S]*?)\*\//.exec(readFileSync(new URL(import.meta.url), 'utf8'))[1];
+  process.stdout.write(`${doc.split('\n').map((l) => l.replace(/^ \* ?/, '')).join('\n').trim()}\n`);
+  process.exit(0);
+}
+const rtiColumns = Number(args['rti-columns'] ?? (args.kumo ? 24 : 0));
 
 const dist = process.env.GNNCTL_DIST ? pathToFileURL(`${process.env.GNNCTL_DIST.replace(/\/$/, '')}/`) : new URL('../dist/', import.meta.url);
 const self = fileURLToPath(import.meta.url);
@@ -77,9 +102,10 @@ async function serverRole() {
 
 /** Child 2: the open-loop load generator (what `gnnctl bench serve --json` runs). */
 async function clientRole() {
-  const { benchServe } = await import(new URL('loadgen/bench_serve.js', dist));
+  const { benchServe, benchServeSweep, prepareLoad } = await import(new URL('loadgen/bench_serve.js', dist));
+  const { writePayloads } = await import(new URL('loadgen/request_pool.js', dist));
   let cpu0;
-  const result = await benchServe({
+  const options = {
     url: args.url,
     model: 'online-model',
     rate: Number(args.rate),
@@ -88,12 +114,23 @@ async function clientRole() {
     connections: Number(args.connections),
     keysFile: args.keys,
     knownKeyRate: Number(args['known-key-rate']),
+    payloadsDir: args.payloads,
     onStart: () => {
       cpu0 = process.cpuUsage();
       process.kill(Number(args['server-pid']), 'SIGUSR2');
       process.stdout.write('{"started":true}\n');
     },
-  });
+  };
+  if (args.kumo && !args.payloads) {
+    // Kumo's shape: 128 pre-generated files, N ∈ {4, 8, 16, 32}; written, then read back like --payloads.
+    const dir = join(args['payload-dir'], 'payloads');
+    const prepared = await prepareLoad({ ...options, poolSize: 128, sequenceLengths: [4, 8, 16, 32] });
+    writePayloads({ bodies: prepared.bodies }, dir);
+    options.payloadsDir = dir;
+  }
+  const result = args.sweep
+    ? await benchServeSweep({ ...options, rates: args.sweep === 'auto' ? undefined : args.sweep.split(',').map(Number), p99TargetMs: Number(args['p99-target']) })
+    : await benchServe(options);
   const cpu = process.cpuUsage(cpu0);
   process.stdout.write(`${JSON.stringify({ ...result, clientCpuMs: (cpu.user + cpu.system) / 1000 })}\n`);
 }
@@ -105,7 +142,7 @@ async function main() {
     const rows = Number(args.rows);
     const t0 = performance.now();
     const repo = join(dir, 'repo');
-    const modelOptions = { rows, dim: Number(args.dim), hidden: Number(args.hidden) };
+    const modelOptions = { rows, dim: Number(args.dim), hidden: Number(args.hidden), rtiColumns };
     writeSyntheticRepository(repo, { ...modelOptions, maxBatchSize: Number(args['max-batch']), maxQueueDelayUs: Number(args['delay-us']) });
     const buildMs = performance.now() - t0;
     const reloadAt = args['reload-at'] === undefined ? undefined : Number(args['reload-at']);
@@ -121,7 +158,11 @@ async function main() {
     const { url } = JSON.parse(await serverOut.next());
     const client = spawn(
       process.execPath,
-      [self, '--role', 'client', '--url', url, '--server-pid', String(server.pid), '--keys', keys, '--rate', args.rate, '--duration', args.duration, '--warmup', args.warmup, '--connections', args.connections, '--known-key-rate', args['known-key-rate']],
+      [
+        self, '--role', 'client', '--url', url, '--server-pid', String(server.pid), '--keys', keys, '--rate', args.rate, '--duration', args.duration, '--warmup', args.warmup,
+        '--connections', args.connections, '--known-key-rate', args['known-key-rate'], '--payload-dir', dir, '--p99-target', args['p99-target'],
+        ...(args.kumo ? ['--kumo'] : []), ...(args.payloads ? ['--payloads', args.payloads] : []), ...(args.sweep ? ['--sweep', args.sweep] : []),
+      ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     const clientOut = lines(client.stdout);
@@ -134,9 +175,25 @@ async function main() {
     const stopped = JSON.parse(await serverOut.next());
     const serverExit = await new Promise((resolve) => server.on('exit', (code) => resolve(code)));
     const r = load;
+    if (r.steps) {
+      const sweep = {
+        machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version },
+        model: { rows, dim: Number(args.dim), hidden: Number(args.hidden), rti_columns: rtiColumns, max_batch_size: Number(args['max-batch']), max_queue_delay_us: Number(args['delay-us']) },
+        server_options: { ort_thread: args['ort-thread'], ort_intra_op_threads: Number(args['ort-threads']) },
+        pool: r.pool,
+        step_duration_s: Number(args.duration),
+        p99_target_ms: r.p99_target_ms,
+        steps: r.steps.map((x) => ({ ...x, achieved_qps: Math.round(x.achieved_qps * 10) / 10, latency_ms: round(x.latency_ms), mean_batch_rows: x.mean_batch_rows === undefined ? undefined : Math.round(x.mean_batch_rows * 100) / 100 })),
+        max_qps_within_target: r.max_qps_within_target,
+        saturation_qps: Math.round(r.saturation_qps),
+        server_exit_code: serverExit,
+      };
+      process.stdout.write(`${JSON.stringify(sweep, null, 2)}\n`);
+      return;
+    }
     const report = {
       machine: { cpus: cpus().length, cpu: cpus()[0]?.model, loadavg_before_exit: loadavg().map((x) => Math.round(x * 100) / 100), node: process.version },
-      model: { rows, dim: Number(args.dim), hidden: Number(args.hidden), build_ms: Math.round(buildMs), max_batch_size: Number(args['max-batch']), max_queue_delay_us: Number(args['delay-us']) },
+      model: { rows, dim: Number(args.dim), hidden: Number(args.hidden), rti_columns: rtiColumns, build_ms: Math.round(buildMs), max_batch_size: Number(args['max-batch']), max_queue_delay_us: Number(args['delay-us']) },
       hot_reload_at_s: reloadAt,
       server_options: { ort_thread: args['ort-thread'], ort_intra_op_threads: Number(args['ort-threads']) },
       offered_qps: r.offered_qps,

@@ -54,7 +54,11 @@ const EXAMPLES: Record<string, string[]> = {
   'rollout rollback': ['gnnctl rollout rollback --model-repository artifacts/model_repository --model online-model'],
   'rollout status': ['gnnctl rollout status --model-repository artifacts/model_repository --model online-model --json'],
   'rollout end': ['gnnctl rollout end --model-repository artifacts/model_repository --model online-model'],
-  'bench serve': ['gnnctl bench serve --url http://127.0.0.1:8000 --model online-model --rate 1000 --duration 30'],
+  'bench serve': [
+    'gnnctl bench serve --url http://127.0.0.1:8000 --model online-model --rate 1000 --duration 30',
+    'gnnctl bench serve --url http://127.0.0.1:8000 --model online-model --sequence-lengths 4,8,16,32 --pool 128 --write-payloads payloads/ --duration 1',
+    'gnnctl bench serve --url http://127.0.0.1:8000 --model online-model --payloads payloads/ --sweep 500,1000,2000,3000,4000 --duration 60',
+  ],
   doctor: ['gnnctl doctor', 'gnnctl doctor --backend wasm --json'],
 };
 
@@ -321,8 +325,8 @@ export function buildProgram(): Command {
     .requiredOption('--url <url>', 'server base URL, e.g. http://127.0.0.1:8000')
     .requiredOption('--model <name>', 'model name')
     .option('--model-version <v>', 'model version (default: the server\'s latest)')
-    .addOption(typed('--rate <qps>', 'requests per second offered', numberFlag('--rate', { above: 0 })).makeOptionMandatory())
-    .addOption(typed('--duration <s>', 'seconds of measured load', secondsFlag('--duration')).makeOptionMandatory())
+    .addOption(typed('--rate <qps>', 'requests per second offered (with --sweep auto: the first step)', numberFlag('--rate', { above: 0 })))
+    .addOption(typed('--duration <s>', 'seconds of measured load (per step with --sweep)', secondsFlag('--duration')).makeOptionMandatory())
     .addOption(typed('--warmup <s>', 'seconds of load before the measured window', secondsFlag('--warmup')).default(0))
     .addOption(typed('--concurrency <n>', 'most connections open at once', intFlag('--concurrency', 1)).default(64))
     .addOption(typed('--pool <n>', 'distinct pre-built requests', intFlag('--pool', 2)).default(512))
@@ -331,6 +335,11 @@ export function buildProgram(): Command {
     .addOption(typed('--known-key-rate <r>', 'share of requests with a known key (with --keys)', numberFlag('--known-key-rate', { min: 0, max: 1 })).default(0.9))
     .addOption(typed('--seed <n>', 'random seed', intFlag('--seed', 0)).default(1))
     .addOption(new Option('--client <kind>', 'the generator\'s HTTP client: raw (lean keep-alive HTTP/1.1) or node (http.Agent)').choices(['raw', 'node']).default('raw'))
+    .option('--sequence-lengths <list>', 'RTI lengths of the generated requests, e.g. 4,8,16,32 (Kumo\'s benchmark), instead of 0..--max-sequence')
+    .option('--write-payloads <dir>', 'write the generated requests as files (one JSON request each) and exit without load')
+    .option('--payloads <dir>', 'send these pre-generated request files (*.json) instead of generating requests')
+    .option('--sweep <rates>', 'step the offered rate: "auto" (from --rate ×1.5 per step until the server falls behind) or a list, e.g. 500,1000,2000,4000; prints latency against load')
+    .addOption(typed('--p99-target <ms>', 'with --sweep: the p99 a step must stay within', numberFlag('--p99-target', { above: 0 })).default(10))
     .addOption(opt.json())
     .action(action(async () => (await import('./commands/bench.js')).benchServeCommand as never));
 

@@ -17,6 +17,9 @@
  * --kumo runs Kumo's published benchmark shape: the model takes 24 extra numeric RTI columns
  * (--rti-columns), and the load is 128 pre-generated request files (written to a temp folder, sent with
  * --payloads) with RTI lengths N ∈ {4, 8, 16, 32}, about 4.5–10 KB each.
+ * --rollout moves the served model through a canary rollout during the measured window, through
+ * rollout.json as `gnnctl rollout` writes it: at 20% canary version 2 at 50%, at 40% promote it, at 60%
+ * canary version 3 at 50%, at 80% roll it back. The report counts requests per version and failures.
  * --payloads DIR sends those request files instead (they must fit the model: see --rti-columns).
  * --sweep steps the offered rate (auto: from --rate ×1.5 until the server falls behind; or a list), each
  * step --warmup + --duration seconds, and prints the latency-against-load table (p99 target --p99-target,
@@ -55,6 +58,7 @@ const { values: args } = parseArgs({
     'server-profile': { type: 'string' },
     'reload-at': { type: 'string' },
     kumo: { type: 'boolean', default: false },
+    rollout: { type: 'boolean', default: false },
     'rti-columns': { type: 'string' },
     payloads: { type: 'string' },
     sweep: { type: 'string' },
@@ -96,8 +100,9 @@ async function serverRole() {
   process.on('SIGUSR2', () => (cpu0 = process.cpuUsage()));
   await new Promise((resolve) => process.once('SIGTERM', resolve));
   const cpu = process.cpuUsage(cpu0);
+  const versions = [...server.metrics.stats.all()].map((v) => ({ version: v.version, success: v.success.count, fail: v.fail.count }));
   const result = await server.stop();
-  process.stdout.write(`${JSON.stringify({ stopped: result, cpu_ms: (cpu.user + cpu.system) / 1000 })}\n`);
+  process.stdout.write(`${JSON.stringify({ stopped: result, cpu_ms: (cpu.user + cpu.system) / 1000, versions })}\n`);
 }
 
 /** Child 2: the open-loop load generator (what `gnnctl bench serve --json` runs). */
@@ -147,6 +152,14 @@ async function main() {
     const buildMs = performance.now() - t0;
     const reloadAt = args['reload-at'] === undefined ? undefined : Number(args['reload-at']);
     const version2 = reloadAt === undefined ? undefined : buildSyntheticModel({ ...modelOptions, seed: 2 });
+    const rolloutVersions = args.rollout ? [buildSyntheticModel({ ...modelOptions, seed: 2 }), buildSyntheticModel({ ...modelOptions, seed: 3 })] : undefined;
+    const { rolloutCommand } = await import(new URL('cli/commands/rollout.js', dist));
+    const rollout = (action, extra = {}) => rolloutCommand({ action, modelRepository: repo, model: 'online-model', ...extra });
+    if (rolloutVersions) {
+      // Pinned to version 1 first, so versions 2 and 3 wait for their canary.
+      await rollout('pin');
+      writeVersionFolder(join(repo, 'online-model'), 2, rolloutVersions[0]);
+    }
     const keys = join(dir, 'keys.txt');
     writeFileSync(keys, `${Array.from({ length: rows }, (_, i) => syntheticKey(i)).join('\n')}\n`);
 
@@ -169,8 +182,24 @@ async function main() {
     await clientOut.next(); // {"started":true}: the load begins
     let reloadTimer;
     if (version2) reloadTimer = setTimeout(() => writeVersionFolder(join(repo, 'online-model'), 2, version2), (Number(args.warmup) + reloadAt) * 1000);
+    const rolloutTimers = [];
+    const rolloutLog = [];
+    if (rolloutVersions) {
+      const at = (share, step) => rolloutTimers.push(setTimeout(async () => {
+        const r = await step();
+        rolloutLog.push({ at_s: Math.round(share * Number(args.duration) * 10) / 10, rollout: r.result.rollout });
+      }, (Number(args.warmup) + share * Number(args.duration)) * 1000));
+      at(0.2, () => rollout('start', { canary: '2', weight: '0.5' }));
+      at(0.4, () => rollout('promote'));
+      at(0.6, () => {
+        writeVersionFolder(join(repo, 'online-model'), 3, rolloutVersions[1]);
+        return rollout('start', { canary: '3', weight: '0.5' });
+      });
+      at(0.8, () => rollout('rollback'));
+    }
     const load = JSON.parse(await clientOut.next());
     clearTimeout(reloadTimer);
+    for (const t of rolloutTimers) clearTimeout(t);
     server.kill('SIGTERM');
     const stopped = JSON.parse(await serverOut.next());
     const serverExit = await new Promise((resolve) => server.on('exit', (code) => resolve(code)));
@@ -195,6 +224,7 @@ async function main() {
       machine: { cpus: cpus().length, cpu: cpus()[0]?.model, loadavg_before_exit: loadavg().map((x) => Math.round(x * 100) / 100), node: process.version },
       model: { rows, dim: Number(args.dim), hidden: Number(args.hidden), rti_columns: rtiColumns, build_ms: Math.round(buildMs), max_batch_size: Number(args['max-batch']), max_queue_delay_us: Number(args['delay-us']) },
       hot_reload_at_s: reloadAt,
+      ...(rolloutVersions ? { rollout: { steps: rolloutLog, requests_by_version: stopped.versions } } : {}),
       server_options: { ort_thread: args['ort-thread'], ort_intra_op_threads: Number(args['ort-threads']) },
       offered_qps: r.offered_qps,
       achieved_qps: Math.round(r.achieved_qps * 10) / 10,

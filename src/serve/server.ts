@@ -58,6 +58,8 @@ export interface ServeOptions {
   maxSequenceLength?: number;
   /** Bearer tokens every request must present (`Authorization: Bearer <token>`); undefined: no auth. */
   authTokens?: readonly string[];
+  /** Or a file of tokens, one per line, re-read when it changes (`auth.ts`). */
+  authTokenFile?: string;
   /** With `authTokens`: leave `/v2/health/live` and `/v2/health/ready` open (Kubernetes probes). */
   authOpenHealth?: boolean;
   /** With `authTokens`: leave `/metrics` open (scrapers discovered without credentials). */
@@ -133,6 +135,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const log = options.log ?? (() => undefined);
   const started = performance.now();
 
+  // Before any thread or session exists: a bad token file fails without anything to clean up.
+  const auth = options.authTokenFile !== undefined ? BearerAuth.fromFile(options.authTokenFile, log) : options.authTokens ? new BearerAuth(options.authTokens) : undefined;
   const sessionHost: SessionHost = options.ortThread === 'main' ? new InlineSessionHost() : new WorkerSessionHost();
   const metrics = new ServerMetrics();
   const manager = new ModelManager({
@@ -150,7 +154,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
     maxSequenceLength: options.maxSequenceLength === 0 ? undefined : (options.maxSequenceLength ?? DEFAULT_MAX_SEQUENCE_LENGTH),
-    auth: options.authTokens ? new BearerAuth(options.authTokens) : undefined,
+    auth,
     authOpenHealth: options.authOpenHealth,
     authOpenMetrics: options.authOpenMetrics,
     tls: options.tls,

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BearerAuth } from '../../src/serve/auth.js';
 import { readTlsFiles } from '../../src/serve/server.js';
 import { BIN, spawnServe } from './spawn_serve.js';
-import { inferBody, MODEL, startTestServer, tempRepo, txRequest, type TempRepo, type TestServer } from './helpers.js';
+import { inferBody, MODEL, sleep, startTestServer, tempRepo, txRequest, waitFor, type TempRepo, type TestServer } from './helpers.js';
 
 const TOKENS = ['s3cret-token-1', 'rotated.token_2'];
 
@@ -78,6 +78,25 @@ describe('bearer tokens', () => {
       expect((await call(closed.url, '/v2/health/ready', { token: TOKENS[0] })).status).toBe(200);
     } finally {
       await closed.stop();
+    }
+  });
+
+  it('picks up a rotated token file without a restart, and keeps the old tokens when the new file is unusable', async () => {
+    const file = join(dir, 'rotating');
+    writeFileSync(file, 'old-token\n');
+    const rotating = await startTestServer(repo.root, { authTokenFile: file });
+    try {
+      expect((await call(rotating.url, '/v2', { token: 'old-token' })).status).toBe(200);
+      writeFileSync(file, '# rotated\nnew-token\n');
+      // The file is looked at most once a second.
+      await waitFor(async () => (await call(rotating.url, '/v2', { token: 'new-token' })).status === 200, 10_000, 'the new token');
+      expect((await call(rotating.url, '/v2', { token: 'old-token' })).status).toBe(401);
+      writeFileSync(file, '\n');
+      await sleep(1100);
+      expect((await call(rotating.url, '/v2', { token: 'new-token' })).status).toBe(200);
+      expect(rotating.logs.join('\n')).toMatch(/--auth-token-file changed but cannot be used \(--auth-token-file holds no token\); the previous 1 token\(s\) stay in force/);
+    } finally {
+      await rotating.stop();
     }
   });
 

@@ -4,7 +4,7 @@
  * options, logs, and waits for the signal.
  */
 import { UsageError } from '../../core/errors.js';
-import { BearerAuth } from '../../serve/auth.js';
+import { readTokenFile } from '../../serve/auth.js';
 import { readTlsFiles, startServer, type OrtThread, type RunningServer, type StopResult } from '../../serve/server.js';
 import { info, isQuiet } from '../../core/log.js';
 import { parseDuration } from '../../core/duration.js';
@@ -75,16 +75,17 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
   for (const [flag, set] of [['--auth-open-health', opts.authOpenHealth], ['--auth-open-metrics', opts.authOpenMetrics]] as const) {
     if (set && opts.authTokenFile === undefined) throw new UsageError(`${flag} needs --auth-token-file`, { hint: 'without tokens every route is open already' });
   }
-  const authTokens = opts.authTokenFile === undefined ? undefined : BearerAuth.fromFile(String(opts.authTokenFile)).tokens;
+  const authTokenFile = opts.authTokenFile === undefined ? undefined : String(opts.authTokenFile);
+  if (authTokenFile !== undefined) readTokenFile(authTokenFile); // a bad file: exit 2 before anything loads
   const tls = readTlsFiles(opts.tlsCert, opts.tlsKey);
 
   const log = (line: string, level: 'info' | 'warn') => {
     // Refusals and errors print even with --quiet/--json: an operator must see a refused export.
     if (level === 'warn' || !isQuiet()) process.stderr.write(`[${new Date().toISOString()}] ${line}\n`);
   };
-  const server = await startServer({ modelRepository: opts.modelRepository, port, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, authTokens, authOpenHealth: Boolean(opts.authOpenHealth), authOpenMetrics: Boolean(opts.authOpenMetrics), tls, log });
+  const server = await startServer({ modelRepository: opts.modelRepository, port, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, authTokenFile, authOpenHealth: Boolean(opts.authOpenHealth), authOpenMetrics: Boolean(opts.authOpenMetrics), tls, log });
   const models = server.manager.index();
-  info(`gnnctl serve: listening on ${server.url} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'}; ${authTokens ? `bearer-token auth${opts.authOpenHealth ? ', health probes open' : ''}${opts.authOpenMetrics ? ', /metrics open' : ''}` : 'no auth'})`);
+  info(`gnnctl serve: listening on ${server.url} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'}; ${authTokenFile ? `bearer-token auth${opts.authOpenHealth ? ', health probes open' : ''}${opts.authOpenMetrics ? ', /metrics open' : ''}` : 'no auth'})`);
 
   const handlers: [NodeJS.Signals, () => void][] = [];
   const stoppedBy = await new Promise<string>((resolve) => {

@@ -128,6 +128,11 @@ export class ModelManager {
     }
   }
 
+  /** Requests waiting in each loaded version's batcher (Triton's pending request count). */
+  pending(): { model: string; version: number; count: number }[] {
+    return [...this.models.values()].flatMap((m) => [...m.versions.values()].map((v) => ({ model: m.name, version: v.version, count: v.queued })));
+  }
+
   /** The repository index: every model and loaded version, and refused ones with the reason. */
   index(): IndexEntry[] {
     const out: IndexEntry[] = [];

@@ -72,6 +72,11 @@ export class ModelVersion {
     return this.stateValue;
   }
 
+  /** Requests waiting in the batcher for a batch to run them. */
+  get queued(): number {
+    return this.batcher.queued;
+  }
+
   /** In-flight requests holding this version. */
   get inFlight(): number {
     return this.refs;

@@ -147,6 +147,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     pollIntervalMs: options.pollIntervalMs ?? 2000,
     log,
   });
+  metrics.pendingSource = () => manager.pending();
   let loaded = false;
   const http = new InferenceHttpServer({
     manager,

@@ -40,6 +40,8 @@ export class ServerMetrics {
   readonly stats = new StatsTable();
   /** `model\0version` → the version's embedding anchors, while it is loaded. */
   private readonly anchors = new Map<string, { model: string; version: string; anchors: EmbeddingAnchor[] }>();
+  /** Reads the requests waiting in each version's batcher (set by the server once the manager exists). */
+  pendingSource: () => { model: string; version: number; count: number }[] = () => [];
   private readonly loopDelay: IntervalHistogram;
   private readonly phaseChildren = new Map<Phase, (by?: number) => void>();
   private readonly cached = new Map<string, (by?: number) => void>();
@@ -92,6 +94,9 @@ export class ServerMetrics {
     r.collected('nv_inference_request_success', 'Number of successful inference requests, all batch sizes', 'counter', perVersion((s) => s.success.count));
     r.collected('nv_inference_request_failure', 'Number of failed inference requests, all batch sizes', 'counter', () =>
       [...this.stats.all()].flatMap((s) => [...s.failByReason].map(([reason, n]) => ({ labels: { model: s.model, reason, version: s.version }, value: n }))),
+    );
+    r.collected('nv_inference_pending_request_count', 'Instantaneous number of pending requests awaiting execution per-model.', 'gauge', () =>
+      this.pendingSource().map((p) => ({ labels: { model: p.model, version: String(p.version) }, value: p.count })),
     );
     r.collected('nv_inference_count', 'Number of inferences performed (does not include cached requests)', 'counter', perVersion((s) => s.inferenceCount));
     r.collected('nv_inference_exec_count', 'Number of model executions performed (does not include cached requests)', 'counter', perVersion((s) => s.executionCount));

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJsonBody } from '../../src/serve/json_body.js';
-import { batchOneAnswers, get, infer, inferBody, MODEL, post, RTI_PATH, startTestServer, tempRepo, txRequest, type TempRepo, type TestServer } from './helpers.js';
+import { batchOneAnswers, waitFor, get, infer, inferBody, MODEL, post, RTI_PATH, startTestServer, tempRepo, txRequest, type TempRepo, type TestServer } from './helpers.js';
 
 const withParameters = (body: string, parameters: Record<string, unknown>) => `${body.slice(0, -1)},"parameters":${JSON.stringify(parameters)}}`;
 
@@ -69,8 +69,10 @@ describe('deadlines', () => {
   });
 
   it('timeout 0 means none, as in Triton: the request waits out the queue delay and is answered', async () => {
-    const r = await infer(server.url, withParameters(inferBody(txRequest(1, 2)), { timeout: 0 }));
-    expect(r.status).toBe(200);
+    const waiting = infer(server.url, withParameters(inferBody(txRequest(1, 2)), { timeout: 0 }));
+    // Meanwhile it is one pending request in Triton's gauge.
+    await waitFor(async () => /^nv_inference_pending_request_count\{model="online-model",version="1"\} 1$/m.test((await get(server.url, '/metrics')).text), 1000, 'a pending request');
+    expect((await waiting).status).toBe(200);
   });
 
   it('a malformed timeout is a 400', async () => {

@@ -93,6 +93,8 @@ describe('GET /metrics', () => {
     }
     expect(value(new RegExp(`^nv_inference_request_duration_us${lbl} (\\d+)$`, 'm'))).toBe(Math.round(s.inference_stats.success.ns / 1000));
     expect(text).toMatch(/^# TYPE nv_inference_request_success counter$/m);
+    // Nothing waits in the batcher between requests.
+    expect(value(new RegExp(`^nv_inference_pending_request_count${lbl} (\\d+)$`, 'm'))).toBe(0);
   });
 
   it('has process metrics', () => {

@@ -13,6 +13,10 @@
  * - Elements are little-endian, row-major, without padding, in the type's native size; BOOL is one byte
  *   (1 true, 0 false); a BYTES element is a 4-byte little-endian unsigned length followed by the bytes.
  *
+ * - A raw binary request (`Inference-Header-Content-Length: 0`) is the bytes of a model's only input and
+ *   nothing else: a batch of 1, its one variable dimension (if any) from the byte count, a BYTES input of
+ *   one element; every output comes back as binary (`decode.ts`, `decodeRawBinaryRequest`).
+ *
  * The default Python client (`tritonclient.http`, `binary_data=True`) sends every input and asks for
  * every output this way.
  */
@@ -23,7 +27,7 @@ import { badRequest } from './http_error.js';
 export const HEADER_LENGTH_HEADER = 'inference-header-content-length';
 
 /** Bytes per element of the fixed-width types (BYTES has none). */
-const ELEMENT_BYTES: Record<Exclude<V2Datatype, 'BYTES'>, number> = {
+export const ELEMENT_BYTES: Record<Exclude<V2Datatype, 'BYTES'>, number> = {
   BOOL: 1,
   UINT8: 1,
   INT8: 1,
@@ -45,12 +49,18 @@ const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
 
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
-/** A request body split into its JSON header and the binary tensor bytes after it. */
-export interface SplitBody {
-  json: string;
-  /** Undefined when the request has no binary part (no `Inference-Header-Content-Length`). */
-  binary?: Buffer;
-}
+/**
+ * A request body split into its JSON header and the binary tensor bytes after it; or, for a raw binary
+ * request (`Inference-Header-Content-Length: 0`), only the bytes of the model's single input.
+ */
+export type SplitBody =
+  | {
+      json: string;
+      /** Undefined when the request has no binary part (no `Inference-Header-Content-Length`). */
+      binary?: Buffer;
+      raw?: undefined;
+    }
+  | { raw: Buffer; json?: undefined; binary?: undefined };
 
 /**
  * Splits `body` at the length `Inference-Header-Content-Length` gives (the raw header value, or
@@ -63,11 +73,7 @@ export function splitBody(body: Buffer, headerLength: string | string[] | undefi
     throw badRequest(`the Inference-Header-Content-Length header must be the JSON header's length in bytes (got "${text}")`);
   }
   const n = Number(text);
-  if (n === 0) {
-    throw badRequest(
-      'raw binary requests (Inference-Header-Content-Length: 0, the body holding only tensor bytes) are not supported by gnnctl serve; send the JSON inference header first and give its length in Inference-Header-Content-Length',
-    );
-  }
+  if (n === 0) return { raw: body };
   if (n > body.length) {
     throw badRequest(`Inference-Header-Content-Length is ${n} bytes, but the whole request body has only ${body.length}`);
   }

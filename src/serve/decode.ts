@@ -7,7 +7,7 @@
  * also come as decimal strings: `json_body.ts` turns long integer literals into strings so that they stay
  * exact, and JSON clients that cannot write exact int64 numbers (JavaScript) can send strings too.
  */
-import { decodeBinaryTensor } from './binary.js';
+import { decodeBinaryTensor, ELEMENT_BYTES } from './binary.js';
 import { allocValues, INT64_RANGE, intRange, UINT64_RANGE, type HostTensor, type PadValue, type TensorValues, type V2Datatype } from './datatypes.js';
 import { badRequest, HttpError } from './http_error.js';
 import type { ModelSpec, TensorSpec } from './model_spec.js';
@@ -161,6 +161,40 @@ export function decodeInferRequest(body: unknown, spec: ModelSpec, options: Deco
     batchKey: batchKey(spec, ordered),
     ...(timeout === undefined ? {} : { timeoutUs: timeout as number }),
   };
+}
+
+/**
+ * A raw binary request (`Inference-Header-Content-Length: 0`, see `binary.ts`): the body is the bytes of
+ * the model's only input, at batch 1. The shape comes from the config: its one variable dimension (if
+ * any) from the byte count; a BYTES input must hold exactly one element. All outputs go back as binary.
+ */
+export function decodeRawBinaryRequest(bytes: Uint8Array, spec: ModelSpec, options: DecodeOptions = {}): InferRequest {
+  const raw = 'a raw binary request (Inference-Header-Content-Length: 0)';
+  if (spec.inputs.length !== 1) {
+    throw badRequest(
+      `${raw} carries one input, but model "${spec.name}" has ${spec.inputs.length} (${quoteList(spec.inputs.map((s) => s.name))}); send the JSON inference header first and give its length in Inference-Header-Content-Length`,
+    );
+  }
+  const ts = spec.inputs[0]!;
+  const variable = ts.dims.filter((d) => d === -1).length;
+  let dims: number[];
+  if (ts.datatype === 'BYTES') {
+    if (ts.dims.some((d) => d !== 1 && d !== -1)) throw badRequest(`${raw}: a BYTES input takes one element, but "${ts.name}" has dims ${formatJson(ts.dims)}`);
+    dims = ts.dims.map(() => 1);
+  } else {
+    if (variable > 1) throw badRequest(`${raw}: input "${ts.name}" has ${variable} variable dimensions ${formatJson(ts.dims)}; its shape cannot follow from the byte count, so send the JSON header`);
+    const size = ELEMENT_BYTES[ts.datatype];
+    const fixed = ts.dims.reduce((n, d) => (d === -1 ? n : n * d), 1);
+    if (bytes.length % (size * fixed) !== 0 || (variable === 0 && bytes.length !== size * fixed)) {
+      throw badRequest(
+        `${raw}: ${bytes.length} bytes are not ${variable === 0 ? `the ${size * fixed}` : `a multiple of ${size * fixed}`} bytes input "${ts.name}" (${ts.datatype}, dims ${formatJson(ts.dims)}) takes`,
+      );
+    }
+    dims = ts.dims.map((d) => (d === -1 ? bytes.length / (size * fixed) : d));
+  }
+  const shape = checkShape(spec.maxBatchSize > 0 ? [1, ...dims] : dims, ts, spec, options.maxSequenceLength);
+  const inputs = new Map([[ts.name, { datatype: ts.datatype, shape, data: decodeBinaryTensor(bytes, ts.datatype, elementCount(shape), ts.name, shape) }]]);
+  return { inputs, batch: 1, binaryOutputs: new Set(spec.outputs.map((o) => o.name)), batchKey: batchKey(spec, inputs) };
 }
 
 function elementCount(shape: readonly number[]): number {

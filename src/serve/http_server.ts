@@ -27,7 +27,7 @@ import { VERSION } from '../core/version.js';
 import { HEADER_LENGTH_HEADER, splitBody } from './binary.js';
 import type { BearerAuth } from './auth.js';
 import type { HostTensor } from './datatypes.js';
-import { decodeInferRequest, type InferRequest } from './decode.js';
+import { decodeInferRequest, decodeRawBinaryRequest, type InferRequest } from './decode.js';
 import { encodeInferResponse, type EncodedResponse } from './encode.js';
 import { HttpError } from './http_error.js';
 import { parseJsonBody } from './json_body.js';
@@ -225,13 +225,14 @@ export class InferenceHttpServer {
       const body = await this.readBody(req);
       const t1 = performance.now();
       metrics.phase('read', (t1 - t0) / 1000);
-      const { json, binary } = splitBody(body, req.headers[HEADER_LENGTH_HEADER]);
-      const parsed = parseJsonBody(json);
+      const split = splitBody(body, req.headers[HEADER_LENGTH_HEADER]);
+      const parsed = split.raw ? undefined : parseJsonBody(split.json);
       const t2 = performance.now();
       metrics.phase('parse', (t2 - t1) / 1000);
       mv = manager.acquire(model, version);
       labels = { model, version: String(mv.version) };
-      const request = decodeInferRequest(parsed, mv.spec, { sharedDims: mv.sharedDims, binary, maxSequenceLength: this.opts.maxSequenceLength });
+      const decodeOptions = { sharedDims: mv.sharedDims, binary: split.binary, maxSequenceLength: this.opts.maxSequenceLength };
+      const request = split.raw ? decodeRawBinaryRequest(split.raw, mv.spec, decodeOptions) : decodeInferRequest(parsed, mv.spec, decodeOptions);
       metrics.phase('decode', (performance.now() - t2) / 1000);
       // Triton's timeout 0 means no timeout; without the parameter the server's default applies.
       const timeoutMs = request.timeoutUs !== undefined ? request.timeoutUs / 1000 : (this.opts.requestTimeoutMs ?? 0);

@@ -3,10 +3,14 @@
  * document (server/docs/protocol/extension_binary_data.md), and end to end: a request sent the way
  * `tritonclient.http` sends it by default gets the same answer as the JSON request.
  */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeModelConfig } from '../../src/artifacts/triton/pbtxt.js';
+import { attr, OnnxGraphBuilder } from '../../src/export/onnx/index.js';
+import { writeVersionFolder } from '../../src/loadgen/synthetic_model.js';
 import { decodeBinaryTensor, encodeBinaryTensor, splitBody } from '../../src/serve/binary.js';
-import { decodeInferRequest } from '../../src/serve/decode.js';
+import { decodeInferRequest, decodeRawBinaryRequest } from '../../src/serve/decode.js';
 import { encodeInferResponse } from '../../src/serve/encode.js';
 import { HttpError } from '../../src/serve/http_error.js';
 import { parseJsonBody } from '../../src/serve/json_body.js';
@@ -53,7 +57,7 @@ describe('binary tensor request (the protocol document example)', () => {
     const { json, binary } = splitBody(body, String(header.length));
     expect(json).toBe(header);
     expect(binary!.length).toBe(19);
-    const req = decodeInferRequest(parseJsonBody(json), docSpec, { binary });
+    const req = decodeInferRequest(parseJsonBody(json!), docSpec, { binary });
     expect(req.inputs.get('input0')).toEqual({ datatype: 'UINT32', shape: [2, 2], data: Uint32Array.of(1, 2, 3, 4294967295) });
     expect(req.inputs.get('input1')).toEqual({ datatype: 'BOOL', shape: [3], data: Uint8Array.of(1, 0, 1) });
     expect(req.outputs).toEqual(['output0']);
@@ -121,7 +125,6 @@ describe('request framing errors', () => {
     ['a classification output', () => decodeWith(Buffer.alloc(16), withOutputs('[{"name":"output0","parameters":{"classification":2}}]')), /classification extension is not supported/],
     ['a header length that is not a number', () => splitBody(Buffer.from(header), 'abc'), /must be the JSON header's length in bytes \(got "abc"\)/],
     ['a header length beyond the body', () => splitBody(Buffer.from(header), '100000'), /is 100000 bytes, but the whole request body has only/],
-    ['a raw binary request (header length 0)', () => splitBody(Buffer.alloc(16), '0'), /raw binary requests .* are not supported/],
   ])('400 for %s', (_, f, message) => {
     expect(status400(f)).toMatch(message);
   });
@@ -134,6 +137,30 @@ describe('request framing errors', () => {
   });
 });
 
+describe('raw binary requests (Inference-Header-Content-Length: 0)', () => {
+  const single = (dataType: 'TYPE_FP32' | 'TYPE_STRING', dims: number[], maxBatchSize = 8) =>
+    modelSpecFromConfig({ platform: 'onnxruntime_onnx', max_batch_size: maxBatchSize, input: [{ name: 'x', data_type: dataType, dims }], output: [{ name: 'y', data_type: 'TYPE_FP32', dims: [1] }] }, 'm');
+
+  it('the body is the one input at batch 1, its variable dimension from the byte count; every output binary', () => {
+    const split = splitBody(hex('0000803f 00000040 00004040 00008040'), '0');
+    expect(split.raw).toBeDefined();
+    const req = decodeRawBinaryRequest(split.raw!, single('TYPE_FP32', [-1]));
+    expect(req.inputs.get('x')).toEqual({ datatype: 'FP32', shape: [1, 4], data: Float32Array.of(1, 2, 3, 4) });
+    expect([req.batch, [...req.binaryOutputs!]]).toEqual([1, ['y']]);
+    expect(decodeRawBinaryRequest(hex('03000000 616263'), single('TYPE_STRING', [1])).inputs.get('x')!.data).toEqual(['abc']);
+    expect(decodeRawBinaryRequest(hex('0000803f 00000040'), single('TYPE_FP32', [2], 0)).inputs.get('x')!.shape).toEqual([2]);
+  });
+
+  it.each([
+    ['a model with several inputs', () => decodeRawBinaryRequest(Buffer.alloc(16), docSpec), /carries one input, but model "mymodel" has 2 \("input0", "input1"\); send the JSON inference header first/],
+    ['a byte count that does not fit', () => decodeRawBinaryRequest(Buffer.alloc(10), single('TYPE_FP32', [3])), /10 bytes are not the 12 bytes input "x" \(FP32, dims \[3\]\) takes/],
+    ['a byte count not a multiple of a row', () => decodeRawBinaryRequest(Buffer.alloc(10), single('TYPE_FP32', [-1, 2])), /10 bytes are not a multiple of 8 bytes/],
+    ['two variable dimensions', () => decodeRawBinaryRequest(Buffer.alloc(16), single('TYPE_FP32', [-1, -1])), /has 2 variable dimensions \[-1,-1\]/],
+  ])('400 for %s', (_, f, message) => {
+    expect(status400(f)).toMatch(message);
+  });
+});
+
 describe('over HTTP, as tritonclient sends it', () => {
   let repo: TempRepo;
   let server: TestServer;
@@ -142,6 +169,15 @@ describe('over HTTP, as tritonclient sends it', () => {
 
   beforeAll(async () => {
     repo = tempRepo({ maxBatchSize: 8, maxQueueDelayUs: 2000 });
+    // A one-input model for raw binary requests: y = Σ x along its variable dimension.
+    const g = new OnnxGraphBuilder();
+    const x = g.addInput('x', 'FLOAT', ['batch', 'n']);
+    g.addOutput('y', 'FLOAT', ['batch', 1], { from: g.op('ReduceSum', [x, g.constant(BigInt64Array.of(1n), [1], { name: 'axes' })], { keepdims: attr.int(1) }) });
+    writeVersionFolder(join(repo.root, 'sum'), 1, g.toBytes());
+    writeFileSync(
+      join(repo.root, 'sum', 'config.pbtxt'),
+      writeModelConfig({ name: 'sum', platform: 'onnxruntime_onnx', max_batch_size: 8, input: [{ name: 'x', data_type: 'TYPE_FP32', dims: [-1] }], output: [{ name: 'y', data_type: 'TYPE_FP32', dims: [1] }] }),
+    );
     server = await startTestServer(repo.root);
     url = server.url;
   });
@@ -186,6 +222,19 @@ describe('over HTTP, as tritonclient sends it', () => {
     expect(res.binary.length).toBe(0);
     const json = await infer(url, inferBody(r));
     expect(res.json.outputs).toEqual(json.body.outputs);
+  });
+
+  it('a raw binary request to a one-input model is answered in binary, as the protocol document shows', async () => {
+    const res = await postBinary(url, '/v2/models/sum/infer', hex('0000803f 00000040 00004040 00008040'), 0);
+    expect(res.status).toBe(200);
+    expect(res.json.outputs).toEqual([{ name: 'y', datatype: 'FP32', shape: [1, 1], parameters: { binary_data_size: 4 } }]);
+    expect(res.binary).toEqual(hex('00002041')); // 10
+  });
+
+  it('a raw binary request to a model with several inputs is a 400 that says what to send', async () => {
+    const res = await postBinary(url, path, Buffer.alloc(8), 0);
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatch(/a raw binary request \(Inference-Header-Content-Length: 0\) carries one input, but model "online-model" has 5/);
   });
 
   it('answers 400 naming the input when the binary sizes do not add up', async () => {

@@ -23,7 +23,7 @@
  * --payloads DIR sends those request files instead (they must fit the model: see --rti-columns).
  * --sweep steps the offered rate (auto: from --rate ×1.5 until the server falls behind; or a list), each
  * step --warmup + --duration seconds, and prints the latency-against-load table (p99 target --p99-target,
- * default 10 ms).
+ * default 10 ms); --chart FILE.svg also draws it.
  *
  * GNNCTL_DIST=<folder> runs another build of gnnctl than ../dist. A benchmark, not a test: it asserts
  * nothing and is never run by `npm test`.
@@ -63,6 +63,7 @@ const { values: args } = parseArgs({
     payloads: { type: 'string' },
     sweep: { type: 'string' },
     'p99-target': { type: 'string', default: '10' },
+    chart: { type: 'string' },
     help: { type: 'boolean', default: false },
   },
 });
@@ -217,6 +218,10 @@ async function main() {
         saturation_qps: Math.round(r.saturation_qps),
         server_exit_code: serverExit,
       };
+      if (args.chart) {
+        const { sweepChartSvg } = await import(new URL('loadgen/sweep_chart.js', dist));
+        writeFileSync(args.chart, sweepChartSvg(r));
+      }
       process.stdout.write(`${JSON.stringify(sweep, null, 2)}\n`);
       return;
     }

@@ -340,6 +340,7 @@ export function buildProgram(): Command {
     .option('--payloads <dir>', 'send these pre-generated request files (*.json) instead of generating requests')
     .option('--sweep <rates>', 'step the offered rate: "auto" (from --rate ×1.5 per step until the server falls behind) or a list, e.g. 500,1000,2000,4000; prints latency against load')
     .addOption(typed('--p99-target <ms>', 'with --sweep: the p99 a step must stay within', numberFlag('--p99-target', { above: 0 })).default(10))
+    .option('--chart <file.svg>', 'with --sweep: also write the latency-against-load chart as SVG')
     .addOption(opt.json())
     .action(action(async () => (await import('./commands/bench.js')).benchServeCommand as never));
 

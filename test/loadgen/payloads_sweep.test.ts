@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildRequestPool, readPayloads, writePayloads, type ModelMetadata } from '../../src/loadgen/request_pool.js';
+import { sweepChartSvg } from '../../src/loadgen/sweep_chart.js';
 import { MODEL, RTI_PATH, startTestServer, tempRepo, type TempRepo, type TestServer } from '../serve/helpers.js';
 import { BIN } from '../serve/spawn_serve.js';
 
@@ -59,6 +60,29 @@ describe('payload pools', () => {
   });
 });
 
+describe('sweepChartSvg', () => {
+  it('draws p50, p99 and p99.9 against the offered rate, one point per step, with the target line', () => {
+    const step = (offered: number, p99: number) => ({ offered_qps: offered, achieved_qps: offered * 0.99, ok: 1, errors: 0, latency_ms: { p50: p99 / 4, p90: p99 / 2, p99, p999: p99 * 2, max: p99 * 3, mean: p99 / 3 }, within_target: p99 <= 10 });
+    const svg = sweepChartSvg({
+      url: 'u',
+      model: 'm',
+      pool: { size: 128, mean_bytes: 6000, min_bytes: 4500, max_bytes: 9000, known_key_share: 0.9, mean_sequence: 15, from: 'payloads' },
+      p99_target_ms: 10,
+      duration_s: 10,
+      steps: [step(500, 3), step(1000, 4), step(2000, 30)],
+      max_qps_within_target: 1000,
+      saturation_qps: 1980,
+    });
+    for (const series of ['p50', 'p99', 'p99.9']) {
+      const points = new RegExp(`<polyline data-series="${series.replace('.', '\\.')}"[^>]* points="([^"]+)"`).exec(svg)![1]!.split(' ');
+      expect(points).toHaveLength(3);
+    }
+    expect(svg).toContain('p99 target 10 ms');
+    expect(svg).toContain('>1980</text>');
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+  });
+});
+
 describe('gnnctl bench serve --write-payloads, --payloads, --sweep (the binary)', () => {
   let repo: TempRepo;
   let server: TestServer;
@@ -94,8 +118,10 @@ describe('gnnctl bench serve --write-payloads, --payloads, --sweep (the binary)'
     expect(r.steps.map((x) => x.offered_qps)).toEqual([40, 80]);
     for (const step of r.steps) expect([step.ok > 0, step.errors]).toEqual([true, 0]);
 
-    const text = await run(['--payloads', payloads, '--sweep', '40', '--duration', '1']);
+    const chart = join(dir, 'sweep.svg');
+    const text = await run(['--payloads', payloads, '--sweep', '40', '--duration', '1', '--chart', chart]);
     expect(text.status).toBe(0);
+    expect(readFileSync(chart, 'utf8')).toMatch(/^<svg [^]*<polyline data-series="p99"[^]*<\/svg>\n$/);
     expect(text.stdout).toMatch(/offered\/s\s+achieved\/s\s+errors/);
     expect(text.stdout).toMatch(/within target \(≥ 95% achieved, 0 errors, p99 ≤ 10 ms\)/);
   });
@@ -104,6 +130,8 @@ describe('gnnctl bench serve --write-payloads, --payloads, --sweep (the binary)'
     [['--sweep', 'fast', '--duration', '1'], /--sweep must be "auto" or a list of rates/],
     [['--payloads', '/nonexistent', '--sequence-lengths', '4', '--rate', '1', '--duration', '1'], /--payloads sends the files as they are/],
     [['--sequence-lengths', '4,x', '--rate', '1', '--duration', '1'], /--sequence-lengths must be a list of lengths/],
+    [['--sweep', '40', '--duration', '1', '--chart', 'sweep.png'], /--chart must name an .svg file/],
+    [['--rate', '40', '--duration', '1', '--chart', 'sweep.svg'], /--chart draws a sweep: add --sweep/],
   ])('%j exits 2', async (args, message) => {
     const r = await run(args);
     expect(r.status).toBe(2);

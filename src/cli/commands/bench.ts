@@ -5,6 +5,8 @@
 import { UsageError } from '../../core/errors.js';
 import { benchServe, benchServeSweep, prepareLoad, type BenchServeResult, type SweepResult } from '../../loadgen/bench_serve.js';
 import { writePayloads } from '../../loadgen/request_pool.js';
+import { sweepChartSvg } from '../../loadgen/sweep_chart.js';
+import { writeFileAtomic } from '../../core/atomic.js';
 import { seconds } from './serve.js';
 import type { CommandOutput } from '../run.js';
 
@@ -46,6 +48,8 @@ export interface BenchServeCommandOptions {
   sweep?: unknown;
   /** `--p99-target MS`: a sweep step counts as within target at or below this p99 (default 10). */
   p99Target?: unknown;
+  /** `--chart FILE.svg`: with --sweep, also write the latency-against-load chart. */
+  chart?: unknown;
   json?: boolean;
 }
 
@@ -88,12 +92,15 @@ export async function benchServeCommand(opts: BenchServeCommandOptions): Promise
     const result: WrittenPayloads = { dir, files: files.length, mean_bytes: prepared.pool.mean_bytes, min_bytes: prepared.pool.min_bytes, max_bytes: prepared.pool.max_bytes, mean_sequence: prepared.pool.mean_sequence };
     return { result, text: `wrote ${files.length} requests to ${dir} (${result.min_bytes}–${result.max_bytes} B, mean ${result.mean_bytes} B, mean RTI length ${result.mean_sequence.toFixed(1)}); send them with --payloads ${dir}` };
   }
+  if (opts.chart !== undefined && opts.sweep === undefined) throw new UsageError('--chart draws a sweep: add --sweep', { value: opts.chart });
   if (opts.sweep !== undefined) {
     const text = String(opts.sweep).trim();
     const rates = text === 'auto' ? undefined : rateList(text);
     const p99TargetMs = opts.p99Target === undefined ? 10 : positive(opts.p99Target, '--p99-target');
+    if (opts.chart !== undefined && !String(opts.chart).endsWith('.svg')) throw new UsageError('--chart must name an .svg file', { value: opts.chart });
     const result = await benchServeSweep({ ...base, rates, p99TargetMs });
-    return { result, text: formatSweep(result) };
+    if (opts.chart !== undefined) writeFileAtomic(String(opts.chart), sweepChartSvg(result));
+    return { result, text: `${formatSweep(result)}${opts.chart !== undefined ? `\n  chart: ${String(opts.chart)}` : ''}` };
   }
   const result = await benchServe(base);
   return { result, text: formatBench(result) };

@@ -3,6 +3,8 @@
  * up with a zero request before it serves), its dynamic batcher, and a reference count so that a
  * version replaced by a newer one finishes its in-flight requests before its session is released.
  */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ArtifactError } from '../core/errors.js';
 import { allocValues, v2FromOrt, type HostTensor } from './datatypes.js';
 import type { DimGroup, InferRequest } from './decode.js';
@@ -10,6 +12,7 @@ import { DynamicBatcher, type BatcherObserver } from './batcher.js';
 import { HttpError } from './http_error.js';
 import type { ModelSpec, TensorSpec } from './model_spec.js';
 import type { VersionFolder } from './repository.js';
+import type { EmbeddingAnchor } from './server_metrics.js';
 import { SessionHostError, type HostedSession, type SessionHost, type SessionInfo, type SessionOptions, type ValueInfo } from './session_host.js';
 
 export type VersionState = 'ready' | 'retiring' | 'released';
@@ -22,6 +25,8 @@ export class ModelVersion {
   /** Axes that share a symbolic dimension in the ONNX model; requests must agree on them. */
   readonly sharedDims: DimGroup[];
   readonly loadMs: number;
+  /** When this version's embeddings were computed, per table (from the export's manifest.json; may be empty). */
+  readonly embeddingAnchors: EmbeddingAnchor[];
   /** Records one request's time in the server (seconds), for the request-duration histogram. */
   readonly observeDuration: (seconds: number) => void;
   private readonly session: HostedSession;
@@ -39,6 +44,7 @@ export class ModelVersion {
     observer?: BatcherObserver;
     observeDuration?: (seconds: number) => void;
     loadMs: number;
+    embeddingAnchors?: EmbeddingAnchor[];
   }) {
     this.name = args.spec.name;
     this.version = args.folder.version;
@@ -47,6 +53,7 @@ export class ModelVersion {
     this.session = args.session;
     this.sharedDims = args.sharedDims;
     this.loadMs = args.loadMs;
+    this.embeddingAnchors = args.embeddingAnchors ?? [];
     this.observeDuration = args.observeDuration ?? (() => undefined);
     this.batcher = new DynamicBatcher({
       spec: args.spec,
@@ -55,14 +62,19 @@ export class ModelVersion {
       observer: args.observer,
       describeError: (e) => {
         if (e instanceof HttpError) return e;
-        if (e instanceof SessionHostError) return new HttpError(503, `model "${this.name}" version ${this.version} is unavailable: ${e.message}`);
-        return new HttpError(400, `model "${this.name}" version ${this.version} failed on this request: ${e instanceof Error ? e.message : String(e)}`);
+        if (e instanceof SessionHostError) return new HttpError(503, `model "${this.name}" version ${this.version} is unavailable: ${e.message}`, undefined, 'BACKEND');
+        return new HttpError(400, `model "${this.name}" version ${this.version} failed on this request: ${e instanceof Error ? e.message : String(e)}`, undefined, 'BACKEND');
       },
     });
   }
 
   get state(): VersionState {
     return this.stateValue;
+  }
+
+  /** Requests waiting in the batcher for a batch to run them. */
+  get queued(): number {
+    return this.batcher.queued;
   }
 
   /** In-flight requests holding this version. */
@@ -83,9 +95,12 @@ export class ModelVersion {
     if (this.refs === 0 && this.releaseWaiter) this.releaseWaiter();
   }
 
-  /** Runs a decoded request through the batcher (the caller holds a reference). */
-  infer(req: InferRequest): Promise<Map<string, HostTensor>> {
-    return this.batcher.submit(req);
+  /**
+   * Runs a decoded request through the batcher (the caller holds a reference). `deadline` is a
+   * `performance.now()` time: still queued then, the request is dropped with 504.
+   */
+  infer(req: InferRequest, deadline?: number): Promise<Map<string, HostTensor>> {
+    return this.batcher.submit(req, deadline);
   }
 
   /** Runs queued batches now instead of waiting out the queue delay, from now on (shutdown). */
@@ -143,11 +158,34 @@ export async function loadModelVersion(host: SessionHost, spec: ModelSpec, folde
       observer: options.observer,
       observeDuration: options.observeDuration,
       loadMs: performance.now() - t0,
+      embeddingAnchors: await readEmbeddingAnchors(folder.dir),
     });
   } catch (e) {
     await session.release().catch(() => undefined);
     throw e;
   }
+}
+
+/**
+ * The embedding anchor times the export recorded in `<version>/manifest.json` (`embeddings[].table`,
+ * `embeddings[].anchor_time`). A repository written by hand or by another tool has no manifest: no
+ * anchors, and no embedding-age metric, rather than a refusal to serve.
+ */
+export async function readEmbeddingAnchors(dir: string): Promise<EmbeddingAnchor[]> {
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8'));
+  } catch {
+    return [];
+  }
+  const embeddings = (manifest as { embeddings?: unknown }).embeddings;
+  if (!Array.isArray(embeddings)) return [];
+  const out: EmbeddingAnchor[] = [];
+  for (const e of embeddings as { table?: unknown; anchor_time?: unknown }[]) {
+    const ms = typeof e?.anchor_time === 'string' ? Date.parse(e.anchor_time) : NaN;
+    if (typeof e?.table === 'string' && Number.isFinite(ms)) out.push({ table: e.table, anchorSeconds: ms / 1000 });
+  }
+  return out;
 }
 
 /** Every disagreement between the config and the ONNX model's declared inputs and outputs. */

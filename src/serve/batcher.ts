@@ -22,7 +22,7 @@ import type { HostTensor } from './datatypes.js';
 import type { InferRequest } from './decode.js';
 import { HttpError } from './http_error.js';
 import { mergeTensors, sliceRows } from './merge.js';
-import type { ModelSpec } from './model_spec.js';
+import type { ServedModelSpec } from './model_spec.js';
 
 export type RunBatch = (feeds: Map<string, HostTensor>, outputs: readonly string[]) => Promise<Map<string, HostTensor>>;
 
@@ -43,7 +43,7 @@ export interface BatcherObserver {
 }
 
 export interface BatcherOptions {
-  spec: ModelSpec;
+  spec: ServedModelSpec;
   run: RunBatch;
   /** Batches that may run at the same time (the model's instance count). */
   instances?: number;
@@ -62,7 +62,7 @@ interface Item {
 }
 
 export class DynamicBatcher {
-  private readonly spec: ModelSpec;
+  private readonly spec: ServedModelSpec;
   private readonly runBatch: RunBatch;
   private readonly instances: number;
   private readonly observer: BatcherObserver;

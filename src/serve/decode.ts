@@ -10,7 +10,7 @@
 import { decodeBinaryTensor, ELEMENT_BYTES } from './binary.js';
 import { allocValues, INT64_RANGE, intRange, UINT64_RANGE, type HostTensor, type PadValue, type TensorValues, type V2Datatype } from './datatypes.js';
 import { badRequest, HttpError } from './http_error.js';
-import type { ModelSpec, TensorSpec } from './model_spec.js';
+import type { ServedModelSpec, TensorSpec } from './model_spec.js';
 
 export interface InferRequest {
   /** The request's `id`, echoed in the response. */
@@ -54,7 +54,7 @@ export interface DecodeOptions {
 }
 
 /** Checks and decodes `body` (the parsed request) for the model described by `spec`. Throws HttpError 400. */
-export function decodeInferRequest(body: unknown, spec: ModelSpec, options: DecodeOptions = {}): InferRequest {
+export function decodeInferRequest(body: unknown, spec: ServedModelSpec, options: DecodeOptions = {}): InferRequest {
   if (!isObject(body)) throw badRequest(`the request body must be a JSON object (got ${jsonKind(body)})`);
   const { id, inputs, outputs, parameters } = body as Record<string, unknown>;
   if (id !== undefined && typeof id !== 'string') throw badRequest(`"id" must be a string (got ${jsonKind(id)})`);
@@ -168,7 +168,7 @@ export function decodeInferRequest(body: unknown, spec: ModelSpec, options: Deco
  * the model's only input, at batch 1. The shape comes from the config: its one variable dimension (if
  * any) from the byte count; a BYTES input must hold exactly one element. All outputs go back as binary.
  */
-export function decodeRawBinaryRequest(bytes: Uint8Array, spec: ModelSpec, options: DecodeOptions = {}): InferRequest {
+export function decodeRawBinaryRequest(bytes: Uint8Array, spec: ServedModelSpec, options: DecodeOptions = {}): InferRequest {
   const raw = 'a raw binary request (Inference-Header-Content-Length: 0)';
   if (spec.inputs.length !== 1) {
     throw badRequest(
@@ -203,7 +203,7 @@ function elementCount(shape: readonly number[]): number {
   return n;
 }
 
-function checkShape(shape: unknown, ts: TensorSpec, spec: ModelSpec, serverCap: number | undefined): number[] {
+function checkShape(shape: unknown, ts: TensorSpec, spec: ServedModelSpec, serverCap: number | undefined): number[] {
   const expected = `expected ${formatJson(ts.shape)}`;
   if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && (d as number) >= 0)) {
     throw badRequest(`inference input "${ts.name}": "shape" must be an array of non-negative integers (got ${formatJson(shape)}; ${expected})`);
@@ -349,7 +349,7 @@ function convert(a: unknown[], d: V2Datatype, name: string, missingValue?: PadVa
 }
 
 /** The outputs asked for (undefined: all) and which of them go back as binary data. */
-function requestedOutputs(outputs: unknown, spec: ModelSpec, binaryAll: boolean): { names?: string[]; binary: Set<string> } {
+function requestedOutputs(outputs: unknown, spec: ServedModelSpec, binaryAll: boolean): { names?: string[]; binary: Set<string> } {
   if (outputs === undefined) return { binary: new Set(binaryAll ? spec.outputs.map((o) => o.name) : []) };
   if (!Array.isArray(outputs)) throw badRequest(`"outputs" must be an array of {"name": …} objects (got ${jsonKind(outputs)})`);
   const names: string[] = [];
@@ -373,7 +373,7 @@ function requestedOutputs(outputs: unknown, spec: ModelSpec, binaryAll: boolean)
   return { names, binary };
 }
 
-function batchKey(spec: ModelSpec, inputs: Map<string, HostTensor>): string {
+function batchKey(spec: ServedModelSpec, inputs: Map<string, HostTensor>): string {
   let key = inputs.size === spec.inputs.length ? '' : [...inputs.keys()].join('\u0000');
   if (!spec.padVariableDims) {
     for (const s of spec.inputs) {

@@ -16,7 +16,7 @@ import { readFile } from 'node:fs/promises';
 import { GnnctlError, suggest } from '../core/errors.js';
 import { parseModelConfig } from '../artifacts/triton/pbtxt.js';
 import { HttpError, notFound, unavailable, badRequest } from './http_error.js';
-import { modelSpecFromConfig, selectVersions, type ModelSpec } from './model_spec.js';
+import { modelSpecFromConfig, selectVersions, type ServedModelSpec } from './model_spec.js';
 import { loadModelVersion, type ModelVersion } from './model_version.js';
 import { parseRollout, TrafficSplit, type Rollout } from './rollout.js';
 import { scanModelFolders, scanVersionFolders, type ModelFolder, type SkippedEntry, type VersionFolder } from './repository.js';
@@ -37,7 +37,7 @@ export interface ModelManagerOptions {
 interface ModelEntry {
   name: string;
   folder: ModelFolder;
-  spec: ModelSpec;
+  spec: ServedModelSpec;
   /** Replaced as a whole, never mutated: the table requests resolve against. */
   versions: ReadonlyMap<number, ModelVersion>;
   /** What a request without a version gets (the rollout's stable version, else the newest). */
@@ -93,7 +93,7 @@ export class ModelManager {
    * The model entry for metadata and readiness; throws 404 for an unknown model or version, 400 for a
    * malformed version.
    */
-  lookup(name: string, version?: string): { spec: ModelSpec; versions: ModelVersion[]; version?: ModelVersion } {
+  lookup(name: string, version?: string): { spec: ServedModelSpec; versions: ModelVersion[]; version?: ModelVersion } {
     const m = this.models.get(name);
     if (!m) throw notFound(`unknown model "${name}"; ${suggest(name, this.modelNames())}`);
     const versions = [...m.versions.values()].sort((a, b) => a.version - b.version);

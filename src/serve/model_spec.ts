@@ -62,7 +62,7 @@ export interface BatchingPolicy {
 
 export type VersionPolicy = { kind: 'latest'; count: number } | { kind: 'all' } | { kind: 'specific'; versions: number[] };
 
-export interface ModelSpec {
+export interface ServedModelSpec {
   name: string;
   platform: string;
   /** 0: the model does not batch (shapes are exactly `dims`); else the largest batch it accepts. */
@@ -94,7 +94,7 @@ const SUPPORTED_PLATFORMS = new Set(['onnxruntime_onnx']);
  * Builds the spec of the model in folder `dirName` from its parsed config. Throws a ConfigError listing
  * every problem (`file` names the config file in it).
  */
-export function modelSpecFromConfig(config: TritonModelConfig, dirName: string, file = `${dirName}/config.pbtxt`): ModelSpec {
+export function modelSpecFromConfig(config: TritonModelConfig, dirName: string, file = `${dirName}/config.pbtxt`): ServedModelSpec {
   const problems: ConfigProblem[] = [];
   const problem = (path: string, message: string, hint?: string) => problems.push({ path, message, ...(hint ? { hint } : {}) });
 

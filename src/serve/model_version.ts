@@ -10,7 +10,7 @@ import { allocValues, v2FromOrt, type HostTensor } from './datatypes.js';
 import type { DimGroup, InferRequest } from './decode.js';
 import { DynamicBatcher, type BatcherObserver } from './batcher.js';
 import { HttpError } from './http_error.js';
-import type { ModelSpec, TensorSpec } from './model_spec.js';
+import type { ServedModelSpec, TensorSpec } from './model_spec.js';
 import type { VersionFolder } from './repository.js';
 import type { EmbeddingAnchor } from './server_metrics.js';
 import { SessionHostError, type HostedSession, type SessionHost, type SessionInfo, type SessionOptions, type ValueInfo } from './session_host.js';
@@ -20,7 +20,7 @@ export type VersionState = 'ready' | 'retiring' | 'released';
 export class ModelVersion {
   readonly name: string;
   readonly version: number;
-  readonly spec: ModelSpec;
+  readonly spec: ServedModelSpec;
   readonly folder: VersionFolder;
   /** Axes that share a symbolic dimension in the ONNX model; requests must agree on them. */
   readonly sharedDims: DimGroup[];
@@ -37,7 +37,7 @@ export class ModelVersion {
   private releaseWaiter: (() => void) | undefined;
 
   constructor(args: {
-    spec: ModelSpec;
+    spec: ServedModelSpec;
     folder: VersionFolder;
     session: HostedSession;
     sharedDims: DimGroup[];
@@ -136,7 +136,7 @@ export interface LoadVersionOptions {
  * warm-up request and returns the ready version. Throws an ArtifactError naming every mismatch; the
  * session is released on failure.
  */
-export async function loadModelVersion(host: SessionHost, spec: ModelSpec, folder: VersionFolder, options: LoadVersionOptions = {}): Promise<ModelVersion> {
+export async function loadModelVersion(host: SessionHost, spec: ServedModelSpec, folder: VersionFolder, options: LoadVersionOptions = {}): Promise<ModelVersion> {
   const t0 = performance.now();
   let session: HostedSession;
   try {
@@ -189,7 +189,7 @@ export async function readEmbeddingAnchors(dir: string): Promise<EmbeddingAnchor
 }
 
 /** Every disagreement between the config and the ONNX model's declared inputs and outputs. */
-export function checkIo(spec: ModelSpec, info: SessionInfo): string[] {
+export function checkIo(spec: ServedModelSpec, info: SessionInfo): string[] {
   const problems: string[] = [];
   const batching = spec.maxBatchSize > 0;
   const compare = (kind: 'input' | 'output', specs: TensorSpec[], values: ValueInfo[]) => {
@@ -229,7 +229,7 @@ export function checkIo(spec: ModelSpec, info: SessionInfo): string[] {
 }
 
 /** Input axes grouped by the symbolic dimension they share in the ONNX model (the batch axis aside). */
-export function sharedDims(spec: ModelSpec, info: SessionInfo): DimGroup[] {
+export function sharedDims(spec: ServedModelSpec, info: SessionInfo): DimGroup[] {
   const groups = new Map<string, DimGroup>();
   const first = spec.maxBatchSize > 0 ? 1 : 0;
   for (const v of info.inputs) {
@@ -245,7 +245,7 @@ export function sharedDims(spec: ModelSpec, info: SessionInfo): DimGroup[] {
 }
 
 /** The zero request: every input at batch 1, variable dims of length 1 filled with the pad value. */
-export function zeroRequest(spec: ModelSpec): Map<string, HostTensor> {
+export function zeroRequest(spec: ServedModelSpec): Map<string, HostTensor> {
   const feeds = new Map<string, HostTensor>();
   for (const s of spec.inputs) {
     const dims = s.dims.map((d) => (d === -1 ? 1 : d));
@@ -256,7 +256,7 @@ export function zeroRequest(spec: ModelSpec): Map<string, HostTensor> {
   return feeds;
 }
 
-async function warmUp(spec: ModelSpec, session: HostedSession, folder: VersionFolder): Promise<void> {
+async function warmUp(spec: ServedModelSpec, session: HostedSession, folder: VersionFolder): Promise<void> {
   let out: Map<string, HostTensor>;
   try {
     out = await session.run(zeroRequest(spec), spec.outputs.map((o) => o.name));

@@ -46,8 +46,23 @@ const EXAMPLES: Record<string, string[]> = {
   'config validate': ['gnnctl config validate --config configs/retail.yaml'],
   'config reference': ['gnnctl config reference > docs/config.md'],
   report: ['gnnctl report latest:fraud --config configs/retail.yaml', 'gnnctl report artifacts/runs/<run-id> --out /tmp/report.html'],
-  serve: ['gnnctl serve --model-repository artifacts/model_repository', 'gnnctl serve --model-repository artifacts/model_repository --port 0 --host 0.0.0.0 --max-body-size 8MiB'],
-  'bench serve': ['gnnctl bench serve --url http://127.0.0.1:8000 --model online-model --rate 1000 --duration 30'],
+  serve: [
+    'gnnctl serve --model-repository artifacts/model_repository',
+    'gnnctl serve --model-repository /models --host 0.0.0.0 --auth-token-file /etc/gnnctl/tokens --auth-open-health --tls-cert tls.crt --tls-key tls.key',
+    'gnnctl serve --model-repository artifacts/model_repository --request-timeout 500ms --max-sequence-length 64',
+  ],
+  'rollout pin': ['gnnctl rollout pin --model-repository artifacts/model_repository --model online-model'],
+  'rollout start': ['gnnctl rollout start --model-repository artifacts/model_repository --model online-model --canary 2 --weight 5%'],
+  'rollout set': ['gnnctl rollout set --model-repository artifacts/model_repository --model online-model --weight 0.5'],
+  'rollout promote': ['gnnctl rollout promote --model-repository artifacts/model_repository --model online-model'],
+  'rollout rollback': ['gnnctl rollout rollback --model-repository artifacts/model_repository --model online-model'],
+  'rollout status': ['gnnctl rollout status --model-repository artifacts/model_repository --model online-model --json'],
+  'rollout end': ['gnnctl rollout end --model-repository artifacts/model_repository --model online-model'],
+  'bench serve': [
+    'gnnctl bench serve --url http://127.0.0.1:8000 --model online-model --rate 1000 --duration 30',
+    'gnnctl bench serve --url http://127.0.0.1:8000 --model online-model --sequence-lengths 4,8,16,32 --pool 128 --write-payloads payloads/ --duration 1',
+    'gnnctl bench serve --url http://127.0.0.1:8000 --model online-model --payloads payloads/ --sweep 500,1000,2000,3000,4000 --duration 60',
+  ],
   doctor: ['gnnctl doctor', 'gnnctl doctor --backend wasm --json'],
 };
 
@@ -287,9 +302,44 @@ export function buildProgram(): Command {
     .addOption(new Option('--ort-thread <where>', 'where onnxruntime runs: a worker thread (model loads never stall requests) or the main thread (least CPU)').choices(['worker', 'main']).default('worker'))
     .addOption(typed('--ort-threads <n>', 'onnxruntime intra-op threads per session', intFlag('--ort-threads', 1, 64)).default(1))
     .addOption(typed('--shutdown-timeout <t>', 'seconds shutdown waits for in-flight requests before closing connections', secondsFlag('--shutdown-timeout')).default(30))
+    .addOption(typed('--request-timeout <t>', 'deadline of an inference request that does not set Triton\'s `timeout` parameter (e.g. 10, 500ms); past it the answer is 504; 0: none', secondsFlag('--request-timeout')).default(10))
+    .addOption(typed('--max-sequence-length <n>', 'cap on each variable input dimension (RTI sequence length) of inputs without a max_sequence_length:<input> parameter in config.pbtxt; longer requests get 400; 0: none', intFlag('--max-sequence-length', 0, 2 ** 31 - 1)).default(1024))
+    .option('--auth-token-file <file>', 'require "Authorization: Bearer <token>" on every route; the file holds one token per line (several: rotation)')
+    .option('--auth-open-health', 'with --auth-token-file: leave /v2/health/live and /v2/health/ready open for probes')
+    .option('--auth-open-metrics', 'with --auth-token-file: leave /metrics open for scrapers without credentials')
+    .option('--tls-cert <file>', 'PEM certificate (chain): serve HTTPS (with --tls-key)')
+    .option('--tls-key <file>', 'PEM private key of --tls-cert')
     .addOption(opt.json())
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/serve.js')).serveCommand as never));
+
+  const rollout = program
+    .command('rollout')
+    .description('canary rollouts of a served model: start a canary at a share of the requests, ramp it, promote or roll it back; written to <model>/rollout.json, which a running gnnctl serve picks up at its next poll');
+  const rolloutTarget = (c: Command) =>
+    c
+      .requiredOption('--model-repository <dir>', 'Triton model repository')
+      .requiredOption('--model <name>', 'model name (its folder)')
+      .addOption(opt.json())
+      .addOption(opt.quiet());
+  const rolloutAction = (name: string) =>
+    action(async () => {
+      const { rolloutCommand } = await import('./commands/rollout.js');
+      return (o: Opts) => rolloutCommand({ ...o, action: name as never });
+    });
+  rolloutTarget(rollout.command('pin').description('serve one version only, so a new export waits for `rollout start` instead of taking all requests'))
+    .option('--stable <version>', 'the version to keep serving (default: the newest complete one)')
+    .action(rolloutAction('pin'));
+  rolloutTarget(rollout.command('start').description('send a share of the requests to a canary version'))
+    .requiredOption('--canary <version>', 'the new version')
+    .option('--weight <w>', 'its share of requests without a version (0..1 or a percentage)', '0.1')
+    .option('--stable <version>', 'the version keeping the rest (default: the one serving now)')
+    .action(rolloutAction('start'));
+  rolloutTarget(rollout.command('set').description('change the canary\'s share of requests')).requiredOption('--weight <w>', 'share of requests (0..1 or a percentage)').action(rolloutAction('set'));
+  rolloutTarget(rollout.command('promote').description('the canary takes all requests (pinned as the stable version)')).action(rolloutAction('promote'));
+  rolloutTarget(rollout.command('rollback').description('the stable version takes all requests back; the canary is unloaded')).action(rolloutAction('rollback'));
+  rolloutTarget(rollout.command('status').description('the rollout in the repository')).action(rolloutAction('status'));
+  rolloutTarget(rollout.command('end').description('remove the rollout file: the version policy chooses again')).action(rolloutAction('end'));
 
   const bench = program.command('bench').description('benchmarks of gnnctl\'s stages');
   bench
@@ -298,8 +348,8 @@ export function buildProgram(): Command {
     .requiredOption('--url <url>', 'server base URL, e.g. http://127.0.0.1:8000')
     .requiredOption('--model <name>', 'model name')
     .option('--model-version <v>', 'model version (default: the server\'s latest)')
-    .addOption(typed('--rate <qps>', 'requests per second offered', numberFlag('--rate', { above: 0 })).makeOptionMandatory())
-    .addOption(typed('--duration <s>', 'seconds of measured load', secondsFlag('--duration')).makeOptionMandatory())
+    .addOption(typed('--rate <qps>', 'requests per second offered (with --sweep auto: the first step)', numberFlag('--rate', { above: 0 })))
+    .addOption(typed('--duration <s>', 'seconds of measured load (per step with --sweep)', secondsFlag('--duration')).makeOptionMandatory())
     .addOption(typed('--warmup <s>', 'seconds of load before the measured window', secondsFlag('--warmup')).default(0))
     .addOption(typed('--concurrency <n>', 'most connections open at once', intFlag('--concurrency', 1)).default(64))
     .addOption(typed('--pool <n>', 'distinct pre-built requests', intFlag('--pool', 2)).default(512))
@@ -308,6 +358,12 @@ export function buildProgram(): Command {
     .addOption(typed('--known-key-rate <r>', 'share of requests with a known key (with --keys)', numberFlag('--known-key-rate', { min: 0, max: 1 })).default(0.9))
     .addOption(typed('--seed <n>', 'random seed', intFlag('--seed', 0)).default(1))
     .addOption(new Option('--client <kind>', 'the generator\'s HTTP client: raw (lean keep-alive HTTP/1.1) or node (http.Agent)').choices(['raw', 'node']).default('raw'))
+    .option('--sequence-lengths <list>', 'RTI lengths of the generated requests, e.g. 4,8,16,32 (Kumo\'s benchmark), instead of 0..--max-sequence')
+    .option('--write-payloads <dir>', 'write the generated requests as files (one JSON request each) and exit without load')
+    .option('--payloads <dir>', 'send these pre-generated request files (*.json) instead of generating requests')
+    .option('--sweep <rates>', 'step the offered rate: "auto" (from --rate ×1.5 per step until the server falls behind) or a list, e.g. 500,1000,2000,4000; prints latency against load')
+    .addOption(typed('--p99-target <ms>', 'with --sweep: the p99 a step must stay within', numberFlag('--p99-target', { above: 0 })).default(10))
+    .option('--chart <file.svg>', 'with --sweep: also write the latency-against-load chart as SVG')
     .addOption(opt.json())
     .action(action(async () => (await import('./commands/bench.js')).benchServeCommand as never));
 

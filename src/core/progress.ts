@@ -20,7 +20,7 @@ export class Progress {
     this.start = performance.now();
     this.lastDraw = 0;
     if (!isQuiet() && process.stderr.isTTY) {
-      this.spinner = ora({ text: label, stream: process.stderr, discardStdin: false }).start();
+      this.spinner = ora({ ...spinnerOptions(), text: label, stream: process.stderr, discardStdin: false }).start();
     }
   }
 
@@ -58,6 +58,14 @@ export class Progress {
     const eta = rate > 0 ? (this.total - done) / rate : 0;
     return `${this.label} ▕${bar}▏ ${(frac * 100).toFixed(0).padStart(3)}% ${formatRate(rate)}/s ETA ${formatSeconds(eta)}${extra ? ` · ${extra}` : ''}`;
   }
+}
+
+/**
+ * Ora options from the environment: `NO_COLOR` (https://no-color.org: set and not empty) turns the
+ * spinner's colour off; the line still updates in place, which is not colour.
+ */
+export function spinnerOptions(env: NodeJS.ProcessEnv = process.env): { color?: false } {
+  return env.NO_COLOR !== undefined && env.NO_COLOR !== '' ? { color: false } : {};
 }
 
 export function formatRate(r: number): string {

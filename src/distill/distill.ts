@@ -62,6 +62,8 @@ export interface DistillMetrics {
   ablations: Record<'features_only' | 'embedding_only' | 'rti_only', StudentMetrics>;
   /** distilled test AUROC / teacher test AUROC */
   teacher_ratio: number | null;
+  /** binary: the student's test average precision over the teacher's (the top of the ranking); null otherwise */
+  teacher_ap_ratio: number | null;
   student: { parameters: number; bytes: number; latency_ms_p50: number; latency_ms_p99: number };
   teacher_model: { parameters: number; parameters_without_embeddings: number; bytes: number };
   embeddings: { source: 'computed' | 'files'; snapshots: string[]; coverage: { train: number; val: number; test: number } };
@@ -205,6 +207,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
     teacher,
     ablations,
     teacher_ratio: teacher ? round(teacherRatio(objective, main.test, teacher.test), 4) : null,
+    teacher_ap_ratio: teacher && 'ap' in main.test && 'ap' in teacher.test ? round(main.test.ap / teacher.test.ap, 4) : null,
     student: { parameters: main.model.parameterCount(), bytes: ser.blob.byteLength, latency_ms_p50: latency.p50, latency_ms_p99: latency.p99 },
     teacher_model: { parameters: teacherModel.gnn.parameterCount(false), parameters_without_embeddings: teacherModel.gnn.parameterCount(true), bytes: teacherBytes },
     embeddings: {

@@ -179,7 +179,13 @@ export function modelConfig(cfg: Config, spec: StudentSpec, name: string): Trito
     output: [{ name: outputName(spec.output.kind), data_type: 'TYPE_FP32', dims: [1] }],
     dynamic_batching: { max_queue_delay_microseconds: cfg.export.max_queue_delay_microseconds },
     instance_group: [{ count: cfg.export.instances, kind: 'KIND_CPU' }],
-    parameters: Object.fromEntries(inputs.filter((i) => i.sequence && i.padValue !== undefined).map((i) => [`pad_value:${i.name}`, { string_value: i.padValue! }])),
+    // gnnctl serve's per-input parameters (Triton ignores unknown parameters): padding, what an omitted
+    // input means, and the longest sequence the model was distilled with.
+    parameters: Object.fromEntries([
+      ...inputs.filter((i) => i.sequence && i.padValue !== undefined).map((i) => [`pad_value:${i.name}`, { string_value: i.padValue! }]),
+      ...inputs.filter((i) => i.missingValue !== undefined).map((i) => [`missing_value:${i.name}`, { string_value: i.missingValue! }]),
+      ...inputs.filter((i) => i.maxLength !== undefined).map((i) => [`max_sequence_length:${i.name}`, { string_value: String(i.maxLength) }]),
+    ]),
   };
 }
 

@@ -52,6 +52,10 @@ export interface RequestInput {
   sequence: boolean;
   /** what a serving layer pads this input with when batching sequences of different lengths */
   padValue?: string;
+  /** what a request that omits this input (or sends null) means: the model's own "missing" value */
+  missingValue?: string;
+  /** sequences: the longest the model was distilled with (longer requests are refused) */
+  maxLength?: number;
   doc: string;
 }
 
@@ -77,15 +81,21 @@ export function requestInputs(spec: StudentSpec): RequestInput[] {
     add({ name: `${f}.${spec.primary_key.column}`, elemType: elemTypeOf(spec.primary_key.type), sequence: false, doc: 'the row\'s primary key (accepted, not used)' });
   }
   if (spec.time_column) add({ name: `${f}.${spec.time_column}`, elemType: 'INT64', sequence: false, doc: 'row time, ns since the epoch' });
-  for (const c of spec.numeric) add({ name: `${f}.${c.column}`, elemType: 'FLOAT', sequence: false, doc: 'numeric (NaN = missing)' });
-  for (const c of spec.categorical) add({ name: `${f}.${c.column}`, elemType: categoricalType(c), sequence: false, doc: categoricalType(c) === 'STRING' ? 'categorical ("" = missing)' : 'categorical (INT64 min = missing)' });
+  // Feature columns may be left out of a request: the model reads them as missing (the training mean and
+  // the null indicator it learned for numerics; the null code for categoricals).
+  for (const c of spec.numeric) add({ name: `${f}.${c.column}`, elemType: 'FLOAT', sequence: false, missingValue: 'nan', doc: 'numeric (NaN = missing)' });
+  for (const c of spec.categorical) {
+    const text = categoricalType(c) === 'STRING';
+    add({ name: `${f}.${c.column}`, elemType: categoricalType(c), sequence: false, missingValue: text ? '' : INT64_MIN.toString(), doc: text ? 'categorical ("" = missing)' : 'categorical (INT64 min = missing)' });
+  }
   for (const k of spec.embeddings) add({ name: `${f}.${k.column}`, elemType: elemTypeOf(k.type), sequence: false, doc: `key of ${k.target} (embedding lookup)` });
   for (const r of spec.rti) for (const k of r.same_keys) add({ name: `${f}.${k.column}`, elemType: elemTypeOf(k.type), sequence: false, doc: `key of ${k.target}` });
   for (const r of spec.rti) {
-    add({ name: `${r.path}:${r.time_column}`, elemType: 'INT64', sequence: true, padValue: INT64_MIN.toString(), doc: 'element time, ns since the epoch (INT64 min = padding)' });
-    for (const c of r.numeric) add({ name: `${r.path}:${c.column}`, elemType: 'FLOAT', sequence: true, padValue: '0', doc: 'numeric' });
-    for (const c of r.categorical) add({ name: `${r.path}:${c.column}`, elemType: categoricalType(c), sequence: true, padValue: categoricalType(c) === 'STRING' ? '' : INT64_MIN.toString(), doc: categoricalType(c) === 'STRING' ? 'categorical ("" = missing)' : 'categorical (INT64 min = missing)' });
-    for (const k of r.same_keys) add({ name: `${r.path}:${k.column}`, elemType: elemTypeOf(k.type), sequence: true, padValue: elemTypeOf(k.type) === 'STRING' ? '' : '0', doc: `key of ${k.target}` });
+    const maxLength = r.max_length;
+    add({ name: `${r.path}:${r.time_column}`, elemType: 'INT64', sequence: true, padValue: INT64_MIN.toString(), maxLength, doc: 'element time, ns since the epoch (INT64 min = padding)' });
+    for (const c of r.numeric) add({ name: `${r.path}:${c.column}`, elemType: 'FLOAT', sequence: true, padValue: '0', maxLength, doc: 'numeric' });
+    for (const c of r.categorical) add({ name: `${r.path}:${c.column}`, elemType: categoricalType(c), sequence: true, padValue: categoricalType(c) === 'STRING' ? '' : INT64_MIN.toString(), maxLength, doc: categoricalType(c) === 'STRING' ? 'categorical ("" = missing)' : 'categorical (INT64 min = missing)' });
+    for (const k of r.same_keys) add({ name: `${r.path}:${k.column}`, elemType: elemTypeOf(k.type), sequence: true, padValue: elemTypeOf(k.type) === 'STRING' ? '' : '0', maxLength, doc: `key of ${k.target}` });
   }
   return out;
 }

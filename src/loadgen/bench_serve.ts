@@ -7,7 +7,7 @@ import { request } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { ArtifactError, UsageError } from '../core/errors.js';
 import { runOpenLoop, type OpenLoopResult } from './open_loop.js';
-import { buildRequestPool, type ModelMetadata } from './request_pool.js';
+import { buildRequestPool, readPayloads, type ModelMetadata } from './request_pool.js';
 import { breakdown, scrapeMetrics, type ServerBreakdown } from './server_stats.js';
 
 /** The pad value of time columns in the export contract. */
@@ -26,6 +26,10 @@ export interface BenchServeOptions {
   /** Distinct requests in the pool. Default 512. */
   poolSize?: number;
   maxSequence?: number;
+  /** RTI sequence lengths to draw from (e.g. 4, 8, 16, 32), instead of 0..maxSequence. */
+  sequenceLengths?: number[];
+  /** Pre-generated request files (`readPayloads`): sent instead of a generated pool. */
+  payloadsDir?: string;
   /**
    * Keys the model knows: embeddings.parquet files (each feeds the input named like its key column, e.g.
    * customer_id → transactions.customer_id) or a text file with one key per line (feeds the first key input).
@@ -43,12 +47,91 @@ export interface BenchServeOptions {
 export interface BenchServeResult extends OpenLoopResult {
   url: string;
   model: string;
-  pool: { size: number; mean_bytes: number; known_key_share: number; mean_sequence: number };
+  pool: { size: number; mean_bytes: number; min_bytes: number; max_bytes: number; known_key_share: number; mean_sequence: number; from: 'generated' | 'payloads' };
   /** From the server's /metrics when it is a gnnctl server. */
   server?: ServerBreakdown;
 }
 
+/** The requests a run sends, built (or read) once: a sweep reuses them at every rate. */
+export interface PreparedLoad {
+  base: string;
+  modelPath: string;
+  bodies: Buffer[];
+  pool: BenchServeResult['pool'];
+}
+
 export async function benchServe(options: BenchServeOptions): Promise<BenchServeResult> {
+  return runPrepared(await prepareLoad(options), options, options.rate);
+}
+
+/** One step of a sweep: the offered rate and what came of it. */
+export interface SweepStep {
+  offered_qps: number;
+  achieved_qps: number;
+  ok: number;
+  errors: number;
+  latency_ms: OpenLoopResult['latency_ms'];
+  /** Achieved ≥ 95% of offered, no errors, p99 within the target. */
+  within_target: boolean;
+  /** Mean rows per executed batch (gnnctl servers). */
+  mean_batch_rows?: number;
+}
+
+export interface SweepResult {
+  url: string;
+  model: string;
+  pool: BenchServeResult['pool'];
+  p99_target_ms: number;
+  duration_s: number;
+  steps: SweepStep[];
+  /** The highest offered rate that stayed within the target (0 when none did). */
+  max_qps_within_target: number;
+  /** The highest rate achieved at any step: where the server saturates. */
+  saturation_qps: number;
+}
+
+/**
+ * Steps the offered rate up and reports latency against load, in the manner of Kumo's published figure:
+ * either the given rates, or (`rates` undefined) from `options.rate` up by ×1.5 per step until the server
+ * falls behind (achieved < 90% of offered, or more than 1% errors), at most 12 steps. Each step runs
+ * `options.warmupS` + `options.durationS` seconds on the same request pool.
+ */
+export async function benchServeSweep(options: BenchServeOptions & { rates?: number[]; p99TargetMs?: number; onStep?: (s: SweepStep) => void }): Promise<SweepResult> {
+  const prepared = await prepareLoad(options);
+  const target = options.p99TargetMs ?? 10;
+  const steps: SweepStep[] = [];
+  const auto = options.rates === undefined;
+  const rates = options.rates ?? [];
+  for (let i = 0; auto ? i < 12 : i < rates.length; i++) {
+    const rate = auto ? Math.round(options.rate * 1.5 ** i) : rates[i]!;
+    const r = await runPrepared(prepared, { ...options, onStart: i === 0 ? options.onStart : undefined }, rate);
+    const step: SweepStep = {
+      offered_qps: r.offered_qps,
+      achieved_qps: r.achieved_qps,
+      ok: r.ok,
+      errors: r.errors,
+      latency_ms: r.latency_ms,
+      within_target: r.achieved_qps >= 0.95 * r.offered_qps && r.errors === 0 && r.latency_ms.p99 <= target,
+      ...(r.server ? { mean_batch_rows: r.server.mean_batch_rows } : {}),
+    };
+    steps.push(step);
+    options.onStep?.(step);
+    if (auto && (r.achieved_qps < 0.9 * r.offered_qps || r.errors > 0.01 * r.sent)) break;
+  }
+  return {
+    url: prepared.base,
+    model: options.model,
+    pool: prepared.pool,
+    p99_target_ms: target,
+    duration_s: options.durationS,
+    steps,
+    max_qps_within_target: Math.max(0, ...steps.filter((s) => s.within_target).map((s) => s.offered_qps)),
+    saturation_qps: Math.max(0, ...steps.map((s) => s.achieved_qps)),
+  };
+}
+
+/** Fetches the model's metadata and builds (or reads) the request pool. */
+export async function prepareLoad(options: BenchServeOptions): Promise<PreparedLoad> {
   const base = options.url.replace(/\/+$/, '');
   const modelPath = `/v2/models/${encodeURIComponent(options.model)}${options.version ? `/versions/${encodeURIComponent(options.version)}` : ''}`;
   const meta = await getJson<ModelMetadata>(base, modelPath);
@@ -63,6 +146,10 @@ export async function benchServe(options: BenchServeOptions): Promise<BenchServe
       if (k.startsWith('pad_value:') && v.string_value?.trim() === String(INT64_MIN)) timeInputs.add(k.slice('pad_value:'.length));
     }
   }
+  if (options.payloadsDir !== undefined) {
+    const p = readPayloads(options.payloadsDir);
+    return { base, modelPath, bodies: p.bodies, pool: { size: p.bodies.length, mean_bytes: Math.round(p.meanBytes), min_bytes: p.minBytes, max_bytes: p.maxBytes, known_key_share: p.knownKeyShare, mean_sequence: p.meanSequence, from: 'payloads' } };
+  }
   const knownKeys = options.keysFile ? await knownKeysByInput(meta.value, typeof options.keysFile === 'string' ? [options.keysFile] : options.keysFile) : undefined;
   const pool = buildRequestPool(meta.value, {
     size: options.poolSize,
@@ -70,16 +157,29 @@ export async function benchServe(options: BenchServeOptions): Promise<BenchServe
     knownKeys,
     knownKeyRate: options.knownKeyRate,
     maxSequence: options.maxSequence,
+    sequenceLengths: options.sequenceLengths,
     timeInputs,
   });
+  const sizes = pool.bodies.map((b) => b.length);
+  return {
+    base,
+    modelPath,
+    bodies: pool.bodies,
+    pool: { size: sizes.length, mean_bytes: Math.round(pool.meanBytes), min_bytes: Math.min(...sizes), max_bytes: Math.max(...sizes), known_key_share: pool.knownKeyShare, mean_sequence: pool.meanSequence, from: 'generated' },
+  };
+}
+
+/** One open-loop run of the prepared requests at `rate`, with the server's breakdown when it has one. */
+async function runPrepared(prepared: PreparedLoad, options: BenchServeOptions, rate: number): Promise<BenchServeResult> {
+  const { base, modelPath } = prepared;
   // Scraped again when the warm-up ends, so the server's breakdown covers the measured window only.
   let before = await scrapeMetrics(base);
   let windowScrape: Promise<void> | undefined;
   const result = await runOpenLoop({
     url: base,
     path: `${modelPath}/infer`,
-    bodies: pool.bodies,
-    rate: options.rate,
+    bodies: prepared.bodies,
+    rate,
     durationS: options.durationS,
     warmupS: options.warmupS,
     connections: options.connections,
@@ -96,7 +196,7 @@ export async function benchServe(options: BenchServeOptions): Promise<BenchServe
     url: base,
     model: options.model,
     ...result,
-    pool: { size: pool.bodies.length, mean_bytes: Math.round(pool.meanBytes), known_key_share: pool.knownKeyShare, mean_sequence: pool.meanSequence },
+    pool: prepared.pool,
     ...(before && after ? { server: breakdown(before, after) } : {}),
   };
 }

@@ -8,6 +8,10 @@
  * uniformly from 0..`maxSequence`, shared by every sequence input (they describe the same interactions),
  * with timestamps before the anchor. INT64 values are written as exact JSON integers.
  */
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeFileAtomic } from '../core/atomic.js';
+import { ArtifactError, UsageError } from '../core/errors.js';
 import { Rng } from '../core/rng.js';
 
 /** An input or output as `GET /v2/models/{name}` describes it. */
@@ -36,8 +40,13 @@ export interface RequestPoolOptions {
   knownKeys?: readonly (string | bigint)[] | ReadonlyMap<string, readonly (string | bigint)[]>;
   /** Share of requests with a known key, when `knownKeys` is given. Default 0.9. */
   knownKeyRate?: number;
-  /** Longest RTI sequence. Default 32. */
+  /** Longest RTI sequence (lengths drawn uniformly from 0..maxSequence). Default 32. */
   maxSequence?: number;
+  /**
+   * RTI sequence lengths to draw from instead (uniformly), e.g. Kumo's published benchmark's
+   * N ∈ {4, 8, 16, 32}. Overrides `maxSequence`.
+   */
+  sequenceLengths?: readonly number[];
   /**
    * Inputs padded with INT64 min (the config's `pad_value:<input>` parameters), taken for time columns
    * and given timestamps before the anchor. Integer categoricals share that pad value in gnnctl's exports;
@@ -75,7 +84,8 @@ export function buildRequestPool(meta: ModelMetadata, options: RequestPoolOption
   let knownCount = 0;
   let seqSum = 0;
   for (let r = 0; r < size; r++) {
-    const seq = Math.floor(rand() * (maxSeq + 1));
+    const lengths = options.sequenceLengths;
+    const seq = lengths && lengths.length > 0 ? lengths[Math.floor(rand() * lengths.length)]! : Math.floor(rand() * (maxSeq + 1));
     seqSum += seq;
     const useKnown = rand() < knownRate;
     if (useKnown) knownCount++;
@@ -99,6 +109,52 @@ export function buildRequestPool(meta: ModelMetadata, options: RequestPoolOption
     knownKeyShare: knownCount / size,
     meanSequence: seqSum / size,
   };
+}
+
+/**
+ * Writes a pool as `payload-00000.json`… files in `dir` (created if needed; each file written atomically),
+ * for `bench serve --payloads DIR`: the same requests across runs and machines, as Kumo's benchmark
+ * sends 128 pre-generated files.
+ */
+export function writePayloads(pool: RequestPool, dir: string): string[] {
+  mkdirSync(dir, { recursive: true });
+  return pool.bodies.map((b, i) => {
+    const file = join(dir, `payload-${String(i).padStart(5, '0')}.json`);
+    writeFileAtomic(file, b);
+    return file;
+  });
+}
+
+/**
+ * The request bodies of `dir` (`*.json`, in name order), each checked to be a KServe V2 inference request
+ * (a JSON object with an `inputs` array); the mean sequence length is the longest variable dimension of
+ * each request's inputs.
+ */
+export function readPayloads(dir: string): RequestPool & { minBytes: number; maxBytes: number } {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith('.json')).sort();
+  } catch (e) {
+    throw new UsageError(`cannot read --payloads: ${(e as Error).message}`, { value: dir });
+  }
+  if (names.length === 0) throw new UsageError('--payloads holds no .json request files', { value: dir, hint: 'one KServe V2 inference request (JSON) per file' });
+  const bodies: Buffer[] = [];
+  let seqSum = 0;
+  for (const n of names) {
+    const file = join(dir, n);
+    const b = readFileSync(file);
+    let req: { inputs?: { shape?: number[] }[] };
+    try {
+      req = JSON.parse(b.toString('utf8')) as typeof req;
+    } catch (e) {
+      throw new ArtifactError(`the payload is not JSON: ${(e as Error).message}`, { where: file });
+    }
+    if (typeof req !== 'object' || req === null || !Array.isArray(req.inputs)) throw new ArtifactError('the payload is not a KServe V2 inference request (no "inputs" array)', { where: file });
+    seqSum += Math.max(0, ...req.inputs.map((t) => (Array.isArray(t.shape) && t.shape.length >= 3 ? Number(t.shape[1]) : 0)));
+    bodies.push(b);
+  }
+  const sizes = bodies.map((b) => b.length);
+  return { bodies, meanBytes: sizes.reduce((a, b) => a + b, 0) / sizes.length, minBytes: Math.min(...sizes), maxBytes: Math.max(...sizes), knownKeyShare: NaN, meanSequence: seqSum / bodies.length };
 }
 
 interface Gen {

@@ -79,8 +79,8 @@ export function breakdown(before: Scrape, after: Scrape): ServerBreakdown {
   const les = [...buckets.keys()].sort((a, b) => a - b);
   const count = buckets.get(Infinity) ?? 0;
   const quantile = (q: number) => (les.find((le) => buckets.get(le)! >= q * count) ?? Infinity) * 1000;
-  const p99 = after.samples.get('gnnctl_event_loop_delay_seconds{quantile="0.99"}');
-  const max = after.samples.get('gnnctl_event_loop_delay_seconds{quantile="1"}');
+  const p99 = after.samples.get('gnnctl_event_loop_delay_p99_seconds');
+  const max = after.samples.get('gnnctl_event_loop_delay_max_seconds');
   return {
     requests,
     phase_ms_per_request: phases,

@@ -41,6 +41,11 @@ export interface SyntheticModelOptions {
   seed?: number;
   /** Name of the output. Default `probability`. */
   outputName?: string;
+  /**
+   * Extra numeric RTI columns (`<path>:f1` … `:fK`, FP32 `[batch, seq, 1]`), pooled with the price: wider
+   * requests, like the several columns per interaction of Kumo's benchmark payloads. Default 0.
+   */
+  rtiColumns?: number;
 }
 
 export interface SyntheticRepositoryOptions extends SyntheticModelOptions {
@@ -75,17 +80,19 @@ export function buildSyntheticModel(options: SyntheticModelOptions = {}): Uint8A
   const price = g.addInput('transactions.price', 'FLOAT', ['batch', 1]);
   const rtiPrice = g.addInput(`${RTI_PATH}:price`, 'FLOAT', ['batch', 'seq', 1]);
   const rtiTime = g.addInput(`${RTI_PATH}:t_dat`, 'INT64', ['batch', 'seq', 1]);
+  const extra = Array.from({ length: options.rtiColumns ?? 0 }, (_, k) => g.addInput(`${RTI_PATH}:f${k + 1}`, 'FLOAT', ['batch', 'seq', 1]));
 
   const vocab = keyType === 'string' ? Array.from({ length: rows }, (_, i) => syntheticKey(i, 'string') as string) : BigInt64Array.from({ length: rows }, (_, i) => syntheticKey(i, 'int64') as bigint);
   const table = { data: floats(rows * dim, rand, 0.5), rows, dim, name: 'customers' };
   const emb = squeeze(g, keyedEmbedding(g, key, { vocab, table, fallback: 'mean' }), [1]);
   const rel = relativeTime(g, rtiTime, anchor, { tRank: 3 });
-  const seqFeatures = concat(g, [rtiPrice, rel.value], 2);
+  const seqFeatures = concat(g, [rtiPrice, rel.value, ...extra], 2);
+  const seqDim = 2 + extra.length;
   const mask = squeeze(g, rel.mask, [2]);
   const mean = maskedMeanPool(g, seqFeatures, mask);
-  const attention = maskedAttentionPool(g, seqFeatures, mask, { weight: floats(2, rand, 1) });
+  const attention = maskedAttentionPool(g, seqFeatures, mask, { weight: floats(seqDim, rand, 1) });
   const x = concat(g, [price, emb, mean, attention], 1);
-  const inDim = 1 + dim + 4;
+  const inDim = 1 + dim + 2 * seqDim;
   let h = dense(g, x, { kernel: floats(inDim * hidden, rand, 0.3), bias: floats(hidden, rand, 0.1), inputDim: inDim, units: hidden, activation: 'relu', name: 'mlp1' });
   h = dense(g, h, { kernel: floats(hidden * hidden, rand, 0.3), bias: floats(hidden, rand, 0.1), inputDim: hidden, units: hidden, activation: 'relu', name: 'mlp2' });
   const y = dense(g, h, { kernel: floats(hidden, rand, 0.3), bias: floats(1, rand, 0.1), inputDim: hidden, units: 1, activation: 'sigmoid', name: 'head' });
@@ -106,6 +113,7 @@ export function syntheticConfig(options: SyntheticRepositoryOptions = {}): Trito
       { name: 'transactions.price', data_type: 'TYPE_FP32', dims: [1] },
       { name: `${RTI_PATH}:price`, data_type: 'TYPE_FP32', dims: [-1, 1] },
       { name: `${RTI_PATH}:t_dat`, data_type: 'TYPE_INT64', dims: [-1, 1] },
+      ...Array.from({ length: options.rtiColumns ?? 0 }, (_, k) => ({ name: `${RTI_PATH}:f${k + 1}`, data_type: 'TYPE_FP32' as const, dims: [-1, 1] })),
     ],
     output: [{ name: options.outputName ?? 'probability', data_type: 'TYPE_FP32', dims: [1] }],
     ...(delay === null ? {} : { dynamic_batching: { max_queue_delay_microseconds: delay, ...(options.preferredBatchSizes ? { preferred_batch_size: options.preferredBatchSizes } : {}) } }),

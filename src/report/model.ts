@@ -58,6 +58,7 @@ const distillMetricsSchema = z.object({
   teacher: z.object({ val: metricsSchema, test: metricsSchema }).nullable().default(null),
   ablations: z.object({ features_only: studentMetricsSchema, embedding_only: studentMetricsSchema, rti_only: studentMetricsSchema }).partial().default({}),
   teacher_ratio: value.default(null),
+  teacher_ap_ratio: value.default(null),
   student: z.object({ parameters: z.number(), bytes: z.number(), latency_ms_p50: value, latency_ms_p99: value }),
   teacher_model: z.object({ parameters: z.number(), parameters_without_embeddings: z.number(), bytes: z.number() }).nullable().default(null),
   embeddings: z.object({ source: z.string(), snapshots: z.array(z.string()), coverage: z.object({ train: value, val: value, test: value }) }),

@@ -22,7 +22,7 @@ import type { HostTensor } from './datatypes.js';
 import type { InferRequest } from './decode.js';
 import { HttpError } from './http_error.js';
 import { mergeTensors, sliceRows } from './merge.js';
-import type { ModelSpec } from './model_spec.js';
+import type { ServedModelSpec } from './model_spec.js';
 
 export type RunBatch = (feeds: Map<string, HostTensor>, outputs: readonly string[]) => Promise<Map<string, HostTensor>>;
 
@@ -38,10 +38,12 @@ export interface BatcherObserver {
   split?(seconds: number): void;
   /** Per batch: rows in it. */
   batch?(rows: number, requests: number): void;
+  /** Per successful batch, once it is split: its rows and requests, and its merge, run and split times. */
+  executed?(rows: number, requests: number, inputSeconds: number, inferSeconds: number, outputSeconds: number): void;
 }
 
 export interface BatcherOptions {
-  spec: ModelSpec;
+  spec: ServedModelSpec;
   run: RunBatch;
   /** Batches that may run at the same time (the model's instance count). */
   instances?: number;
@@ -53,12 +55,14 @@ export interface BatcherOptions {
 interface Item {
   req: InferRequest;
   enqueuedAt: number;
+  /** `performance.now()` by which the request must be answered (Infinity: no deadline). */
+  deadline: number;
   resolve: (outputs: Map<string, HostTensor>) => void;
   reject: (e: Error) => void;
 }
 
 export class DynamicBatcher {
-  private readonly spec: ModelSpec;
+  private readonly spec: ServedModelSpec;
   private readonly runBatch: RunBatch;
   private readonly instances: number;
   private readonly observer: BatcherObserver;
@@ -74,6 +78,8 @@ export class DynamicBatcher {
   private timer: NodeJS.Timeout | undefined;
   private timerDue = Infinity;
   private draining = false;
+  /** Queued requests with a deadline (only then does a flush look for expired ones). */
+  private withDeadline = 0;
   private idleWaiters: (() => void)[] = [];
 
   constructor(options: BatcherOptions) {
@@ -97,13 +103,17 @@ export class DynamicBatcher {
     return this.queue.length;
   }
 
-  /** Queues a request; resolves with its outputs (the requested ones, or all). */
-  submit(req: InferRequest): Promise<Map<string, HostTensor>> {
+  /**
+   * Queues a request; resolves with its outputs (the requested ones, or all). A request still queued at
+   * its `deadline` (a `performance.now()` time) is taken out and rejected with 504 instead of running.
+   */
+  submit(req: InferRequest, deadline = Infinity): Promise<Map<string, HostTensor>> {
     if (this.maxQueue > 0 && this.queue.length >= this.maxQueue) {
       return Promise.reject(new HttpError(503, `model "${this.spec.name}": the request queue is full (max_queue_size ${this.maxQueue}); try again later`));
     }
     return new Promise((resolve, reject) => {
-      this.queue.push({ req, enqueuedAt: performance.now(), resolve, reject });
+      this.queue.push({ req, enqueuedAt: performance.now(), deadline, resolve, reject });
+      if (deadline !== Infinity) this.withDeadline++;
       this.scheduleFlush();
     });
   }
@@ -126,6 +136,7 @@ export class DynamicBatcher {
   }
 
   private flush(): void {
+    if (this.withDeadline > 0) this.expire(performance.now());
     while (this.running < this.instances && this.queue.length > 0) {
       const picked = this.pick();
       if (!picked) break;
@@ -144,6 +155,7 @@ export class DynamicBatcher {
     const head = this.queue[0]!;
     if (this.maxRows === 0) {
       this.queue.shift();
+      if (head.deadline !== Infinity) this.withDeadline--;
       return [head];
     }
     const key = head.req.batchKey;
@@ -179,7 +191,22 @@ export class DynamicBatcher {
       taken.add(chosen[c]!);
     }
     this.queue = taken.size === this.queue.length ? [] : this.queue.filter((_, i) => !taken.has(i));
+    if (this.withDeadline > 0) for (const it of items) if (it.deadline !== Infinity) this.withDeadline--;
     return items;
+  }
+
+  /** Rejects the queued requests whose deadline has passed: they would be answered too late anyway. */
+  private expire(now: number): void {
+    const kept: Item[] = [];
+    for (const it of this.queue) {
+      if (it.deadline > now) {
+        kept.push(it);
+        continue;
+      }
+      it.reject(new HttpError(504, `model "${this.spec.name}": the request's deadline passed after ${(now - it.enqueuedAt).toFixed(1)} ms in the queue, before a batch could run it`, undefined, 'REJECTED'));
+    }
+    if (kept.length !== this.queue.length) this.queue = kept;
+    this.withDeadline = kept.reduce((n, it) => n + (it.deadline !== Infinity ? 1 : 0), 0);
   }
 
   private armTimer(due: number): void {
@@ -213,7 +240,9 @@ export class DynamicBatcher {
       const t2 = performance.now();
       obs.compute?.((t2 - t1) / 1000);
       this.resolveItems(items, outputs, rows);
-      obs.split?.((performance.now() - t2) / 1000);
+      const t3 = performance.now();
+      obs.split?.((t3 - t2) / 1000);
+      obs.executed?.(rows, items.length, (t1 - t0) / 1000, (t2 - t1) / 1000, (t3 - t2) / 1000);
     } catch (e) {
       if (items.length > 1) {
         // One request may have made the whole batch fail: give each its own run.

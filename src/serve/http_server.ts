@@ -9,22 +9,30 @@
  * | `/v2/models/{m}[/versions/{v}]/ready`                   | GET    | 200, or 400 with the reason               |
  * | `/v2/models/{m}[/versions/{v}]/config`                  | GET    | the model configuration as JSON           |
  * | `/v2/models/{m}[/versions/{v}]/infer`                   | POST   | inference                                 |
+ * | `/v2/models[/{m}[/versions/{v}]]/stats`                 | GET    | statistics extension (`model_stats.ts`)   |
  * | `/v2/repository/index`                                  | POST   | models and versions with their state      |
  * | `/metrics`                                              | GET    | Prometheus text format 0.0.4              |
  *
  * Errors are `{"error": "..."}` with 400 (bad request), 404 (unknown model, version or route), 405 (wrong
- * method, with `Allow`), 413 (body over the limit), 415 (unknown content encoding), 503 (not ready or
- * shutting down). Request bodies may be gzip or deflate compressed, as Triton accepts.
+ * method, with `Allow`), 413 (body over the limit), 415 (unknown content encoding), 503 (not ready, queue
+ * full or shutting down), 504 (the request's deadline passed: Triton's `timeout` parameter or
+ * `--request-timeout`). Request bodies may be gzip or deflate compressed, as Triton accepts. Inference requests
+ * and responses may carry binary tensor data after the JSON (`binary.ts`, with `Inference-Header-Content-Length`).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync, inflateSync } from 'node:zlib';
 import { VERSION } from '../core/version.js';
-import { decodeInferRequest } from './decode.js';
-import { encodeInferResponse } from './encode.js';
+import { HEADER_LENGTH_HEADER, splitBody } from './binary.js';
+import type { BearerAuth } from './auth.js';
+import type { HostTensor } from './datatypes.js';
+import { decodeInferRequest, decodeRawBinaryRequest, type InferRequest } from './decode.js';
+import { encodeInferResponse, type EncodedResponse } from './encode.js';
 import { HttpError } from './http_error.js';
 import { parseJsonBody } from './json_body.js';
 import type { ModelManager } from './model_manager.js';
+import type { FailureReason } from './model_stats.js';
 import type { ModelVersion } from './model_version.js';
 import type { ServerMetrics } from './server_metrics.js';
 
@@ -35,14 +43,38 @@ export interface HttpServerOptions {
   maxBodyBytes: number;
   /** Whether the server is ready (models loaded, not shutting down). */
   isReady: () => boolean;
+  /**
+   * Default deadline of an inference request in milliseconds, from its request head to its answer; a
+   * request's own `parameters.timeout` (µs, Triton's) overrides it. 0: none.
+   */
+  requestTimeoutMs?: number;
+  /** Cap on variable input dimensions without their own `max_sequence_length:<input>`; undefined: none. */
+  maxSequenceLength?: number;
+  /** Bearer-token authentication of every route (`auth.ts`); undefined: open. */
+  auth?: BearerAuth;
+  /** With `auth`: leave `/v2/health/live` and `/v2/health/ready` open for probes that cannot send a token. */
+  authOpenHealth?: boolean;
+  /** With `auth`: leave `/metrics` open for scrapers discovered without credentials. */
+  authOpenMetrics?: boolean;
+  /** PEM certificate chain and private key: serve HTTPS instead of HTTP. */
+  tls?: { cert: Buffer; key: Buffer };
   log?: (line: string) => void;
 }
 
 type Route =
   | { kind: 'live' | 'ready' | 'server' | 'metrics' | 'index' }
-  | { kind: 'model' | 'model_ready' | 'model_config' | 'infer'; model: string; version?: string };
+  | { kind: 'model' | 'model_ready' | 'model_config' | 'infer'; model: string; version?: string }
+  | { kind: 'stats'; model?: string; version?: string };
 
 const JSON_TYPE = 'application/json';
+const HEALTH_PATHS = new Set(['/v2/health/live', '/v2/health/ready']);
+
+/**
+ * The protocol extensions `GET /v2` reports: exactly those served in full. Not listed: `model_repository`
+ * (only its index is served; models load by polling the repository, not by load/unload calls),
+ * `classification`, `sequence`, shared memory, `trace`, `logging`.
+ */
+export const EXTENSIONS = ['binary_tensor_data', 'model_configuration', 'statistics'];
 
 export class InferenceHttpServer {
   readonly server: Server;
@@ -53,7 +85,9 @@ export class InferenceHttpServer {
 
   constructor(options: HttpServerOptions) {
     this.opts = options;
-    this.server = createServer({ keepAliveTimeout: 30_000, requestTimeout: 60_000 }, (req, res) => this.handle(req, res));
+    const handler = (req: IncomingMessage, res: ServerResponse) => this.handle(req, res);
+    const common = { keepAliveTimeout: 30_000, requestTimeout: 60_000 };
+    this.server = options.tls ? createTlsServer({ ...common, cert: options.tls.cert, key: options.tls.key }, handler) : createServer(common, handler);
   }
 
   /** Requests being handled right now. */
@@ -101,6 +135,8 @@ export class InferenceHttpServer {
     });
     let route: Route | undefined;
     try {
+      // Before routing: without a token a client learns nothing, not even which routes exist.
+      if (this.opts.auth && !this.isOpen(pathOf(req.url))) this.opts.auth.check(req.headers.authorization);
       route = parseRoute(req.url ?? '/');
       if (!route) throw new HttpError(404, `unknown route ${req.method} ${req.url}; gnnctl serve speaks KServe V2 under /v2 (and /metrics)`);
       const method = route.kind === 'infer' || route.kind === 'index' ? 'POST' : 'GET';
@@ -117,6 +153,11 @@ export class InferenceHttpServer {
     }
   }
 
+  /** Paths left open under auth by --auth-open-health and --auth-open-metrics. */
+  private isOpen(path: string): boolean {
+    return (this.opts.authOpenHealth === true && HEALTH_PATHS.has(path)) || (this.opts.authOpenMetrics === true && path === '/metrics');
+  }
+
   private handleGet(route: Exclude<Route, { kind: 'infer' }>, req: IncomingMessage, res: ServerResponse): void {
     const { manager, metrics } = this.opts;
     switch (route.kind) {
@@ -125,7 +166,7 @@ export class InferenceHttpServer {
       case 'ready':
         return this.send(req, res, this.opts.isReady() && !this.closing ? 200 : 400, '', undefined, route.kind);
       case 'server':
-        return this.sendJson(req, res, 200, { name: 'gnnctl', version: VERSION, extensions: ['model_configuration'] }, route.kind);
+        return this.sendJson(req, res, 200, { name: 'gnnctl', version: VERSION, extensions: EXTENSIONS }, route.kind);
       case 'metrics':
         return this.send(req, res, 200, metrics.registry.render(), 'text/plain; version=0.0.4; charset=utf-8', route.kind);
       case 'index':
@@ -158,6 +199,15 @@ export class InferenceHttpServer {
         if (reason !== undefined) return this.sendJson(req, res, 400, { error: reason }, route.kind);
         return this.send(req, res, 200, '', undefined, route.kind);
       }
+      case 'stats': {
+        // Loaded versions, with zeros where nothing ran yet, as Triton lists them.
+        const models = route.model === undefined ? manager.readyModels().sort() : [route.model];
+        const model_stats = models.flatMap((name) => {
+          const { versions, version } = manager.lookup(name, route.version);
+          return (route.version ? [version!] : versions).map((v) => metrics.stats.of(name, String(v.version)).toJson());
+        });
+        return this.sendJson(req, res, 200, { model_stats }, route.kind);
+      }
       case 'model_config': {
         const { spec } = manager.lookup(route.model, route.version);
         return this.sendJson(req, res, 200, { ...spec.config, name: spec.name, platform: spec.platform, max_batch_size: spec.maxBatchSize }, route.kind);
@@ -175,31 +225,38 @@ export class InferenceHttpServer {
       const body = await this.readBody(req);
       const t1 = performance.now();
       metrics.phase('read', (t1 - t0) / 1000);
-      const parsed = parseJsonBody(body);
+      const split = splitBody(body, req.headers[HEADER_LENGTH_HEADER]);
+      const parsed = split.raw ? undefined : parseJsonBody(split.json);
       const t2 = performance.now();
       metrics.phase('parse', (t2 - t1) / 1000);
       mv = manager.acquire(model, version);
       labels = { model, version: String(mv.version) };
-      const request = decodeInferRequest(parsed, mv.spec, { sharedDims: mv.sharedDims });
+      const decodeOptions = { sharedDims: mv.sharedDims, binary: split.binary, maxSequenceLength: this.opts.maxSequenceLength };
+      const request = split.raw ? decodeRawBinaryRequest(split.raw, mv.spec, decodeOptions) : decodeInferRequest(parsed, mv.spec, decodeOptions);
       metrics.phase('decode', (performance.now() - t2) / 1000);
-      const outputs = await mv.infer(request);
+      // Triton's timeout 0 means no timeout; without the parameter the server's default applies.
+      const timeoutMs = request.timeoutUs !== undefined ? request.timeoutUs / 1000 : (this.opts.requestTimeoutMs ?? 0);
+      const outputs = timeoutMs > 0 ? await withDeadline(mv, request, t0 + timeoutMs, timeoutMs, request.timeoutUs !== undefined) : await mv.infer(request);
       const t3 = performance.now();
-      this.send(req, res, 200, encodeInferResponse(mv.name, mv.version, request.id, outputs), JSON_TYPE, 'infer');
+      this.sendInferResponse(req, res, encodeInferResponse(mv.name, mv.version, request.id, outputs, request.binaryOutputs));
       const t4 = performance.now();
       metrics.phase('respond', (t4 - t3) / 1000);
       metrics.inference(labels.model, labels.version, 'success');
       mv.observeDuration((t4 - t0) / 1000);
+      metrics.stats.of(labels.model, labels.version).succeeded((t4 - t0) / 1000, request.batch);
     } catch (e) {
       metrics.inference(labels.model, labels.version, 'failure');
       this.sendError(req, res, e, 'infer');
+      // Triton's statistics count the requests that reached a model version.
+      if (mv) metrics.stats.of(labels.model, labels.version).failed((performance.now() - t0) / 1000, failureReason(e));
     } finally {
       mv?.release();
       metrics.inflight.dec();
     }
   }
 
-  /** The request body as text, within the size limit, decompressed when it says so. */
-  private readBody(req: IncomingMessage): Promise<string> {
+  /** The request body's bytes, within the size limit, decompressed when it says so. */
+  private readBody(req: IncomingMessage): Promise<Buffer> {
     const max = this.opts.maxBodyBytes;
     const encoding = String(req.headers['content-encoding'] ?? 'identity').toLowerCase();
     if (encoding !== 'identity' && encoding !== 'gzip' && encoding !== 'deflate') {
@@ -242,7 +299,7 @@ export class InferenceHttpServer {
           reject(code === 'ERR_BUFFER_TOO_LARGE' ? tooLarge(max + 1, max, 'decompressed ') : new HttpError(400, `cannot decompress the ${encoding} request body: ${(e as Error).message}`));
           return;
         }
-        resolve(buf.toString('utf8'));
+        resolve(buf);
       });
     });
   }
@@ -272,6 +329,24 @@ export class InferenceHttpServer {
     this.send(req, res, status, JSON.stringify({ error: message }), JSON_TYPE, route, headers);
   }
 
+  /** A JSON response, or the JSON header and binary tensors (application/octet-stream, as Triton answers). */
+  private sendInferResponse(req: IncomingMessage, res: ServerResponse, r: EncodedResponse): void {
+    if (!r.binary) return this.send(req, res, 200, r.json, JSON_TYPE, 'infer');
+    const headers: Record<string, string | number> = {
+      'Content-Type': 'application/octet-stream',
+      'Content-Length': r.length,
+      'Inference-Header-Content-Length': r.headerLength,
+    };
+    if (this.closing) headers.Connection = 'close';
+    res.writeHead(200, headers);
+    res.write(r.json);
+    for (let i = 0; i < r.binary.length; i++) {
+      if (i === r.binary.length - 1) res.end(r.binary[i]);
+      else res.write(r.binary[i]);
+    }
+    this.opts.metrics.http(req.method ?? '', 'infer', 200);
+  }
+
   private sendJson(req: IncomingMessage, res: ServerResponse, status: number, body: unknown, route: string): void {
     this.send(req, res, status, JSON.stringify(body), JSON_TYPE, route);
   }
@@ -285,6 +360,36 @@ export class InferenceHttpServer {
     res.end(body);
     this.opts.metrics.http(req.method ?? '', route, status);
   }
+}
+
+/**
+ * Runs the request, answering 504 once `deadline` passes whatever the model is doing: a queued request
+ * is dropped by the batcher, a running one is left to finish and its result discarded. Never a hang.
+ */
+function withDeadline(mv: ModelVersion, request: InferRequest, deadline: number, timeoutMs: number, fromRequest: boolean): Promise<Map<string, HostTensor>> {
+  const what = fromRequest ? `parameters.timeout ${request.timeoutUs} µs` : `the server's --request-timeout`;
+  const expired = () => new HttpError(504, `model "${mv.name}" version ${mv.version}: no answer within the request's deadline of ${timeoutMs} ms (${what})`, undefined, 'REJECTED');
+  const left = deadline - performance.now();
+  if (left <= 0) return Promise.reject(expired());
+  const run = mv.infer(request, deadline);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(expired()), left);
+    run.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e as Error);
+      },
+    );
+  });
+}
+
+function failureReason(e: unknown): FailureReason {
+  if (!(e instanceof HttpError)) return 'OTHER';
+  return e.reason ?? (e.status === 503 ? 'REJECTED' : 'OTHER');
 }
 
 function tooLarge(size: number, max: number, what = ''): HttpError {
@@ -313,6 +418,8 @@ export function parseRoute(url: string): Route | undefined {
   if (seg[1] === 'health' && seg.length === 3 && (seg[2] === 'live' || seg[2] === 'ready')) return { kind: seg[2] };
   if (seg[1] === 'repository' && seg.length === 3 && seg[2] === 'index') return { kind: 'index' };
   if (seg[1] !== 'models' || seg.length < 3 || seg[2] === '') return undefined;
+  // `/v2/models/stats`: every model's statistics (as in Triton, a model named "stats" is shadowed here).
+  if (seg.length === 3 && seg[2] === 'stats') return { kind: 'stats' };
   const model = seg[2]!;
   let rest = seg.slice(3);
   let version: string | undefined;
@@ -330,6 +437,8 @@ export function parseRoute(url: string): Route | undefined {
       return { kind: 'model_config', model, version };
     case 'infer':
       return { kind: 'infer', model, version };
+    case 'stats':
+      return { kind: 'stats', model, version };
     default:
       return undefined;
   }

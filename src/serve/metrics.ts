@@ -5,7 +5,7 @@
  * array lookup by a label key built once per series.
  */
 
-type Labels = Record<string, string>;
+export type Labels = Record<string, string>;
 
 abstract class Metric {
   readonly series = new Map<string, { labels: Labels }>();
@@ -166,8 +166,49 @@ export class Histogram extends Metric {
   }
 }
 
+/** One sample of a collected metric. */
+export interface Sample {
+  labels: Labels;
+  value: number;
+}
+
+/**
+ * A counter or gauge whose samples are read from elsewhere at scrape time (e.g. the per-version
+ * statistics behind Triton's `nv_inference_*` counters, or the process's CPU time), so the hot path
+ * records each fact once.
+ */
+export class CollectedMetric extends Metric {
+  constructor(
+    name: string,
+    help: string,
+    type: 'counter' | 'gauge',
+    private readonly collect: () => Iterable<Sample>,
+  ) {
+    super(name, help, type);
+  }
+
+  samples(): Sample[] {
+    return [...this.collect()];
+  }
+
+  renderSeries(out: string[]): void {
+    for (const s of this.collect()) out.push(`${this.name}${formatLabels(s.labels)} ${formatNumber(s.value)}`);
+  }
+}
+
 export class Registry {
   private readonly metrics: Metric[] = [];
+  private readonly scrapeHooks: (() => void)[] = [];
+
+  /** Runs `fn` once at the start of every render, before any metric is read. */
+  onScrape(fn: () => void): void {
+    this.scrapeHooks.push(fn);
+  }
+
+  /** A counter or gauge read from `collect` at each scrape. */
+  collected(name: string, help: string, type: 'counter' | 'gauge', collect: () => Iterable<Sample>): CollectedMetric {
+    return this.add(new CollectedMetric(name, help, type, collect));
+  }
 
   counter(name: string, help: string): Counter {
     return this.add(new Counter(name, help));
@@ -183,6 +224,7 @@ export class Registry {
 
   /** The exposition text (`Content-Type: text/plain; version=0.0.4`). */
   render(): string {
+    for (const h of this.scrapeHooks) h();
     const out: string[] = [];
     for (const m of this.metrics) m.render(out);
     return `${out.join('\n')}\n`;

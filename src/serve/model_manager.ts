@@ -16,8 +16,9 @@ import { readFile } from 'node:fs/promises';
 import { GnnctlError, suggest } from '../core/errors.js';
 import { parseModelConfig } from '../artifacts/triton/pbtxt.js';
 import { HttpError, notFound, unavailable, badRequest } from './http_error.js';
-import { modelSpecFromConfig, selectVersions, type ModelSpec } from './model_spec.js';
+import { modelSpecFromConfig, selectVersions, type ServedModelSpec } from './model_spec.js';
 import { loadModelVersion, type ModelVersion } from './model_version.js';
+import { parseRollout, TrafficSplit, type Rollout } from './rollout.js';
 import { scanModelFolders, scanVersionFolders, type ModelFolder, type SkippedEntry, type VersionFolder } from './repository.js';
 import type { ServerMetrics } from './server_metrics.js';
 import type { SessionHost, SessionOptions } from './session_host.js';
@@ -36,10 +37,15 @@ export interface ModelManagerOptions {
 interface ModelEntry {
   name: string;
   folder: ModelFolder;
-  spec: ModelSpec;
+  spec: ServedModelSpec;
   /** Replaced as a whole, never mutated: the table requests resolve against. */
   versions: ReadonlyMap<number, ModelVersion>;
+  /** What a request without a version gets (the rollout's stable version, else the newest). */
   latest: ModelVersion | undefined;
+  /** The rollout in force (`rollout.ts`), if the model folder has one that could be read. */
+  rollout?: Rollout;
+  /** The canary, when the rollout names one and it loaded, with the split that sends it its share. */
+  canary?: { version: ModelVersion; split: TrafficSplit };
 }
 
 /** A model or version as `POST /v2/repository/index` lists it. */
@@ -87,7 +93,7 @@ export class ModelManager {
    * The model entry for metadata and readiness; throws 404 for an unknown model or version, 400 for a
    * malformed version.
    */
-  lookup(name: string, version?: string): { spec: ModelSpec; versions: ModelVersion[]; version?: ModelVersion } {
+  lookup(name: string, version?: string): { spec: ServedModelSpec; versions: ModelVersion[]; version?: ModelVersion } {
     const m = this.models.get(name);
     if (!m) throw notFound(`unknown model "${name}"; ${suggest(name, this.modelNames())}`);
     const versions = [...m.versions.values()].sort((a, b) => a.version - b.version);
@@ -110,12 +116,21 @@ export class ModelManager {
    */
   acquire(name: string, version?: string): ModelVersion {
     for (;;) {
-      const { version: v } = this.lookup(name, version);
+      let v: ModelVersion | undefined;
+      const m = this.models.get(name);
+      // Without a version, a canary takes its share of requests.
+      if ((version === undefined || version === '') && m?.canary?.split.next()) v = m.canary.version;
+      else v = this.lookup(name, version).version;
       if (!v) throw unavailable(`model "${name}" has no version ready`);
       if (v.acquire()) return v;
       // Retiring: the table has already been swapped, so looking again finds its successor (or 404).
       if (this.models.get(name)?.versions.get(v.version) === v) throw unavailable(`model "${name}" version ${v.version} is shutting down`);
     }
+  }
+
+  /** Requests waiting in each loaded version's batcher (Triton's pending request count). */
+  pending(): { model: string; version: number; count: number }[] {
+    return [...this.models.values()].flatMap((m) => [...m.versions.values()].map((v) => ({ model: m.name, version: v.version, count: v.queued })));
   }
 
   /** The repository index: every model and loaded version, and refused ones with the reason. */
@@ -126,6 +141,7 @@ export class ModelManager {
       if (m.versions.size === 0) out.push({ name: m.name, state: 'UNAVAILABLE', reason: 'no version loaded' });
     }
     for (const [key, r] of this.refused) {
+      if (key.endsWith('#rollout')) continue;
       const [name, version] = key.split('/');
       out.push({ name: name!, ...(version ? { version } : {}), state: 'UNAVAILABLE', reason: r.reason });
     }
@@ -151,7 +167,11 @@ export class ModelManager {
     const all = [...this.models.values()].flatMap((m) => [...m.versions.values()]);
     this.models = new Map();
     await Promise.all([...all.map((v) => v.retire()), ...this.retiring]);
-    for (const v of all) this.opts.metrics.modelInfo.remove(infoLabels(v, this.opts.host.kind));
+    for (const v of all) {
+      this.opts.metrics.trafficWeight.remove({ model: v.name, version: String(v.version) });
+      this.opts.metrics.modelInfo.remove(infoLabels(v, this.opts.host.kind));
+      this.opts.metrics.removeEmbeddingAnchors(v.name, String(v.version));
+    }
   }
 
   private scheduleNextPoll(): void {
@@ -196,7 +216,7 @@ export class ModelManager {
       this.models.delete(name);
       for (const v of entry.versions.values()) this.retireVersion(v);
     }
-    for (const key of [...this.refused.keys()]) if (!seen.has(key.split('/')[0]!)) this.refused.delete(key);
+    for (const key of [...this.refused.keys()]) if (!seen.has(key.split(/[/#]/)[0]!)) this.refused.delete(key);
   }
 
   private async syncModel(folder: ModelFolder, skipped: SkippedEntry[]): Promise<void> {
@@ -218,6 +238,24 @@ export class ModelManager {
         return;
       }
     }
+    let rollout = current?.rollout;
+    const rolloutChanged = !current || current.folder.rolloutFingerprint !== folder.rolloutFingerprint;
+    if (rolloutChanged) {
+      const refusedRollout = this.refused.get(`${name}#rollout`);
+      if (folder.rolloutFingerprint === '') {
+        rollout = undefined;
+        this.refused.delete(`${name}#rollout`);
+      } else if (refusedRollout?.fingerprint !== folder.rolloutFingerprint) {
+        try {
+          rollout = parseRollout(await readFile(folder.rolloutPath, 'utf8'), folder.rolloutPath);
+          this.refused.delete(`${name}#rollout`);
+        } catch (e) {
+          const reason = describe(e);
+          this.refused.set(`${name}#rollout`, { fingerprint: folder.rolloutFingerprint, reason });
+          this.log(`model "${name}": refusing ${folder.rolloutPath}, ${current ? 'the current versions keep serving' : 'serving by the version policy'}:\n${indent(reason)}`, 'warn');
+        }
+      }
+    }
     const folders = await scanVersionFolders(folder.dir, spec!.modelFilename, skipped);
     const byVersion = new Map(folders.map((f) => [f.version, f]));
     const next = new Map<number, ModelVersion>();
@@ -225,7 +263,8 @@ export class ModelManager {
     // Choose, load, and choose again without the ones that failed, until every chosen version loaded.
     for (;;) {
       const candidates = folders.filter((f) => this.refused.get(`${name}/${f.version}`)?.fingerprint !== refusedKey(f)).map((f) => f.version);
-      const wanted = selectVersions(spec!.versionPolicy, candidates);
+      // A rollout pins the versions served: its stable one and its canary, whatever the policy says.
+      const wanted = rollout ? [rollout.stable, ...(rollout.canary !== undefined ? [rollout.canary] : [])].filter((v) => candidates.includes(v)) : selectVersions(spec!.versionPolicy, candidates);
       let failed = false;
       for (const v of wanted) {
         if (next.has(v)) continue;
@@ -265,6 +304,12 @@ export class ModelManager {
       this.log(`model "${name}": refusing the new config.pbtxt: ${reason}; the loaded versions keep serving with the previous config`, 'warn');
       return;
     }
+    if (rollout && current && current.versions.size > 0 && !next.has(rollout.stable)) {
+      // Never leave a canary (or nothing) serving all traffic because the stable version is missing.
+      this.log(`model "${name}": the rollout's stable version ${rollout.stable} is not available; the current versions keep serving`, 'warn');
+      for (const mv of next.values()) if (current.versions.get(mv.version) !== mv) this.retireVersion(mv);
+      return;
+    }
     // Drop versions the policy no longer wants (a failed reload above keeps its old session).
     const wantedNow = new Set(next.keys());
     if (this.stopped) {
@@ -272,13 +317,29 @@ export class ModelManager {
       for (const mv of next.values()) if (current?.versions.get(mv.version) !== mv) this.retireVersion(mv);
       return;
     }
-    const unchanged = current !== undefined && !configChanged && current.versions.size === next.size && [...next].every(([v, mv]) => current.versions.get(v) === mv);
+    const unchanged =
+      current !== undefined && !configChanged && !rolloutChanged && current.versions.size === next.size && [...next].every(([v, mv]) => current.versions.get(v) === mv);
     if (unchanged) return;
     let latest: ModelVersion | undefined;
     for (const mv of next.values()) if (!latest || mv.version > latest.version) latest = mv;
+    let canary: ModelEntry['canary'];
+    if (rollout) {
+      latest = next.get(rollout.stable) ?? latest;
+      const c = rollout.canary === undefined ? undefined : next.get(rollout.canary);
+      if (c) canary = { version: c, split: new TrafficSplit(rollout.canary_weight ?? 0) };
+      else if (rollout.canary !== undefined) this.log(`model "${name}": the rollout's canary version ${rollout.canary} is not available; version ${latest?.version} takes all traffic`, 'warn');
+    }
+    if (rolloutChanged || configChanged) {
+      const desc = rollout ? `rollout: version ${latest?.version} stable${canary ? `, version ${canary.version.version} canary at ${+(canary.split.weight * 100).toFixed(2)}%` : ' (pinned)'}` : 'versions chosen by the version policy';
+      if (current) this.log(`model "${name}": ${desc}`);
+    }
     // The swap: one assignment.
-    this.models.set(name, { name, folder, spec: spec!, versions: next, latest });
-    for (const mv of next.values()) this.opts.metrics.modelInfo.set(infoLabels(mv, this.opts.host.kind), 1);
+    this.models.set(name, { name, folder, spec: spec!, versions: next, latest, rollout, canary });
+    this.setTrafficWeights(name, next, latest, canary, current);
+    for (const mv of next.values()) {
+      this.opts.metrics.modelInfo.set(infoLabels(mv, this.opts.host.kind), 1);
+      this.opts.metrics.setEmbeddingAnchors(name, String(mv.version), mv.embeddingAnchors);
+    }
     if (current) {
       for (const old of current.versions.values()) {
         if (next.get(old.version) === old) continue;
@@ -288,12 +349,25 @@ export class ModelManager {
     }
   }
 
+  /** `gnnctl_model_traffic_weight`: the share of unversioned requests each loaded version gets. */
+  private setTrafficWeights(name: string, next: ReadonlyMap<number, ModelVersion>, latest: ModelVersion | undefined, canary: ModelEntry['canary'], previous: ModelEntry | undefined): void {
+    const g = this.opts.metrics.trafficWeight;
+    for (const v of previous?.versions.keys() ?? []) if (!next.has(v)) g.remove({ model: name, version: String(v) });
+    const w = canary?.split.weight ?? 0;
+    for (const mv of next.values()) {
+      g.set({ model: name, version: String(mv.version) }, mv === canary?.version ? w : mv === latest ? 1 - w : 0);
+    }
+  }
+
   private retireVersion(v: ModelVersion): void {
     const p = v
       .retire()
       .then(() => {
         const successor = this.models.get(v.name)?.versions.get(v.version);
-        if (!successor || successor === v) this.opts.metrics.modelInfo.remove(infoLabels(v, this.opts.host.kind));
+        if (!successor || successor === v) {
+          this.opts.metrics.modelInfo.remove(infoLabels(v, this.opts.host.kind));
+          this.opts.metrics.removeEmbeddingAnchors(v.name, String(v.version));
+        }
       })
       .catch((e) => this.log(`model "${v.name}" version ${v.version}: releasing the session failed: ${(e as Error).message}`, 'warn'))
       .finally(() => this.retiring.delete(p));

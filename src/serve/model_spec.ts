@@ -11,6 +11,17 @@ import { allocValues, parseScalar, v2FromTriton, type PadValue, type V2Datatype 
 
 /** The `parameters` key prefix that names an input's padding value: `pad_value:<input name>`. */
 export const PAD_VALUE_PREFIX = 'pad_value:';
+/**
+ * The `parameters` key prefix that names the value an input takes when a request leaves it out or sends
+ * `null` for an element: `missing_value:<input name>` (e.g. `nan` for a numeric column the model
+ * standardises, which maps NaN to the training mean and sets the null indicator it learned).
+ */
+export const MISSING_VALUE_PREFIX = 'missing_value:';
+/**
+ * The `parameters` key prefix that caps an input's variable dimensions: `max_sequence_length:<input>`
+ * (an RTI sequence longer than the model was distilled with is refused, see `decode.ts`).
+ */
+export const MAX_SEQUENCE_LENGTH_PREFIX = 'max_sequence_length:';
 
 export interface TensorSpec {
   name: string;
@@ -28,6 +39,13 @@ export interface TensorSpec {
   pad: PadValue;
   /** Inputs only: Triton's `optional` (a request may leave it out). */
   optional: boolean;
+  /**
+   * Inputs only: the `missing_value:<name>` parameter. When set, a request may leave the input out (fixed
+   * dims only) or send `null` elements, and the server fills in this value.
+   */
+  missing?: PadValue;
+  /** Inputs only: the `max_sequence_length:<name>` parameter, the largest size of each variable dimension. */
+  maxSequenceLength?: number;
 }
 
 export interface BatchingPolicy {
@@ -44,7 +62,7 @@ export interface BatchingPolicy {
 
 export type VersionPolicy = { kind: 'latest'; count: number } | { kind: 'all' } | { kind: 'specific'; versions: number[] };
 
-export interface ModelSpec {
+export interface ServedModelSpec {
   name: string;
   platform: string;
   /** 0: the model does not batch (shapes are exactly `dims`); else the largest batch it accepts. */
@@ -76,7 +94,7 @@ const SUPPORTED_PLATFORMS = new Set(['onnxruntime_onnx']);
  * Builds the spec of the model in folder `dirName` from its parsed config. Throws a ConfigError listing
  * every problem (`file` names the config file in it).
  */
-export function modelSpecFromConfig(config: TritonModelConfig, dirName: string, file = `${dirName}/config.pbtxt`): ModelSpec {
+export function modelSpecFromConfig(config: TritonModelConfig, dirName: string, file = `${dirName}/config.pbtxt`): ServedModelSpec {
   const problems: ConfigProblem[] = [];
   const problem = (path: string, message: string, hint?: string) => problems.push({ path, message, ...(hint ? { hint } : {}) });
 
@@ -103,18 +121,28 @@ export function modelSpecFromConfig(config: TritonModelConfig, dirName: string, 
   const outputByName = indexByName(outputs, 'output', problem);
 
   for (const [key, param] of Object.entries(config.parameters ?? {})) {
-    if (!key.startsWith(PAD_VALUE_PREFIX)) continue;
-    const inputName = key.slice(PAD_VALUE_PREFIX.length);
+    const prefix = [PAD_VALUE_PREFIX, MISSING_VALUE_PREFIX, MAX_SEQUENCE_LENGTH_PREFIX].find((p) => key.startsWith(p));
+    if (!prefix) continue;
+    const inputName = key.slice(prefix.length);
     const spec = inputByName.get(inputName);
     if (!spec) {
       problem(`parameters["${key}"]`, `names no input of the model`, suggest(inputName, [...inputByName.keys()]));
       continue;
     }
+    if (prefix === MAX_SEQUENCE_LENGTH_PREFIX) {
+      const n = Number(param.string_value);
+      if (!spec.variable) problem(`parameters["${key}"]`, `input "${inputName}" has no variable dimension to cap (dims ${JSON.stringify(spec.dims)})`);
+      else if (!(Number.isSafeInteger(n) && n >= 1)) problem(`parameters["${key}"]`, `must be a positive integer (got "${param.string_value}")`);
+      else spec.maxSequenceLength = n;
+      continue;
+    }
     const v = parseScalar(spec.datatype, param.string_value ?? '');
     if (typeof v === 'string' && spec.datatype !== 'BYTES') {
       problem(`parameters["${key}"]`, `not a ${spec.datatype} value: ${v} (got "${param.string_value}")`);
-    } else {
+    } else if (prefix === PAD_VALUE_PREFIX) {
       spec.pad = v;
+    } else {
+      spec.missing = v;
     }
   }
 

@@ -3,13 +3,16 @@
  * up with a zero request before it serves), its dynamic batcher, and a reference count so that a
  * version replaced by a newer one finishes its in-flight requests before its session is released.
  */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ArtifactError } from '../core/errors.js';
 import { allocValues, v2FromOrt, type HostTensor } from './datatypes.js';
 import type { DimGroup, InferRequest } from './decode.js';
 import { DynamicBatcher, type BatcherObserver } from './batcher.js';
 import { HttpError } from './http_error.js';
-import type { ModelSpec, TensorSpec } from './model_spec.js';
+import type { ServedModelSpec, TensorSpec } from './model_spec.js';
 import type { VersionFolder } from './repository.js';
+import type { EmbeddingAnchor } from './server_metrics.js';
 import { SessionHostError, type HostedSession, type SessionHost, type SessionInfo, type SessionOptions, type ValueInfo } from './session_host.js';
 
 export type VersionState = 'ready' | 'retiring' | 'released';
@@ -17,11 +20,13 @@ export type VersionState = 'ready' | 'retiring' | 'released';
 export class ModelVersion {
   readonly name: string;
   readonly version: number;
-  readonly spec: ModelSpec;
+  readonly spec: ServedModelSpec;
   readonly folder: VersionFolder;
   /** Axes that share a symbolic dimension in the ONNX model; requests must agree on them. */
   readonly sharedDims: DimGroup[];
   readonly loadMs: number;
+  /** When this version's embeddings were computed, per table (from the export's manifest.json; may be empty). */
+  readonly embeddingAnchors: EmbeddingAnchor[];
   /** Records one request's time in the server (seconds), for the request-duration histogram. */
   readonly observeDuration: (seconds: number) => void;
   private readonly session: HostedSession;
@@ -32,13 +37,14 @@ export class ModelVersion {
   private releaseWaiter: (() => void) | undefined;
 
   constructor(args: {
-    spec: ModelSpec;
+    spec: ServedModelSpec;
     folder: VersionFolder;
     session: HostedSession;
     sharedDims: DimGroup[];
     observer?: BatcherObserver;
     observeDuration?: (seconds: number) => void;
     loadMs: number;
+    embeddingAnchors?: EmbeddingAnchor[];
   }) {
     this.name = args.spec.name;
     this.version = args.folder.version;
@@ -47,6 +53,7 @@ export class ModelVersion {
     this.session = args.session;
     this.sharedDims = args.sharedDims;
     this.loadMs = args.loadMs;
+    this.embeddingAnchors = args.embeddingAnchors ?? [];
     this.observeDuration = args.observeDuration ?? (() => undefined);
     this.batcher = new DynamicBatcher({
       spec: args.spec,
@@ -55,14 +62,19 @@ export class ModelVersion {
       observer: args.observer,
       describeError: (e) => {
         if (e instanceof HttpError) return e;
-        if (e instanceof SessionHostError) return new HttpError(503, `model "${this.name}" version ${this.version} is unavailable: ${e.message}`);
-        return new HttpError(400, `model "${this.name}" version ${this.version} failed on this request: ${e instanceof Error ? e.message : String(e)}`);
+        if (e instanceof SessionHostError) return new HttpError(503, `model "${this.name}" version ${this.version} is unavailable: ${e.message}`, undefined, 'BACKEND');
+        return new HttpError(400, `model "${this.name}" version ${this.version} failed on this request: ${e instanceof Error ? e.message : String(e)}`, undefined, 'BACKEND');
       },
     });
   }
 
   get state(): VersionState {
     return this.stateValue;
+  }
+
+  /** Requests waiting in the batcher for a batch to run them. */
+  get queued(): number {
+    return this.batcher.queued;
   }
 
   /** In-flight requests holding this version. */
@@ -83,9 +95,12 @@ export class ModelVersion {
     if (this.refs === 0 && this.releaseWaiter) this.releaseWaiter();
   }
 
-  /** Runs a decoded request through the batcher (the caller holds a reference). */
-  infer(req: InferRequest): Promise<Map<string, HostTensor>> {
-    return this.batcher.submit(req);
+  /**
+   * Runs a decoded request through the batcher (the caller holds a reference). `deadline` is a
+   * `performance.now()` time: still queued then, the request is dropped with 504.
+   */
+  infer(req: InferRequest, deadline?: number): Promise<Map<string, HostTensor>> {
+    return this.batcher.submit(req, deadline);
   }
 
   /** Runs queued batches now instead of waiting out the queue delay, from now on (shutdown). */
@@ -121,7 +136,7 @@ export interface LoadVersionOptions {
  * warm-up request and returns the ready version. Throws an ArtifactError naming every mismatch; the
  * session is released on failure.
  */
-export async function loadModelVersion(host: SessionHost, spec: ModelSpec, folder: VersionFolder, options: LoadVersionOptions = {}): Promise<ModelVersion> {
+export async function loadModelVersion(host: SessionHost, spec: ServedModelSpec, folder: VersionFolder, options: LoadVersionOptions = {}): Promise<ModelVersion> {
   const t0 = performance.now();
   let session: HostedSession;
   try {
@@ -143,6 +158,7 @@ export async function loadModelVersion(host: SessionHost, spec: ModelSpec, folde
       observer: options.observer,
       observeDuration: options.observeDuration,
       loadMs: performance.now() - t0,
+      embeddingAnchors: await readEmbeddingAnchors(folder.dir),
     });
   } catch (e) {
     await session.release().catch(() => undefined);
@@ -150,8 +166,30 @@ export async function loadModelVersion(host: SessionHost, spec: ModelSpec, folde
   }
 }
 
+/**
+ * The embedding anchor times the export recorded in `<version>/manifest.json` (`embeddings[].table`,
+ * `embeddings[].anchor_time`). A repository written by hand or by another tool has no manifest: no
+ * anchors, and no embedding-age metric, rather than a refusal to serve.
+ */
+export async function readEmbeddingAnchors(dir: string): Promise<EmbeddingAnchor[]> {
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8'));
+  } catch {
+    return [];
+  }
+  const embeddings = (manifest as { embeddings?: unknown }).embeddings;
+  if (!Array.isArray(embeddings)) return [];
+  const out: EmbeddingAnchor[] = [];
+  for (const e of embeddings as { table?: unknown; anchor_time?: unknown }[]) {
+    const ms = typeof e?.anchor_time === 'string' ? Date.parse(e.anchor_time) : NaN;
+    if (typeof e?.table === 'string' && Number.isFinite(ms)) out.push({ table: e.table, anchorSeconds: ms / 1000 });
+  }
+  return out;
+}
+
 /** Every disagreement between the config and the ONNX model's declared inputs and outputs. */
-export function checkIo(spec: ModelSpec, info: SessionInfo): string[] {
+export function checkIo(spec: ServedModelSpec, info: SessionInfo): string[] {
   const problems: string[] = [];
   const batching = spec.maxBatchSize > 0;
   const compare = (kind: 'input' | 'output', specs: TensorSpec[], values: ValueInfo[]) => {
@@ -191,7 +229,7 @@ export function checkIo(spec: ModelSpec, info: SessionInfo): string[] {
 }
 
 /** Input axes grouped by the symbolic dimension they share in the ONNX model (the batch axis aside). */
-export function sharedDims(spec: ModelSpec, info: SessionInfo): DimGroup[] {
+export function sharedDims(spec: ServedModelSpec, info: SessionInfo): DimGroup[] {
   const groups = new Map<string, DimGroup>();
   const first = spec.maxBatchSize > 0 ? 1 : 0;
   for (const v of info.inputs) {
@@ -207,7 +245,7 @@ export function sharedDims(spec: ModelSpec, info: SessionInfo): DimGroup[] {
 }
 
 /** The zero request: every input at batch 1, variable dims of length 1 filled with the pad value. */
-export function zeroRequest(spec: ModelSpec): Map<string, HostTensor> {
+export function zeroRequest(spec: ServedModelSpec): Map<string, HostTensor> {
   const feeds = new Map<string, HostTensor>();
   for (const s of spec.inputs) {
     const dims = s.dims.map((d) => (d === -1 ? 1 : d));
@@ -218,7 +256,7 @@ export function zeroRequest(spec: ModelSpec): Map<string, HostTensor> {
   return feeds;
 }
 
-async function warmUp(spec: ModelSpec, session: HostedSession, folder: VersionFolder): Promise<void> {
+async function warmUp(spec: ServedModelSpec, session: HostedSession, folder: VersionFolder): Promise<void> {
   let out: Map<string, HostTensor>;
   try {
     out = await session.run(zeroRequest(spec), spec.outputs.map((o) => o.name));

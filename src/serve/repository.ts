@@ -11,12 +11,18 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
+/** The canary control file in a model's folder (its format and meaning: `rollout.ts`). */
+export const ROLLOUT_FILE = 'rollout.json';
+
 export interface ModelFolder {
   name: string;
   dir: string;
   configPath: string;
   /** Changes whenever `config.pbtxt` is rewritten. */
   configFingerprint: string;
+  /** `rollout.json` (see `rollout.ts`): its path, and a fingerprint that changes when it is rewritten ('' when absent). */
+  rolloutPath: string;
+  rolloutFingerprint: string;
 }
 
 export interface VersionFolder {
@@ -48,7 +54,9 @@ export async function scanModelFolders(root: string, skipped: SkippedEntry[] = [
       skipped.push({ path: dir, reason: 'no config.pbtxt (gnnctl serve needs an explicit model configuration)' });
       continue;
     }
-    models.push({ name: e.name, dir, configPath, configFingerprint: `${st.ino}:${st.size}:${st.mtimeMs}` });
+    const rolloutPath = join(dir, ROLLOUT_FILE);
+    const ro = await statOrUndefined(rolloutPath);
+    models.push({ name: e.name, dir, configPath, configFingerprint: `${st.ino}:${st.size}:${st.mtimeMs}`, rolloutPath, rolloutFingerprint: ro?.isFile() ? `${ro.ino}:${ro.size}:${ro.mtimeMs}` : '' });
   }
   return models.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }

@@ -13,9 +13,12 @@
  * accepting, answers everything in flight (queued batches included), releases the sessions and the
  * worker thread, and resolves; nothing is left holding the event loop.
  */
+import { readFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
+import { createSecureContext } from 'node:tls';
 import { resolve as resolvePath } from 'node:path';
 import { ArtifactError, UsageError } from '../core/errors.js';
+import { BearerAuth } from './auth.js';
 import { InferenceHttpServer } from './http_server.js';
 import { ModelManager, type IndexEntry } from './model_manager.js';
 import { ServerMetrics } from './server_metrics.js';
@@ -42,6 +45,27 @@ export interface ServeOptions {
   intraOpThreads?: number;
   /** How long `stop()` waits for in-flight requests before cutting connections. Default 30 s. */
   shutdownTimeoutMs?: number;
+  /**
+   * Deadline of an inference request unless it sets Triton's `timeout` parameter; 0 disables.
+   * Default 10 s: far above any healthy answer, and a bound on what a stuck batch can hold.
+   */
+  requestTimeoutMs?: number;
+  /**
+   * Cap on every variable input dimension (RTI sequence length) of inputs without their own
+   * `max_sequence_length:<input>` parameter. Default 1024: 32× the bundled configs' 32, and a bound on what
+   * one request can make the server decode and pad. 0 disables.
+   */
+  maxSequenceLength?: number;
+  /** Bearer tokens every request must present (`Authorization: Bearer <token>`); undefined: no auth. */
+  authTokens?: readonly string[];
+  /** Or a file of tokens, one per line, re-read when it changes (`auth.ts`). */
+  authTokenFile?: string;
+  /** With `authTokens`: leave `/v2/health/live` and `/v2/health/ready` open (Kubernetes probes). */
+  authOpenHealth?: boolean;
+  /** With `authTokens`: leave `/metrics` open (scrapers discovered without credentials). */
+  authOpenMetrics?: boolean;
+  /** PEM certificate (chain) and private key: serve HTTPS. See `readTlsFiles`. */
+  tls?: { cert: Buffer; key: Buffer };
   /** Event lines: loads at `info`; refusals and errors at `warn`. Default: none. */
   log?: (line: string, level: 'info' | 'warn') => void;
 }
@@ -54,7 +78,7 @@ export interface StopResult {
 }
 
 export interface RunningServer {
-  /** `http://host:port`. */
+  /** `http://host:port` (`https://` with TLS). */
   url: string;
   host: string;
   port: number;
@@ -66,6 +90,38 @@ export interface RunningServer {
 }
 
 export const DEFAULT_MAX_BODY_BYTES = 4 * 2 ** 20;
+export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+export const DEFAULT_MAX_SEQUENCE_LENGTH = 1024;
+
+/**
+ * Reads `--tls-cert` and `--tls-key` and checks that they make a TLS context (a certificate and the
+ * private key that matches it), so a bad pair fails at start with the flags named, not at the first
+ * handshake.
+ */
+export function readTlsFiles(certPath: unknown, keyPath: unknown): { cert: Buffer; key: Buffer } | undefined {
+  if (certPath === undefined && keyPath === undefined) return undefined;
+  if (typeof certPath !== 'string' || typeof keyPath !== 'string' || certPath === '' || keyPath === '') {
+    throw new UsageError('--tls-cert and --tls-key go together', { hint: 'pass both: the PEM certificate (chain) and its private key' });
+  }
+  const read = (path: string, flag: string) => {
+    try {
+      return readFileSync(path);
+    } catch (e) {
+      throw new UsageError(`cannot read ${flag}: ${(e as Error).message}`, { value: path });
+    }
+  };
+  const cert = read(certPath, '--tls-cert');
+  const key = read(keyPath, '--tls-key');
+  try {
+    createSecureContext({ cert, key });
+  } catch (e) {
+    throw new UsageError(`--tls-cert and --tls-key do not make a TLS context: ${(e as Error).message}`, {
+      value: `${certPath}, ${keyPath}`,
+      hint: 'pass a PEM certificate and the PEM private key that matches it',
+    });
+  }
+  return { cert, key };
+}
 
 export async function startServer(options: ServeOptions): Promise<RunningServer> {
   const root = resolvePath(options.modelRepository);
@@ -79,6 +135,8 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const log = options.log ?? (() => undefined);
   const started = performance.now();
 
+  // Before any thread or session exists: a bad token file fails without anything to clean up.
+  const auth = options.authTokenFile !== undefined ? BearerAuth.fromFile(options.authTokenFile, log) : options.authTokens ? new BearerAuth(options.authTokens) : undefined;
   const sessionHost: SessionHost = options.ortThread === 'main' ? new InlineSessionHost() : new WorkerSessionHost();
   const metrics = new ServerMetrics();
   const manager = new ModelManager({
@@ -89,11 +147,18 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     pollIntervalMs: options.pollIntervalMs ?? 2000,
     log,
   });
+  metrics.pendingSource = () => manager.pending();
   let loaded = false;
   const http = new InferenceHttpServer({
     manager,
     metrics,
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+    maxSequenceLength: options.maxSequenceLength === 0 ? undefined : (options.maxSequenceLength ?? DEFAULT_MAX_SEQUENCE_LENGTH),
+    auth,
+    authOpenHealth: options.authOpenHealth,
+    authOpenMetrics: options.authOpenMetrics,
+    tls: options.tls,
     isReady: () => loaded && manager.readyModels().length > 0,
     log: (line) => log(line, 'warn'),
   });
@@ -114,7 +179,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     metrics.close();
     throw e;
   }
-  const url = `http://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
+  const url = `${options.tls ? 'https' : 'http'}://${address.family === 'IPv6' ? `[${address.address}]` : address.address}:${address.port}`;
 
   let stopping: Promise<StopResult> | undefined;
   const stop = (): Promise<StopResult> =>

@@ -1,6 +1,8 @@
 /**
  * Evaluation metrics. Binary: AUROC (ties get the average rank), average precision (sklearn's step-wise
- * definition, ties grouped), accuracy and F1 at threshold 0.5. Regression: MAE, RMSE, R².
+ * definition, ties grouped), accuracy and F1 at threshold 0.5, and recall and precision at a false-positive
+ * rate of 1% and 5% (the top of the ranking a fraud team acts on, which AUROC hides). Regression: MAE,
+ * RMSE, R².
  */
 import { round } from '../core/number.js';
 
@@ -10,6 +12,11 @@ export interface BinaryMetrics {
   accuracy: number;
   f1: number;
   positive_rate: number;
+  /** at the lowest threshold whose false-positive rate is at most 1% (5%): share of positives caught, and of flagged rows that are positive */
+  recall_at_fpr_1: number;
+  precision_at_fpr_1: number;
+  recall_at_fpr_5: number;
+  precision_at_fpr_5: number;
   n: number;
 }
 
@@ -98,8 +105,40 @@ export function binaryMetrics(labels: ArrayLike<number>, probs: ArrayLike<number
     accuracy: round(n ? correct / n : Number.NaN, 4),
     f1: round(tp + fp + fn > 0 ? (2 * tp) / (2 * tp + fp + fn) : 0, 4),
     positive_rate: round(n ? pos / n : Number.NaN, 4),
+    ...atFalsePositiveRates(labels, probs),
     n,
   };
+}
+
+/**
+ * Recall and precision at the lowest score threshold whose false-positive rate stays within 1% and 5%.
+ * Rows with equal scores are flagged together (a threshold cannot split a tie).
+ */
+export function atFalsePositiveRates(labels: ArrayLike<number>, scores: ArrayLike<number>): Pick<BinaryMetrics, 'recall_at_fpr_1' | 'precision_at_fpr_1' | 'recall_at_fpr_5' | 'precision_at_fpr_5'> {
+  const order = orderDesc(scores);
+  let pos = 0;
+  for (let i = 0; i < labels.length; i++) if (labels[i]! > 0.5) pos++;
+  const neg = labels.length - pos;
+  const at = (maxFpr: number): [number, number] => {
+    let tp = 0;
+    let fp = 0;
+    let best: [number, number] = [0, Number.NaN];
+    for (let k = 0; k < order.length; ) {
+      let j = k;
+      let gtp = 0;
+      let gfp = 0;
+      for (; j < order.length && scores[order[j]!] === scores[order[k]!]; j++) labels[order[j]!]! > 0.5 ? gtp++ : gfp++;
+      if (neg > 0 && (fp + gfp) / neg > maxFpr) break;
+      tp += gtp;
+      fp += gfp;
+      best = [pos ? tp / pos : Number.NaN, tp + fp ? tp / (tp + fp) : Number.NaN];
+      k = j;
+    }
+    return best;
+  };
+  const [r1, p1] = at(0.01);
+  const [r5, p5] = at(0.05);
+  return { recall_at_fpr_1: round(r1, 4), precision_at_fpr_1: round(p1, 4), recall_at_fpr_5: round(r5, 4), precision_at_fpr_5: round(p5, 4) };
 }
 
 export function regressionMetrics(labels: ArrayLike<number>, preds: ArrayLike<number>): RegressionMetrics {

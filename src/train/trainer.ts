@@ -54,6 +54,8 @@ export interface TrainMetrics {
   baseline: { val: Metrics; test: Metrics; features: string[] } | null;
   /** test main metric minus the baseline's (for MAE: baseline minus model, so positive is better) */
   lift: number | null;
+  /** the same on the validation split: what model choice can see (negative: the graph model lost) */
+  val_lift: number | null;
   best_epoch: number;
   epochs: EpochRecord[];
   counts: { train: number; val: number; test: number };
@@ -233,6 +235,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       test,
       baseline: baseline ? { val: baseline.val, test: baseline.test, features: baseline.features } : null,
       lift: baseMain === null ? null : round(mm.higherIsBetter ? testMain - baseMain : baseMain - testMain, 4),
+      val_lift: baseline ? round(objective.score(val) - objective.score(baseline.val), 4) : null,
       best_epoch: loop.bestEpoch,
       epochs: loop.epochs,
       counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
@@ -245,6 +248,8 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       const bc = baseline ? objective.curves(tables.test.labels, baseline.testPred) : null;
       if (bc) metrics.baseline_curves = { roc: bc.roc, pr: bc.pr };
     }
+    const behind = baselineWarning(task.name, mm.name, metrics.val_lift, metrics.lift);
+    if (behind) warn(behind);
     writeJsonAtomic(join(runDir, 'metrics.json'), metrics);
     const status = stop.requested ? 'interrupted' : 'complete';
     manifest.status = status;
@@ -266,6 +271,18 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
 }
 
 /** Everything that determines a training run's result: config of the task, data, seed, code version. */
+/**
+ * Said in plain words when the graph model loses to its own no-graph baseline on validation (what model
+ * choice sees): a user must not miss it. Null when there is no baseline or the graph model is ahead.
+ */
+export function baselineWarning(task: string, metric: string, valLift: number | null, testLift: number | null): string | null {
+  if (valLift === null || valLift >= 0) return null;
+  return (
+    `task ${task}: the graph model is worse than the no-graph baseline on validation (${metric} lift ${valLift}; test lift ${testLift}); ` +
+    "the baseline uses only the entity's own columns and past-window aggregates. Gate CI with --fail-under lift=0."
+  );
+}
+
 export function trainRunKey(cfg: Config, task: TaskSpec, dataFingerprint: string, opts: Pick<TrainOptions, 'init_from' | 'epochs'>): string {
   return hashValue({ v: VERSION, data: dataFingerprint, query: task.query.text, split: task.split, model: task.model, seed: cfg.seed, init: opts.init_from ?? null, epochs: opts.epochs ?? null });
 }

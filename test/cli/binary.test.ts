@@ -156,6 +156,11 @@ describe('the pipeline, command by command, through the binary', () => {
   it('distill --epochs 1, export --version 5 writes version 5, check and report read it', () => {
     const d = gnnctl(['distill', ...cfg(), '--base', 'latest:fraud', '--epochs', '1', '--backend', 'wasm', '--json'], cwd);
     expect(d.code, d.stderr).toBe(0);
+    expect(typeof (d.json.metrics as { teacher_ap_ratio: unknown }).teacher_ap_ratio).toBe('number');
+    // A CI gate on the top of the ranking: an impossible bar fails the job with exit 4 and the result.
+    const gated = gnnctl(['distill', ...cfg(), '--base', 'latest:fraud', '--epochs', '1', '--backend', 'wasm', '--fail-under', 'teacher_ap_ratio=100', '--json'], cwd);
+    expect(gated.code, gated.stderr).toBe(4);
+    expect(gated.stderr).toContain('teacher_ap_ratio');
     const repo = join(fx.artifacts, 'repo');
     const x = gnnctl(['export', ...cfg(), '--run', String(d.json.run_id), '--out', repo, '--version', '5', '--json'], cwd);
     expect(x.code, x.stderr).toBe(0);

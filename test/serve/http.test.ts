@@ -41,7 +41,7 @@ describe('health and metadata', () => {
   });
 
   it('GET /v2 describes the server', async () => {
-    expect((await get(url, '/v2')).json()).toMatchObject({ name: 'gnnctl', extensions: ['model_configuration'] });
+    expect((await get(url, '/v2')).json()).toMatchObject({ name: 'gnnctl', extensions: ['binary_tensor_data', 'model_configuration', 'statistics'] });
   });
 
   it('GET /v2/models/{name} gives versions, platform and tensors with KServe datatypes and the batch dim', async () => {

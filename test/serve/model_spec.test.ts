@@ -64,6 +64,26 @@ describe('modelSpecFromConfig', () => {
     expect(problems(cfg, 'online-model').join()).toMatch(/not a INT64 value: expected an integer/);
   });
 
+  it('reads missing_value and max_sequence_length, and refuses bad ones', () => {
+    const cfg = syntheticConfig();
+    cfg.parameters = { 'missing_value:transactions.price': { string_value: 'nan' }, [`max_sequence_length:${RTI_PATH}:price`]: { string_value: '32' } };
+    const spec = modelSpecFromConfig(cfg, 'online-model');
+    expect(spec.inputByName.get('transactions.price')!.missing).toBeNaN();
+    expect(spec.inputByName.get(`${RTI_PATH}:price`)!.maxSequenceLength).toBe(32);
+    cfg.parameters = {
+      'missing_value:anchor_time': { string_value: 'soon' },
+      'max_sequence_length:transactions.price': { string_value: '8' },
+      [`max_sequence_length:${RTI_PATH}:price`]: { string_value: '0' },
+      'missing_value:transactions.prise': { string_value: '0' },
+    };
+    expect(problems(cfg, 'online-model')).toEqual([
+      'parameters["missing_value:anchor_time"]: not a INT64 value: expected an integer (got "soon")',
+      'parameters["max_sequence_length:transactions.price"]: input "transactions.price" has no variable dimension to cap (dims [1])',
+      `parameters["max_sequence_length:${RTI_PATH}:price"]: must be a positive integer (got "0")`,
+      'parameters["missing_value:transactions.prise"]: names no input of the model',
+    ]);
+  });
+
   it('refuses dynamic batching without a batch dimension', () => {
     expect(problems({ platform: 'onnxruntime_onnx', max_batch_size: 0, input: [{ name: 'x', data_type: 'TYPE_FP32', dims: [3] }], output: [{ name: 'y', data_type: 'TYPE_FP32', dims: [1] }], dynamic_batching: {} }).join()).toMatch(
       /dynamic batching needs max_batch_size > 0/,

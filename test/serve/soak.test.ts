@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { benchServeCommand } from '../../src/cli/commands/bench.js';
 import { syntheticKey } from '../../src/loadgen/synthetic_model.js';
+import type { BenchServeResult } from '../../src/loadgen/bench_serve.js';
 import { MODEL, startTestServer, tempRepo, type TempRepo, type TestServer } from './helpers.js';
 
 let repo: TempRepo;
@@ -25,7 +26,7 @@ describe('soak', () => {
     writeFileSync(keys, Array.from({ length: 1000 }, (_, i) => syntheticKey(i)).join('\n'));
 
     const out = await benchServeCommand({ url: server.url, model: MODEL, rate: '250', duration: '10', pool: '64', keys, knownKeyRate: '0.8', json: true });
-    const r = out.result;
+    const r = out.result as BenchServeResult;
     expect(r.error_kinds).toEqual({});
     expect(r.errors).toBe(0);
     expect(r.sent).toBe(2500);

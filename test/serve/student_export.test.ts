@@ -14,11 +14,13 @@ import { writeModelConfig, type TritonModelConfig } from '../../src/artifacts/tr
 import { buildStudentOnnx, requestInputs } from '../../src/export/student_onnx.js';
 import { Rng } from '../../src/core/rng.js';
 import { handStudentSpec } from '../helpers/student.js';
-import { infer, startTestServer, tempRepo, type TempRepo, type TestServer } from './helpers.js';
+import { infer, postBinary, startTestServer, tempRepo, type TempRepo, type TestServer } from './helpers.js';
 
 const NAME = 'online-model';
 const spec = handStudentSpec(6);
 const inputs = requestInputs(spec);
+/** Fact-row numeric inputs: the student standardises them, NaN → the training mean plus a null indicator. */
+const missingNumeric = inputs.filter((i) => !i.sequence && i.elemType === 'FLOAT' && /NaN = missing/.test(i.doc ?? ''));
 const DAY = 86_400_000_000_000n;
 const ANCHOR = 1_710_000_000_000_000_000n;
 let repo: TempRepo;
@@ -48,7 +50,11 @@ beforeAll(async () => {
     output: [{ name: 'probability', data_type: 'TYPE_FP32', dims: [1] }],
     dynamic_batching: { max_queue_delay_microseconds: 3000 },
     instance_group: [{ count: 1, kind: 'KIND_CPU' }],
-    parameters: Object.fromEntries(inputs.filter((i) => i.sequence && i.padValue !== undefined).map((i) => [`pad_value:${i.name}`, { string_value: i.padValue! }])),
+    parameters: {
+      ...Object.fromEntries(inputs.filter((i) => i.sequence && i.padValue !== undefined).map((i) => [`pad_value:${i.name}`, { string_value: i.padValue! }])),
+      // The export contract's missing fact numeric (NaN), declared so requests may leave it out.
+      ...Object.fromEntries(missingNumeric.map((i) => [`missing_value:${i.name}`, { string_value: 'nan' }])),
+    },
   };
   mkdirSync(join(repo.root, NAME, '1'), { recursive: true });
   writeFileSync(join(repo.root, NAME, 'config.pbtxt'), writeModelConfig(config));
@@ -107,5 +113,70 @@ describe('serving the export stage’s student graph', () => {
     });
     const batches = server.metrics.batchSize.stats({ model: NAME, version: '1' });
     expect(batches.count).toBeLessThan(48);
+  });
+});
+
+/** The request as tritonclient sends it by default: every input as binary data, the output as binary. */
+function binaryRequest(req: ReturnType<typeof request>): { body: Buffer; headerLength: number } {
+  const parts: Buffer[] = [];
+  const tensors = req.map((t) => {
+    const bytes = Buffer.concat(
+      t.data.map((v) => {
+        if (t.datatype === 'FP32') {
+          const b = Buffer.alloc(4);
+          b.writeFloatLE(v as number);
+          return b;
+        }
+        if (t.datatype === 'INT64') {
+          const b = Buffer.alloc(8);
+          b.writeBigInt64LE(BigInt(v));
+          return b;
+        }
+        const s = Buffer.from(String(v), 'utf8');
+        const len = Buffer.alloc(4);
+        len.writeUInt32LE(s.length);
+        return Buffer.concat([len, s]);
+      }),
+    );
+    parts.push(bytes);
+    return { name: t.name, datatype: t.datatype, shape: t.shape, parameters: { binary_data_size: bytes.length } };
+  });
+  const header = Buffer.from(JSON.stringify({ inputs: tensors, outputs: [{ name: 'probability', parameters: { binary_data: true } }] }));
+  return { body: Buffer.concat([header, ...parts]), headerLength: header.length };
+}
+
+describe('the export’s student graph over the binary tensor extension, and its missing numerics', () => {
+  it('binary requests (text and integer keys, empty strings, RTI lengths 0..6) give the JSON answers, bit for bit', async () => {
+    const requests = Array.from({ length: 21 }, (_, i) => request(200 + i, i % 7));
+    const json = await Promise.all(requests.map((r) => infer(server.url, JSON.stringify({ inputs: r }))));
+    const binary = await Promise.all(requests.map((r) => binaryRequest(r)).map(({ body, headerLength }) => postBinary(server.url, `/v2/models/${NAME}/infer`, body, headerLength)));
+    binary.forEach((res, i) => {
+      expect(res.status, res.json.error).toBe(200);
+      expect(res.binary.readFloatLE(0)).toBe(Math.fround(json[i]!.body.outputs![0]!.data[0] as number));
+    });
+  });
+
+  it('a fact numeric left out, sent as null, or sent as NaN in binary is the model’s own missing value', async () => {
+    expect(missingNumeric.length).toBeGreaterThan(0);
+    const r = request(300, 3);
+    const withNaN = r.map((t) => (missingNumeric.some((m) => m.name === t.name) ? { ...t, data: [NaN] } : t));
+    const session = await ort.InferenceSession.create(modelPath);
+    let expected: number;
+    try {
+      expected = (await session.run(toFeeds(withNaN))).probability!.data[0] as number;
+    } finally {
+      await session.release();
+    }
+    expect(Number.isFinite(expected)).toBe(true);
+    const omitted = await infer(server.url, JSON.stringify({ inputs: r.filter((t) => !missingNumeric.some((m) => m.name === t.name)) }));
+    const nulls = await infer(server.url, JSON.stringify({ inputs: r.map((t) => (missingNumeric.some((m) => m.name === t.name) ? { ...t, data: [null] } : t)) }));
+    const { body, headerLength } = binaryRequest(withNaN);
+    const binary = await postBinary(server.url, `/v2/models/${NAME}/infer`, body, headerLength);
+    for (const res of [omitted, nulls]) {
+      expect(res.status, res.body.error).toBe(200);
+      expect(res.body.outputs![0]!.data[0] as number).toBeCloseTo(expected, 5);
+    }
+    expect(binary.status).toBe(200);
+    expect(binary.binary.readFloatLE(0)).toBeCloseTo(expected, 5);
   });
 });

@@ -122,3 +122,28 @@ describe('curves for reports', () => {
     ]);
   });
 });
+
+describe('recall and precision at a fixed false-positive rate', () => {
+  it('takes the lowest threshold whose FPR stays within the bound, ties flagged together', async () => {
+    const { atFalsePositiveRates } = await import('../../src/task/metrics.js');
+    // 100 negatives scored 0..0.99 and 10 positives: 5 above every negative, 5 tied with the top negative.
+    const labels: number[] = [];
+    const scores: number[] = [];
+    for (let i = 0; i < 100; i++) (labels.push(0), scores.push(i / 100));
+    for (let i = 0; i < 5; i++) (labels.push(1), scores.push(2));
+    for (let i = 0; i < 5; i++) (labels.push(1), scores.push(0.99));
+    const m = atFalsePositiveRates(labels, scores);
+    // FPR 1%: the 5 clean positives plus the tie group at 0.99 (1 negative = 1% FPR) → 10 TP, 1 FP.
+    expect(m.recall_at_fpr_1).toBe(1);
+    expect(m.precision_at_fpr_1).toBeCloseTo(10 / 11, 4);
+    // FPR 5%: four more negatives (0.95..0.98) flagged, no more positives.
+    expect(m.recall_at_fpr_5).toBe(1);
+    expect(m.precision_at_fpr_5).toBeCloseTo(10 / 15, 4);
+  });
+
+  it('a ranking with no positive above any negative has zero recall at 1%', async () => {
+    const { atFalsePositiveRates } = await import('../../src/task/metrics.js');
+    const m = atFalsePositiveRates([1, 0, 0, 0], [0.1, 0.9, 0.8, 0.7]);
+    expect(m.recall_at_fpr_1).toBe(0);
+  });
+});

@@ -13,7 +13,7 @@ import { ArtifactError } from '../../src/core/errors.js';
 import { buildGraph } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
 import { loadWeights, readManifest, readModelJson, saveWeights, writeModelJson } from '../../src/artifacts/run_store.js';
-import { setQuiet } from '../../src/core/log.js';
+import { setQuiet, takeWarnings } from '../../src/core/log.js';
 import { Rng } from '../../src/core/rng.js';
 import { taskSplit } from '../../src/task/split.js';
 import { DeepModel } from '../../src/model/deep_model.js';
@@ -25,7 +25,7 @@ import { Adam } from '../../src/model/optim.js';
 import { buildPlan } from '../../src/model/plan.js';
 import { targetExclusions } from '../../src/task/task_spec.js';
 import { evaluate } from '../../src/train/baseline_model.js';
-import { train, type TrainManifest, type TrainMetrics, type TrainResult } from '../../src/train/trainer.js';
+import { baselineWarning, train, type TrainManifest, type TrainMetrics, type TrainResult } from '../../src/train/trainer.js';
 import * as tf from '@tensorflow/tfjs';
 import { appendFutureRows, copyFixture, synthConfig, tinySynth, type SynthFixture } from '../helpers/synth.js';
 
@@ -81,6 +81,9 @@ describe('a training run', () => {
     expect(metrics.kind).toBe('binary');
     expect(metrics.main_metric).toBe('auroc');
     for (const m of [metrics.val, metrics.test, metrics.baseline!.val, metrics.baseline!.test]) expect(Number.isFinite((m as { auroc: number }).auroc)).toBe(true);
+    const auroc = (m: unknown): number => (m as { auroc: number }).auroc;
+    expect(metrics.val_lift).toBeCloseTo(auroc(metrics.val) - auroc(metrics.baseline!.val), 3);
+    expect(metrics.lift).toBeCloseTo(auroc(metrics.test) - auroc(metrics.baseline!.test), 3);
     expect(metrics.counts.train).toBeGreaterThan(0);
     expect(metrics.anchors.train).toHaveLength(3);
     const spec = readModelJson<ModelSpec>(dir, 'spec.json');
@@ -240,5 +243,25 @@ describe('the deep model can fit', () => {
       loaded.dispose();
       model.dispose();
     }
+  });
+});
+
+describe('a graph model that loses to its baseline is said so', () => {
+  it('a negative validation lift gives a plain-words warning naming the task, both lifts and the gate', () => {
+    expect(baselineWarning('churn', 'auroc', -0.03, -0.05)).toMatch(/task churn: the graph model is worse than the no-graph baseline on validation \(auroc lift -0\.03; test lift -0\.05\).*--fail-under lift=0/);
+  });
+
+  it('no warning when the graph model is ahead, level, or there is no baseline', () => {
+    expect(baselineWarning('churn', 'auroc', 0.02, -0.01)).toBeNull();
+    expect(baselineWarning('churn', 'auroc', 0, 0)).toBeNull();
+    expect(baselineWarning('churn', 'auroc', null, null)).toBeNull();
+  });
+
+  it('the run that trained has the warning on record exactly when its val_lift is negative', async () => {
+    takeWarnings();
+    const r = await train({ cfg, task: 'churn', backend: 'wasm', epochs: 1 });
+    const warnings = takeWarnings();
+    const expected = baselineWarning('churn', 'auroc', r.metrics.val_lift, r.metrics.lift);
+    expect(warnings.filter((w) => w.includes('worse than the no-graph baseline'))).toEqual(expected ? [expect.stringContaining(expected)] : []);
   });
 });

@@ -4,7 +4,8 @@
  * options, logs, and waits for the signal.
  */
 import { UsageError } from '../../core/errors.js';
-import { startServer, type OrtThread, type RunningServer, type StopResult } from '../../serve/server.js';
+import { readTokenFile } from '../../serve/auth.js';
+import { readTlsFiles, startServer, type OrtThread, type RunningServer, type StopResult } from '../../serve/server.js';
 import { info, isQuiet } from '../../core/log.js';
 import { parseDuration } from '../../core/duration.js';
 import type { CommandOutput } from '../run.js';
@@ -27,6 +28,19 @@ export interface ServeCommandOptions {
   ortThreads?: unknown;
   /** `--shutdown-timeout T`: how long shutdown waits for in-flight requests (default 30 s). */
   shutdownTimeout?: unknown;
+  /** `--request-timeout T`: default deadline of an inference request (default 10 s; 0: none). */
+  requestTimeout?: unknown;
+  /** `--max-sequence-length N`: cap on variable input dimensions without their own (default 1024; 0: none). */
+  maxSequenceLength?: unknown;
+  /** `--auth-token-file FILE`: bearer tokens, one per line; every request must send one. */
+  authTokenFile?: unknown;
+  /** `--auth-open-health`: leave /v2/health/live and /v2/health/ready open (probes). */
+  authOpenHealth?: unknown;
+  /** `--auth-open-metrics`: leave /metrics open (scrapers without credentials). */
+  authOpenMetrics?: unknown;
+  /** `--tls-cert FILE` and `--tls-key FILE`: serve HTTPS. */
+  tlsCert?: unknown;
+  tlsKey?: unknown;
   json?: boolean;
   quiet?: boolean;
   /** For tests and embedding: stops the server like SIGTERM does. */
@@ -56,14 +70,22 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
   const ortThread = (opts.ortThread ?? 'worker') as OrtThread;
   if (ortThread !== 'main' && ortThread !== 'worker') throw new UsageError('--ort-thread must be "main" or "worker"', { value: opts.ortThread });
   const intraOpThreads = integer(opts.ortThreads, '--ort-threads', 1, 1, 64);
+  const requestTimeoutMs = seconds(opts.requestTimeout, '--request-timeout', 10) * 1000;
+  const maxSequenceLength = integer(opts.maxSequenceLength, '--max-sequence-length', 1024, 0, 2 ** 31 - 1);
+  for (const [flag, set] of [['--auth-open-health', opts.authOpenHealth], ['--auth-open-metrics', opts.authOpenMetrics]] as const) {
+    if (set && opts.authTokenFile === undefined) throw new UsageError(`${flag} needs --auth-token-file`, { hint: 'without tokens every route is open already' });
+  }
+  const authTokenFile = opts.authTokenFile === undefined ? undefined : String(opts.authTokenFile);
+  if (authTokenFile !== undefined) readTokenFile(authTokenFile); // a bad file: exit 2 before anything loads
+  const tls = readTlsFiles(opts.tlsCert, opts.tlsKey);
 
   const log = (line: string, level: 'info' | 'warn') => {
     // Refusals and errors print even with --quiet/--json: an operator must see a refused export.
     if (level === 'warn' || !isQuiet()) process.stderr.write(`[${new Date().toISOString()}] ${line}\n`);
   };
-  const server = await startServer({ modelRepository: opts.modelRepository, port, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, log });
+  const server = await startServer({ modelRepository: opts.modelRepository, port, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, authTokenFile, authOpenHealth: Boolean(opts.authOpenHealth), authOpenMetrics: Boolean(opts.authOpenMetrics), tls, log });
   const models = server.manager.index();
-  info(`gnnctl serve: listening on ${server.url} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'})`);
+  info(`gnnctl serve: listening on ${server.url} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'}; ${authTokenFile ? `bearer-token auth${opts.authOpenHealth ? ', health probes open' : ''}${opts.authOpenMetrics ? ', /metrics open' : ''}` : 'no auth'})`);
 
   const handlers: [NodeJS.Signals, () => void][] = [];
   const stoppedBy = await new Promise<string>((resolve) => {

@@ -35,7 +35,7 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
     task: m.task,
     kind: m.kind,
     seconds: Math.round(r.seconds * 10) / 10,
-    metrics: { val: m.val, test: m.test, baseline: m.baseline ? { val: m.baseline.val, test: m.baseline.test } : null, lift: m.lift },
+    metrics: { val: m.val, test: m.test, baseline: m.baseline ? { val: m.baseline.val, test: m.baseline.test } : null, lift: m.lift, val_lift: m.val_lift },
     best_epoch: m.best_epoch,
     counts: m.counts,
     seeds_per_s: m.epochs.length ? Math.round(m.epochs.reduce((a, e) => a + e.seeds_per_s, 0) / m.epochs.length) : 0,

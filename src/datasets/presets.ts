@@ -50,7 +50,7 @@ export const SYNTH_PRESETS: Record<SynthPresetName, SynthPreset> = {
       'MovieLens-shaped users/items/ratings, ~1,000 users: bursty sittings seconds to minutes apart (half the users rate in one sitting only), heavy-tailed activity, cold users; churn depends on tenure and total activity',
     defaultSize: 'tiny',
     sizes: ['tiny', 'small', 'medium'],
-    behaviour: { returnRate: 0.035, tenureDays: 12, floor: 0.12, coldShare: 0.15, gapSeconds: 45, firstSitting: 40, laterSitting: 6, dateOnly: false },
+    behaviour: { returnRate: 0.05, tenureDays: 10, floor: 0.1, coldShare: 0.15, gapSeconds: 45, firstSitting: 40, laterSitting: 6, dateOnly: false },
     config: 'configs/bursty.yaml',
   },
   ratings: {

@@ -11,7 +11,7 @@
  * - **date-only timestamps** (preset `ratings`): `rated_at` cut to the day, as many public logs ship it,
  *   so a user's sitting is dozens of exact ties;
  * - **a label that depends on tenure and total activity**: the daily return hazard is
- *   `rate · min(e, 6)^0.8 · (floor + exp(−tenure / τ))`, where e is the user's engagement (what their total
+ *   `rate · min(e, 8) · (floor + exp(−tenure / τ))`, where e is the user's engagement (what their total
  *   count reveals) and tenure the days since their first rating. The last few events say only "active
  *   recently", which every user seeded by a "rated in the last 14 days" query is.
  *
@@ -52,7 +52,7 @@ export interface RatingsBehaviour {
   coldShare: number;
   /** mean seconds between two ratings of one sitting (exponential, plus 8 s) */
   gapSeconds: number;
-  /** mean ratings in a first sitting (scaled by engagement^0.7; MovieLens asked for at least 20) */
+  /** mean ratings in a first sitting (scaled by engagement^0.9; MovieLens asked for at least 20) */
   firstSitting: number;
   /** mean ratings in a later sitting (scaled by engagement^0.5) */
   laterSitting: number;
@@ -111,7 +111,8 @@ export function generateRatings(
     const age = Math.max(7, Math.min(73, Math.round(rng.users.next() < 0.6 ? 25 + 6 * rng.users.normal() : 42 + 11 * rng.users.normal())));
     const gender = rng.users.next() < 0.71 ? 'M' : 'F';
     const occ = OCCUPATIONS[searchCumulative(occCum, rng.users.next() * occCum[occCum.length - 1]!, 0, OCCUPATIONS.length)]!;
-    const zip = String(10000 + ((rng.users.int(zips) * 7919) % 89999)).padStart(5, '0');
+    // Zero-padded US codes and a few Canadian ones, as MovieLens has: a key-like column that is text.
+    const zip = rng.users.next() < 0.01 ? `${'ABCEGHJKLMNPRSTVXY'[rng.users.int(18)]}${rng.users.int(10)}${'ABCEGHJKLMNPRSTVWXYZ'[rng.users.int(20)]}${rng.users.int(10)}${'ABCEGHJKLMNPRSTVWXYZ'[rng.users.int(20)]}` : String((rng.users.int(zips) * 7919) % 99999).padStart(5, '0');
     sinks.users.write(`${u + 1},${age},${gender},${occ},${zip}\n`);
   }
 
@@ -177,8 +178,8 @@ export function generateRatings(
       cold++;
       sitting(join, 1 + sim.int(3));
     } else {
-      sitting(join, Math.min(700, geometric(sim, b.firstSitting * e ** 0.7)));
-      const eCap = Math.min(e, 6) ** 0.8;
+      sitting(join, Math.min(700, geometric(sim, b.firstSitting * e ** 0.9)));
+      const eCap = Math.min(e, 8);
       for (let d = join + 1; d < RATINGS_DAYS; d++) {
         const h = b.returnRate * eCap * (b.floor + Math.exp(-(d - join) / b.tenureDays));
         if (sim.next() < h) sitting(d, Math.min(300, geometric(sim, b.laterSitting * e ** 0.5)));

@@ -35,7 +35,10 @@ export interface BatchArrays {
   childIndex: (Int32Array | null)[];
   weights: (Float32Array | null)[];
   masks: (Float32Array | null)[];
-  /** per slot except the root, over its parent's valid rows: log(1 + number of sampled neighbours) */
+  /**
+   * per slot except the root, over its parent's valid rows: log(1 + number of neighbours with time ≤ anchor),
+   * counting all of them, not only the sampled ones (see `SlotSample.visible`)
+   */
   degrees: (Float32Array | null)[];
 }
 
@@ -104,6 +107,7 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
     const rowOf = compact[slot.index]!;
     const f = slot.fanout;
     const vp = positions[slot.parent]!.length;
+    const visible = batch.slots[slot.index]!.visible;
     const idx = new Int32Array(vp * f);
     const w = new Float32Array(vp * f);
     const m = new Float32Array(vp * f);
@@ -113,7 +117,7 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
       if (r < 0) continue;
       let count = 0;
       for (let j = 0; j < f; j++) if (rowOf[i * f + j]! >= 0) count++;
-      deg[r] = Math.log1p(count);
+      deg[r] = Math.log1p(visible ? visible[i]! : count);
       const inv = count > 0 ? 1 / count : 0;
       for (let j = 0; j < f; j++) {
         const c = rowOf[i * f + j]!;

@@ -56,7 +56,7 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
       t = { nodes: [], anchors: [], index: new Map() };
       perType.set(slot.type, t);
     }
-    const timeDependent = f.spec.has_time || f.spec.timestamps.length > 0;
+    const timeDependent = f.timeDependent;
     const n = B * slot.width;
     const rowOf = new Int32Array(n);
     const pos: number[] = [];

@@ -136,7 +136,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     }
     init = { dir: prev.dir, id: prev.id };
   } else {
-    featureSpec = featureSpecFromGraph(graph, exclusions);
+    featureSpec = featureSpecFromGraph(graph, exclusions, task.query.entity.table);
   }
 
   const plan = buildPlan(graph, task.query.entity.table, mc.num_neighbors);

@@ -18,8 +18,9 @@
  * Rows are simulated per user (each user's sittings are independent of others'), then time-sorted with a
  * stable order (generation order breaks ties), so the same seed gives byte-identical files.
  */
-import { DataError } from '../errors.js';
-import type { Rng } from '../util/rng.js';
+import { DataError } from '../core/errors.js';
+import { round } from '../core/number.js';
+import type { Rng } from '../core/rng.js';
 import { CsvSink } from './csv.js';
 import { cumulative, geometric, lognormal, searchCumulative } from './random.js';
 
@@ -213,14 +214,10 @@ export function generateRatings(
     rows: { users: nU, items: nI, ratings: n },
     first_day: new Date((startSec) * 1000).toISOString().slice(0, 10),
     last_day: RATINGS_LAST_DAY,
-    one_sitting_share: round(oneSitting / Math.max(1, active)),
+    one_sitting_share: round(oneSitting / Math.max(1, active), 4),
     cold_users: cold,
     max_user_ratings: sortedCounts[active - 1] ?? 0,
     median_user_ratings: sortedCounts[Math.floor(active / 2)] ?? 0,
-    tie_share: round(ties / Math.max(1, n)),
+    tie_share: round(ties / Math.max(1, n), 4),
   };
-}
-
-function round(x: number): number {
-  return Math.round(x * 1e4) / 1e4;
 }

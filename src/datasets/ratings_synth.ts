@@ -5,11 +5,11 @@
  */
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DataError, UsageError } from '../errors.js';
-import { writeJsonAtomic } from '../util/atomic.js';
-import { info } from '../util/log.js';
-import { Rng } from '../util/rng.js';
-import { VERSION } from '../version.js';
+import { DataError, UsageError } from '../core/errors.js';
+import { writeJsonAtomic } from '../core/atomic.js';
+import { info } from '../core/log.js';
+import { Rng } from '../core/rng.js';
+import { VERSION } from '../core/version.js';
 import { SYNTH_PRESETS, type SynthPresetName } from './presets.js';
 import { generateRatings, GENRES, ITEM_COLUMNS, RATING_COLUMNS, RATINGS_SIZES, USER_COLUMNS, type RatingsResult } from './ratings.js';
 import type { SynthSize } from './sizes.js';

@@ -4,9 +4,9 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { binaryMetrics } from '../../src/train/metrics.js';
-import { fitMlp } from '../../src/train/mlp.js';
-import { Rng } from '../../src/util/rng.js';
+import { binaryMetrics } from '../../src/task/metrics.js';
+import { fitMlp } from '../../src/model/mlp.js';
+import { Rng } from '../../src/core/rng.js';
 
 beforeAll(async () => {
   await tf.setBackend('cpu');

@@ -3,7 +3,7 @@
  * sums from the time-sorted CSR, what the no-graph baseline reads, at any anchor and leak-free.
  */
 import { describe, expect, it } from 'vitest';
-import { activityDim, featureSpecFromGraph, numericDim, TableFeatures } from '../../src/train/features.js';
+import { activityDim, featureSpecFromGraph, numericDim, TableFeatures } from '../../src/model/features.js';
 import { handGraph, REV_EDGE } from '../helpers/hand_graph.js';
 
 const DAY = 86400;

@@ -12,7 +12,8 @@
  * - `uniform` sampling: all neighbours with time ≤ anchor, up to the `exact_degree_cap` most recent — the
  *   mean over all of them is the expectation of the mean over a uniform sample.
  *
- * The degree input is log(1 + number of neighbours with time ≤ anchor), uncapped, as training reads it.
+ * The degree input is log(1 + number of neighbours with time ≤ anchor), uncapped, as training reads it
+ * (runs made before that: log(1 + min(count, fanout)), the value they were trained on).
  *
  * SAGE means are computed here in TypeScript (no padding, so a super-node costs its degree, not
  * degree × batch); GAT gets padded blocks, chunked so no block exceeds a fixed number of neighbour slots.
@@ -170,7 +171,9 @@ function buildClasses(model: DeepModel, plan: Plan, entities: Int32Array, anchor
     for (const type of rowsOf.keys()) {
       const mine = pending.filter((p) => p.edge.dst === type);
       mine.forEach((p, k) => {
-        classes[p.parent]!.edges.push({ edge: p.edge, ptr: p.csr.ptr, rows: rowsOf.get(type)![k]!, fanout: p.fanout, visible: p.csr.visible, child: childClass.get(type)! });
+        // Runs made before the degree input counted every visible neighbour read the sampled count.
+        const visible = model.spec.degree === 'visible' ? p.csr.visible : p.csr.visible.map((v) => Math.min(p.fanout, v));
+        classes[p.parent]!.edges.push({ edge: p.edge, ptr: p.csr.ptr, rows: rowsOf.get(type)![k]!, fanout: p.fanout, visible, child: childClass.get(type)! });
       });
     }
   }

@@ -42,7 +42,8 @@ export interface BatchArrays {
   degrees: (Float32Array | null)[];
 }
 
-export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Record<string, TableFeatures>): BatchArrays {
+/** `degree`: what the degree input counts (`ModelSpec.degree`; runs made before it count `sampled`). */
+export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Record<string, TableFeatures>, degree: 'visible' | 'sampled' = 'visible'): BatchArrays {
   const B = batch.size;
   const perType = new Map<string, { nodes: number[]; anchors: number[]; index: Map<number, number> }>();
   const positions: Int32Array[] = [];
@@ -107,7 +108,7 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
     const rowOf = compact[slot.index]!;
     const f = slot.fanout;
     const vp = positions[slot.parent]!.length;
-    const visible = batch.slots[slot.index]!.visible;
+    const visible = degree === 'visible' ? batch.slots[slot.index]!.visible : null;
     const idx = new Int32Array(vp * f);
     const w = new Float32Array(vp * f);
     const m = new Float32Array(vp * f);

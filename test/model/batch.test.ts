@@ -66,6 +66,8 @@ describe('buildBatchArrays: dense model inputs from a sampled batch', () => {
     expect(Array.from(s.slots[1]!.visible!)).toEqual([30, 0, 40]);
     // log(1 + 30), not log(1 + 4): the sampled count would be the fanout for every active user
     expect(Array.from(buildBatchArrays(p, s, f).degrees[1]!)).toEqual([Math.log(31), 0, Math.log(41)].map(Math.fround));
+    // a run made before (spec without `degree`) keeps reading the sampled count it was trained on
+    expect(Array.from(buildBatchArrays(p, s, f, 'sampled').degrees[1]!)).toEqual([Math.log(5), 0, Math.log(5)].map(Math.fround));
   });
 
   it('a seed with no neighbour before its anchor gets an all-padding block and degree 0', () => {

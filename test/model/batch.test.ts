@@ -57,8 +57,8 @@ describe('buildBatchArrays: dense model inputs from a sampled batch', () => {
     // one user with a burst of 30 events at the same second, and 10 more after the anchor
     const burst = handGraph(new Int32Array(40), Float64Array.from({ length: 40 }, (_, i) => (i < 30 ? 500 : 900 + i)), 1);
     const f = {
-      users: new TableFeatures(burst.graph.tables.users!, { numeric: [], categorical: [], timestamps: [], hasTime: false }),
-      events: new TableFeatures(burst.graph.tables.events!, { numeric: [], categorical: [], timestamps: [], hasTime: true }),
+      users: new TableFeatures(burst.graph.tables.users!, { numeric: [], categorical: [], timestamps: [], has_time: false }),
+      events: new TableFeatures(burst.graph.tables.events!, { numeric: [], categorical: [], timestamps: [], has_time: true }),
     };
     const p = buildPlan(burst.graph, 'users', [4]);
     const s = new TemporalSampler(burst.graph, p, method).sample(Int32Array.of(0, 0, 0), Float64Array.of(600, 499, 1e9), new Rng(3));

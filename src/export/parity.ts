@@ -111,12 +111,17 @@ export async function rawRequests(
 }
 
 function rawCategorical(col: { meta: { vocab: string[] }; codes: Int32Array }, c: CategoricalSpec, rows: Int32Array): string[] | BigInt64Array {
+  // An out-of-vocabulary row (code 1: a value rarer than data.min_frequency, or first seen after
+  // fit_until) is sent as a text no vocabulary holds. Not a NUL-prefixed sentinel: onnxruntime-node reads
+  // string tensors as C strings, so "\0unknown" arrives as "" and encodes as null, not unknown.
+  let unknown = '<unknown>';
+  while (col.meta.vocab.includes(unknown)) unknown += '#';
   const raw = Array.from(rows, (v) => {
     if (v < 0) return '';
     const code = col.codes[v]!;
-    return code === 0 ? '' : code === 1 ? '\u0000unknown' : col.meta.vocab[code - 2]!;
+    return code === 0 ? '' : code === 1 ? unknown : col.meta.vocab[code - 2]!;
   });
-  return isIntegerType(c.type) ? BigInt64Array.from(raw, (x) => (x === '' ? INT64_MIN : x.startsWith('\u0000') ? -987654321n : BigInt(x))) : raw;
+  return isIntegerType(c.type) ? BigInt64Array.from(raw, (x) => (x === '' ? INT64_MIN : x === unknown ? -987654321n : BigInt(x))) : raw;
 }
 
 async function keyColumns(graph: Graph, tables: string[]): Promise<Map<string, string[]>> {

@@ -106,9 +106,10 @@ export function buildProgram(): Command {
   const datasets = program.command('datasets').description('bundled synthetic data');
   datasets
     .command('synth')
-    .description('write H&M-shaped synthetic tables (customers, articles, transactions) with planted graph signals')
+    .description('write synthetic tables: H&M-shaped retail with planted graph signals, or a realism preset (date-only times, bursty sittings, a ratings schema)')
     .requiredOption('--out <dir>', 'output folder')
-    .addOption(new Option('--size <size>', 'dataset size').choices(['tiny', 'small', 'medium', 'large']).default('small'))
+    .option('--preset <name>', 'retail (default) | retail-dates | bursty | ratings — schema and realism traits (datasets/README.md)')
+    .addOption(new Option('--size <size>', "dataset size (default: the preset's; small for retail, tiny for bursty and ratings)").choices(['tiny', 'small', 'medium', 'large']))
     .addOption(typed('--seed <n>', 'random seed', intFlag('--seed', 0, 0xffffffff)).default(0))
     .addOption(new Option('--format <format>', 'file format').choices(['csv', 'parquet']).default('csv'))
     .addOption(opt.json())

@@ -57,6 +57,12 @@ export const dataSchema = z
       .default('auto')
       .describe('fit feature statistics on rows up to this time (ISO timestamp); "auto" = the earliest validation anchor of the tasks, so no statistic sees val/test data'),
     max_vocab: z.number().int().min(2).default(10000).describe('categorical vocabulary cap; rarer values share the out-of-vocabulary bucket'),
+    min_frequency: z
+      .number()
+      .int()
+      .min(1)
+      .default(2)
+      .describe('a categorical value needs this many rows up to fit_until to get its own code; rarer values share the out-of-vocabulary bucket, so that bucket is trained and a value first seen later is read like a rare one (1 = keep every value)'),
     id_like_ratio: z.number().min(0).max(1).default(0.5).describe('a string column with more distinct values than this share of rows is id-like and excluded'),
   })
   .strict();

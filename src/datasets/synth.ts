@@ -55,10 +55,14 @@ export interface SynthOptions {
   truth?: boolean;
   /** Overrides of the planted-signal strengths (calibration experiments). */
   signals?: Partial<SignalParams>;
+  /** t_dat as a date only (preset `retail-dates`): the same simulation, times of day cut off */
+  dateOnly?: boolean;
 }
 
 export interface SynthResult {
   out: string;
+  /** `retail`, or `retail-dates` when t_dat is date-only */
+  preset: 'retail' | 'retail-dates';
   size: SynthSize;
   seed: number;
   format: SynthFormat;
@@ -127,13 +131,14 @@ export async function generateSynthetic(opts: SynthOptions): Promise<SynthResult
     let transactions: { tmp: string; value: SimulationResult };
     try {
       transactions = writeCsv(files.transactions, cleanup, (sink) =>
-        simulateTransactions({ rng: rngSim, pop, cat, days, startMs, targetTransactions: target.transactions, volume, trends, rhythms, rings, takeovers, params }, sink, truth));
+        simulateTransactions({ rng: rngSim, pop, cat, days, startMs, targetTransactions: target.transactions, volume, trends, rhythms, rings, takeovers, params, dateOnly: opts.dateOnly }, sink, truth));
       truth?.close();
     } catch (e) {
       truth?.abort();
       throw e;
     }
     const sim = transactions.value;
+    const schemas = synthSchemas(opts.dateOnly === true);
     const csvTemps: Record<SynthTable, string> = { customers: customers.tmp, articles: articles.tmp, transactions: transactions.tmp };
 
     // Publish: the old manifest goes first, so a run killed between the renames below never leaves a
@@ -141,15 +146,16 @@ export async function generateSynthetic(opts: SynthOptions): Promise<SynthResult
     rmSync(manifestPath, { force: true });
     if (opts.format === 'parquet') {
       info(`synth ${opts.size}: converting to parquet`);
-      await convertToParquet(csvTemps, files, cleanup);
+      await convertToParquet(csvTemps, files, schemas, cleanup);
     } else {
       for (const t of SYNTH_TABLES) renameSync(csvTemps[t], files[t]);
     }
     if (truth) renameSync(truth.path, truthPath);
 
     const rows = { customers: pop.n, articles: cat.n, transactions: sim.rows };
+    const preset = opts.dateOnly ? 'retail-dates' : 'retail';
     const result: SynthResult = {
-      out, size: opts.size, seed: opts.seed, format: opts.format, files, rows,
+      out, preset, size: opts.size, seed: opts.seed, format: opts.format, files, rows,
       first_day: dayText(startMs, 0), last_day: dayText(startMs, days - 1),
       fraud_rows: sim.fraudRows, fraud_rate: round(sim.fraudRows / sim.rows, 5),
       fraud_rings: rings.count, account_takeovers: takeovers.count,
@@ -157,9 +163,9 @@ export async function generateSynthetic(opts: SynthOptions): Promise<SynthResult
     };
     // No timings in the manifest: the whole folder is byte-identical for a given size and seed.
     writeJsonAtomic(manifestPath, {
-      kind: 'dataset', generator: 'gnnctl datasets synth', gnnctl_version: VERSION, size: opts.size, seed: opts.seed,
+      kind: 'dataset', generator: 'gnnctl datasets synth', gnnctl_version: VERSION, ...(opts.dateOnly ? { preset } : {}), size: opts.size, seed: opts.seed,
       format: opts.format, first_day: result.first_day, last_day: result.last_day,
-      tables: Object.fromEntries(SYNTH_TABLES.map((t) => [t, { file: `${t}.${opts.format}`, rows: rows[t], columns: Object.fromEntries(SYNTH_SCHEMAS[t]) }])),
+      tables: Object.fromEntries(SYNTH_TABLES.map((t) => [t, { file: `${t}.${opts.format}`, rows: rows[t], columns: Object.fromEntries(schemas[t]) }])),
       signals: { fraud_rows: result.fraud_rows, fraud_rate: result.fraud_rate, fraud_rings: rings.count, account_takeovers: takeovers.count, params },
     });
     return result;
@@ -172,7 +178,7 @@ export async function generateSynthetic(opts: SynthOptions): Promise<SynthResult
  * Runs `fill` on a CSV written to a temporary sibling of `target` and returns the temp path (which the
  * caller renames into place, or converts) with fill's value. The temp file is removed on any failure.
  */
-function writeCsv<T>(target: string, cleanup: string[], fill: (sink: CsvSink) => T): { tmp: string; value: T } {
+export function writeCsv<T>(target: string, cleanup: string[], fill: (sink: CsvSink) => T): { tmp: string; value: T } {
   const tmp = track(cleanup, `${tempSibling(target)}.csv`);
   const sink = new CsvSink(tmp);
   try {
@@ -186,12 +192,24 @@ function writeCsv<T>(target: string, cleanup: string[], fill: (sink: CsvSink) =>
 }
 
 /** Registers a temporary path for removal in generateSynthetic's `finally` (a no-op once renamed). */
-function track(cleanup: string[], path: string): string {
+export function track(cleanup: string[], path: string): string {
   cleanup.push(path);
   return path;
 }
 
-async function convertToParquet(csv: Record<SynthTable, string>, files: Record<SynthTable, string>, cleanup: string[]): Promise<void> {
+/** The column types of each table; with date-only t_dat DuckDB reads that column as DATE. */
+export function synthSchemas(dateOnly: boolean): Record<SynthTable, readonly (readonly [string, string])[]> {
+  if (!dateOnly) return SYNTH_SCHEMAS;
+  return { ...SYNTH_SCHEMAS, transactions: SYNTH_SCHEMAS.transactions.map(([c, ty]) => [c, c === 't_dat' ? 'DATE' : ty] as const) };
+}
+
+/** Converts finished CSVs to Parquet with the given column types (one DuckDB thread: byte-identical output). */
+export async function convertToParquet<T extends string>(
+  csv: Record<T, string>,
+  files: Record<T, string>,
+  schemas: Record<T, readonly (readonly [string, string])[]>,
+  cleanup: string[],
+): Promise<void> {
   const db = await DuckDBInstance.create(':memory:');
   try {
     const conn = await db.connect();
@@ -199,9 +217,9 @@ async function convertToParquet(csv: Record<SynthTable, string>, files: Record<S
       // One thread: DuckDB's parallel CSV reader and Parquet writer may cut row groups differently from
       // run to run, and the output must be byte-identical per seed.
       await conn.run('SET threads = 1');
-      for (const t of SYNTH_TABLES) {
+      for (const t of Object.keys(csv) as T[]) {
         const tmp = track(cleanup, `${tempSibling(files[t])}.parquet`);
-        const columns = SYNTH_SCHEMAS[t].map(([c, ty]) => `'${c}': '${ty}'`).join(', ');
+        const columns = schemas[t].map(([c, ty]) => `'${c}': '${ty}'`).join(', ');
         await conn.run(
           `COPY (SELECT * FROM read_csv(${sqlString(csv[t])}, header = true, columns = {${columns}})) ` +
             `TO ${sqlString(tmp)} (FORMAT parquet, COMPRESSION zstd)`,

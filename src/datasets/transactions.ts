@@ -54,6 +54,8 @@ export interface SimulationInput {
   rings: FraudRings;
   takeovers: AccountTakeovers;
   params: SignalParams;
+  /** write t_dat as a date only (preset retail-dates): the simulation is unchanged, the times are cut */
+  dateOnly?: boolean;
 }
 
 export interface SimulationResult {
@@ -311,12 +313,12 @@ export function simulateTransactions(input: SimulationInput, sink: CsvSink, trut
     for (let t = 1; t <= SECONDS_PER_DAY; t++) counts[t]! += counts[t - 1]!;
     for (let k = 0; k < dayN; k++) order[counts[rows.sec[k]!]!++] = k;
 
-    const prefix = `${dayText(input.startMs, d)} `;
+    const prefix = input.dateOnly ? dayText(input.startMs, d) : `${dayText(input.startMs, d)} `;
     for (let q = 0; q < dayN; q++) {
       const k = order[q]!;
       const fraud = rows.fraud[k]!;
       const kind = rows.kind[k] as 0 | 1 | 2;
-      sink.write(`${nextId},${prefix}${hms[rows.sec[k]!]},${pop.ids[rows.cust[k]!]},${cat.ids[rows.art[k]!]},${priceText[rows.price[k]!]},${rows.chan[k]},${fraud}\n`);
+      sink.write(`${nextId},${prefix}${input.dateOnly ? '' : hms[rows.sec[k]!]},${pop.ids[rows.cust[k]!]},${cat.ids[rows.art[k]!]},${priceText[rows.price[k]!]},${rows.chan[k]},${fraud}\n`);
       truth?.write(`${nextId},${kind},${rows.ring[k]}\n`);
       nextId++;
       result.kindRows[kind]++;

@@ -10,8 +10,10 @@
  * - `last` sampling: the k most recent neighbours with time ≤ anchor (k = the hop's fanout), which is
  *   exactly what sampled mode picks, so exact and sampled embeddings agree;
  * - `uniform` sampling: all neighbours with time ≤ anchor, up to the `exact_degree_cap` most recent — the
- *   mean over all of them is the expectation of the mean over a uniform sample. The degree input stays
- *   log(1 + min(count, fanout)), the value training saw.
+ *   mean over all of them is the expectation of the mean over a uniform sample.
+ *
+ * The degree input is log(1 + number of neighbours with time ≤ anchor), uncapped, as training reads it
+ * (runs made before that: log(1 + min(count, fanout)), the value they were trained on).
  *
  * SAGE means are computed here in TypeScript (no padding, so a super-node costs its degree, not
  * degree × batch); GAT gets padded blocks, chunked so no block exceeds a fixed number of neighbour slots.
@@ -35,8 +37,10 @@ interface ClassEdge {
   /** CSR over the class's nodes: neighbour rows in the child class */
   ptr: Int32Array;
   rows: Int32Array;
-  /** the training fanout of this hop (for the degree input) */
+  /** the training fanout of this hop */
   fanout: number;
+  /** per node of the class: neighbours with time ≤ anchor over this edge, all of them (the degree input) */
+  visible: Float32Array;
   child: number;
 }
 
@@ -167,7 +171,9 @@ function buildClasses(model: DeepModel, plan: Plan, entities: Int32Array, anchor
     for (const type of rowsOf.keys()) {
       const mine = pending.filter((p) => p.edge.dst === type);
       mine.forEach((p, k) => {
-        classes[p.parent]!.edges.push({ edge: p.edge, ptr: p.csr.ptr, rows: rowsOf.get(type)![k]!, fanout: p.fanout, child: childClass.get(type)! });
+        // Runs made before the degree input counted every visible neighbour read the sampled count.
+        const visible = model.spec.degree === 'visible' ? p.csr.visible : p.csr.visible.map((v) => Math.min(p.fanout, v));
+        classes[p.parent]!.edges.push({ edge: p.edge, ptr: p.csr.ptr, rows: rowsOf.get(type)![k]!, fanout: p.fanout, visible, child: childClass.get(type)! });
       });
     }
   }
@@ -177,6 +183,8 @@ function buildClasses(model: DeepModel, plan: Plan, entities: Int32Array, anchor
 interface Csr {
   ptr: Int32Array;
   ids: Int32Array;
+  /** per node: all neighbours with time ≤ anchor (the lists above keep at most k of them) */
+  visible: Float32Array;
 }
 
 /** The neighbours each node aggregates from: up to k most recent with time ≤ anchor (most recent first). */
@@ -184,17 +192,20 @@ function neighbourLists(model: DeepModel, edge: EdgeType, nodes: Int32Array, anc
   const dstTime = model.graph.tables[edge.dst]!.time;
   const ptr = new Int32Array(nodes.length + 1);
   const ends = new Int32Array(nodes.length);
+  const visible = new Float32Array(nodes.length);
   for (let i = 0; i < nodes.length; i++) {
     const v = nodes[i]!;
     let n: number;
     if (edge.kind === 'fk') {
       const p = edge.parent![v]!;
       n = p >= 0 && (dstTime === null || dstTime[p]! <= anchor) ? 1 : 0;
+      visible[i] = n;
     } else {
       const start = edge.indptr![v]!;
       const stop = edge.indptr![v + 1]!;
       const end = dstTime === null ? stop : upperBound(edge.indices!, dstTime, start, stop, anchor);
       ends[i] = end;
+      visible[i] = end - start;
       n = Math.min(k, end - start);
     }
     ptr[i + 1] = ptr[i]! + n;
@@ -206,7 +217,7 @@ function neighbourLists(model: DeepModel, edge: EdgeType, nodes: Int32Array, anc
     if (edge.kind === 'fk') ids[ptr[i]!] = edge.parent![nodes[i]!]!;
     else for (let j = 0; j < n; j++) ids[ptr[i]! + j] = edge.indices![ends[i]! - 1 - j]!;
   }
-  return { ptr, ids };
+  return { ptr, ids, visible };
 }
 
 function encodeRows(model: DeepModel, type: string, nodes: Int32Array, anchor: number): Float32Array {
@@ -290,7 +301,7 @@ function block(e: ClassEdge, chunk: Int32Array, hChild: Float32Array, C: number,
   const degree = new Float32Array(n);
   for (let i = 0; i < n; i++) {
     const r = chunk[i]!;
-    degree[i] = Math.log1p(Math.min(e.fanout, e.ptr[r + 1]! - e.ptr[r]!));
+    degree[i] = Math.log1p(e.visible[r]!);
   }
   if (!attention) {
     const mean = new Float32Array(n * C);

@@ -31,7 +31,7 @@ export interface ParityReport {
 const WARMUP_RUNS = 20;
 
 /**
- * The raw value standing for "a value outside the vocabulary" in rebuilt requests. Not NUL-prefixed:
+ * The raw key standing for "a foreign key that refers to no row" in rebuilt requests. Not NUL-prefixed:
  * onnxruntime-node passes string tensors as C strings, so "\u0000…" would arrive as "" (the missing value).
  */
 const UNKNOWN = '\uFFFFunknown';
@@ -127,12 +127,17 @@ export async function rawRequests(
 }
 
 function rawCategorical(col: { meta: { vocab: string[] }; codes: Int32Array }, c: CategoricalSpec, rows: Int32Array): string[] | BigInt64Array {
+  // An out-of-vocabulary row (code 1: a value rarer than data.min_frequency, or first seen after
+  // fit_until) is sent as a text no vocabulary holds. Not a NUL-prefixed sentinel: onnxruntime-node reads
+  // string tensors as C strings, so "\0unknown" arrives as "" and encodes as null, not unknown.
+  let unknown = '<unknown>';
+  while (col.meta.vocab.includes(unknown)) unknown += '#';
   const raw = Array.from(rows, (v) => {
     if (v < 0) return '';
     const code = col.codes[v]!;
-    return code === 0 ? '' : code === 1 ? UNKNOWN : col.meta.vocab[code - 2]!;
+    return code === 0 ? '' : code === 1 ? unknown : col.meta.vocab[code - 2]!;
   });
-  return isIntegerType(c.type) ? BigInt64Array.from(raw, (x) => (x === '' ? INT64_MIN : x === UNKNOWN ? -987654321n : BigInt(x))) : raw;
+  return isIntegerType(c.type) ? BigInt64Array.from(raw, (x) => (x === '' ? INT64_MIN : x === unknown ? -987654321n : BigInt(x))) : raw;
 }
 
 async function keyColumns(graph: Graph, tables: string[]): Promise<Map<string, string[]>> {

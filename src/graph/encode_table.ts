@@ -119,9 +119,12 @@ export async function encodeTable(
   const catJoins: string[] = [];
   for (const [k, c] of categorical.entries()) {
     const v = `nullif(trim(CAST(${nt}.${q(c.name)} AS VARCHAR)), '')`;
+    // Values rarer than min_frequency share the OOV code. Without this the OOV embedding row is never
+    // trained (every training row is in vocabulary), yet every entity new since fit_until reads it, and a
+    // value held by one entity is that entity's id, which only memorises training labels (docs/quality.md).
     const vocabRows = await queryRows<{ v: string }>(
       conn,
-      `SELECT v FROM (SELECT ${v} AS v, count(*) AS n FROM ${nt} WHERE ${fitWhere} GROUP BY 1) WHERE v IS NOT NULL ORDER BY n DESC, v LIMIT ${cfg.data.max_vocab}`,
+      `SELECT v FROM (SELECT ${v} AS v, count(*) AS n FROM ${nt} WHERE ${fitWhere} GROUP BY 1) WHERE v IS NOT NULL AND n >= ${cfg.data.min_frequency} ORDER BY n DESC, v LIMIT ${cfg.data.max_vocab}`,
     );
     const vocab = vocabRows.map((r) => r.v);
     const vt = `vocab_${name}_${k}`;

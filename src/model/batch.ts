@@ -35,11 +35,15 @@ export interface BatchArrays {
   childIndex: (Int32Array | null)[];
   weights: (Float32Array | null)[];
   masks: (Float32Array | null)[];
-  /** per slot except the root, over its parent's valid rows: log(1 + number of sampled neighbours) */
+  /**
+   * per slot except the root, over its parent's valid rows: log(1 + number of neighbours with time ≤ anchor),
+   * counting all of them, not only the sampled ones (see `SlotSample.visible`)
+   */
   degrees: (Float32Array | null)[];
 }
 
-export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Record<string, TableFeatures>): BatchArrays {
+/** `degree`: what the degree input counts (`ModelSpec.degree`; runs made before it count `sampled`). */
+export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Record<string, TableFeatures>, degree: 'visible' | 'sampled' = 'visible'): BatchArrays {
   const B = batch.size;
   const perType = new Map<string, { nodes: number[]; anchors: number[]; index: Map<number, number> }>();
   const positions: Int32Array[] = [];
@@ -53,7 +57,7 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
       t = { nodes: [], anchors: [], index: new Map() };
       perType.set(slot.type, t);
     }
-    const timeDependent = f.spec.has_time || f.spec.timestamps.length > 0;
+    const timeDependent = f.timeDependent;
     const n = B * slot.width;
     const rowOf = new Int32Array(n);
     const pos: number[] = [];
@@ -104,6 +108,7 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
     const rowOf = compact[slot.index]!;
     const f = slot.fanout;
     const vp = positions[slot.parent]!.length;
+    const visible = degree === 'visible' ? batch.slots[slot.index]!.visible : null;
     const idx = new Int32Array(vp * f);
     const w = new Float32Array(vp * f);
     const m = new Float32Array(vp * f);
@@ -113,7 +118,7 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
       if (r < 0) continue;
       let count = 0;
       for (let j = 0; j < f; j++) if (rowOf[i * f + j]! >= 0) count++;
-      deg[r] = Math.log1p(count);
+      deg[r] = Math.log1p(visible ? visible[i]! : count);
       const inv = count > 0 ? 1 / count : 0;
       for (let j = 0; j < f; j++) {
         const c = rowOf[i * f + j]!;

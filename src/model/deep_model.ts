@@ -56,12 +56,12 @@ export class DeepModel {
   }
 
   batch(seeds: Int32Array, anchors: Float64Array, rng: Rng | null, plan: Plan = this.plan, sampler: TemporalSampler = this.sampler): BatchArrays {
-    return buildBatchArrays(plan, sampler.sample(seeds, anchors, rng), this.features);
+    return buildBatchArrays(plan, sampler.sample(seeds, anchors, rng), this.features, this.spec.degree ?? 'sampled');
   }
 
   /** Dense model inputs for an already sampled batch. */
   arrays(sampled: SampledBatch, plan: Plan = this.plan): BatchArrays {
-    return buildBatchArrays(plan, sampled, this.features);
+    return buildBatchArrays(plan, sampled, this.features, this.spec.degree ?? 'sampled');
   }
 
   /**

@@ -15,16 +15,39 @@
  * The kernels matter because encoders are linear and the first layer averages encoder outputs: a mean of
  * exp(−Δ/τ) over a node's neighbours is a decayed count of its recent neighbours ("5 purchases of this
  * article in the last hour"), which no mean of Δ or log Δ can express.
+ *   the task's entity table only, per reverse edge to a table with a time column (its "activity"):
+ *     log1p of the rows in the last 7, 30 and 90 days and of all rows, log1p(days since the last row) / 5,
+ *     log1p(days since the first row) / 5, a no-rows flag, and for each numeric column of those rows the
+ *     sums over the last 30 and 90 days as sign · log1p(|sum| / std)
+ * The activity inputs are what the no-graph baseline reads (counts over windows, recency, monetary), taken
+ * from the time-sorted CSR with binary searches, so they exist at any anchor (training, embed, predict)
+ * and see only rows with time ≤ anchor. They make the graph model see at least what the baseline sees,
+ * whatever the fanout and the sampling: with `last` on bursty data the sampled neighbours are one sitting
+ * and tell neither total activity nor tenure (docs/quality.md).
  * Categorical codes: 0 = null, 1 = out of vocabulary, 2 + i = vocab[i], offset per column into one
  * embedding table per node type.
  */
 import type { CategoricalReference, NumericReference } from '../artifacts/graph_manifest.js';
-import type { Graph, NodeTable } from '../graph/graph.js';
+import type { EdgeType, Graph, NodeTable } from '../graph/graph.js';
 import { warn } from '../core/log.js';
+import { upperBound } from './sampler.js';
 
 export const TIME_FEATURES = 12;
 const KERNEL_DAYS = [1 / 24, 1, 7, 30];
 const DAY = 86400;
+/** activity windows (days) for counts; sums use the last two */
+const ACTIVITY_COUNT_DAYS = [7, 30, 90];
+const ACTIVITY_SUM_DAYS = [30, 90];
+/** per activity edge: counts per window + all, recency, tenure, no-rows flag */
+const ACTIVITY_BASE = ACTIVITY_COUNT_DAYS.length + 4;
+
+/** Past-window aggregates of an entity over one reverse edge (see the module comment). */
+export interface ActivitySpec {
+  /** reverse edge from the entity's table to a table with a time column */
+  edge: string;
+  /** numeric columns of that table summed per window, with the fitted std as their unit */
+  sums: { name: string; std: number }[];
+}
 
 export interface TableFeatureSpec {
   /** standardisation, and the column's deciles on the fit window (drift reference; absent in 0.1 runs) */
@@ -33,6 +56,8 @@ export interface TableFeatureSpec {
   categorical: { name: string; vocab: string[]; reference?: CategoricalReference }[];
   timestamps: string[];
   has_time: boolean;
+  /** the task's entity table: past-window aggregates per reverse edge (absent in runs made before them) */
+  activity?: ActivitySpec[];
 }
 
 export interface FeatureSpec {
@@ -44,7 +69,12 @@ export interface FeatureSpec {
 }
 
 export function numericDim(t: TableFeatureSpec): number {
-  return 2 * t.numeric.length + 2 * t.timestamps.length + (t.has_time ? TIME_FEATURES : 0);
+  return 2 * t.numeric.length + 2 * t.timestamps.length + (t.has_time ? TIME_FEATURES : 0) + activityDim(t);
+}
+
+/** Width of the activity inputs, which come last in the numeric vector. */
+export function activityDim(t: TableFeatureSpec): number {
+  return (t.activity ?? []).reduce((a, s) => a + ACTIVITY_BASE + ACTIVITY_SUM_DAYS.length * s.sums.length, 0);
 }
 
 /** Sizes of each categorical column's code space (vocab + null + OOV). */
@@ -52,8 +82,11 @@ export function categoricalSizes(t: TableFeatureSpec): number[] {
   return t.categorical.map((c) => c.vocab.length + 2);
 }
 
-/** The spec a new run fits: the graph's statistics, minus excluded columns. */
-export function featureSpecFromGraph(graph: Graph, exclude: { table: string; column: string; reason: string }[]): FeatureSpec {
+/**
+ * The spec a new run fits: the graph's statistics, minus excluded columns; the entity table `root` also
+ * gets activity inputs over each reverse edge to a table with a time column.
+ */
+export function featureSpecFromGraph(graph: Graph, exclude: { table: string; column: string; reason: string }[], root?: string): FeatureSpec {
   const tables: Record<string, TableFeatureSpec> = {};
   const skip = (t: string, c: string): boolean => exclude.some((e) => e.table === t && e.column === c);
   for (const [name, t] of Object.entries(graph.tables)) {
@@ -63,8 +96,71 @@ export function featureSpecFromGraph(graph: Graph, exclude: { table: string; col
       timestamps: t.timestamps.filter((c) => !skip(name, c.name)).map((c) => c.name),
       has_time: t.time !== null,
     };
+    if (name === root) {
+      tables[name]!.activity = graph.edges
+        .filter((e) => e.kind === 'rev' && e.src === name && graph.tables[e.dst]!.time !== null)
+        .map((e) => ({ edge: e.name, sums: graph.tables[e.dst]!.numeric.filter((c) => !skip(e.dst, c.meta.name)).map((c) => ({ name: c.meta.name, std: c.meta.std })) }));
+    }
   }
   return { tables, fit_until: graph.manifest.fit_until, excluded: exclude };
+}
+
+/** An activity spec bound to a graph: the CSR, the child times and prefix sums of the summed columns. */
+interface BoundActivity {
+  spec: ActivitySpec;
+  edge: EdgeType | null;
+  time: Float64Array | null;
+  /** per summed column: prefix sums over the CSR's neighbour order (length edges + 1), NaN read as 0 */
+  prefix: Float64Array[];
+}
+
+function bindActivity(graph: Graph | undefined, table: string, spec: ActivitySpec): BoundActivity {
+  const edge = graph?.edges.find((e) => e.name === spec.edge && e.kind === 'rev' && e.src === table) ?? null;
+  const child = edge ? graph!.tables[edge.dst] : undefined;
+  if (!edge || !child?.time) {
+    warn(`${table}: edge ${spec.edge} is gone from the data; the model reads its activity inputs as no rows`);
+    return { spec, edge: null, time: null, prefix: [] };
+  }
+  const indices = edge.indices!;
+  const prefix = spec.sums.map((s) => {
+    const values = child.numeric.find((c) => c.meta.name === s.name)?.values;
+    const p = new Float64Array(indices.length + 1);
+    for (let k = 0; k < indices.length; k++) {
+      const x = values ? values[indices[k]!]! : 0;
+      p[k + 1] = p[k]! + (Number.isNaN(x) ? 0 : x);
+    }
+    return p;
+  });
+  return { spec, edge, time: child.time, prefix };
+}
+
+/** Writes one node's activity inputs at an anchor (see the module comment); returns the next offset. */
+function writeActivity(out: Float32Array, o: number, a: BoundActivity, v: number, anchor: number): number {
+  const sums = a.spec.sums.length;
+  const width = ACTIVITY_BASE + ACTIVITY_SUM_DAYS.length * sums;
+  if (!a.edge || !a.time) {
+    out.fill(0, o, o + width);
+    out[o + ACTIVITY_COUNT_DAYS.length + 3] = 1;
+    return o + width;
+  }
+  const indices = a.edge.indices!;
+  const start = a.edge.indptr![v]!;
+  const end = upperBound(indices, a.time, start, a.edge.indptr![v + 1]!, anchor);
+  const from = (days: number): number => upperBound(indices, a.time!, start, end, anchor - days * DAY);
+  for (const d of ACTIVITY_COUNT_DAYS) out[o++] = Math.log1p(end - from(d));
+  out[o++] = Math.log1p(end - start);
+  const none = end === start;
+  out[o++] = none ? 0 : Math.log1p(Math.max(0, anchor - a.time[indices[end - 1]!]!) / DAY) / 5;
+  out[o++] = none ? 0 : Math.log1p(Math.max(0, anchor - a.time[indices[start]!]!) / DAY) / 5;
+  out[o++] = none ? 1 : 0;
+  for (const d of ACTIVITY_SUM_DAYS) {
+    const lo = from(d);
+    a.spec.sums.forEach((s, c) => {
+      const sum = (a.prefix[c]![end]! - a.prefix[c]![lo]!) / (s.std > 0 ? s.std : 1);
+      out[o++] = Math.sign(sum) * Math.log1p(Math.abs(sum));
+    });
+  }
+  return o;
 }
 
 /** A table's features bound to a graph: the arrays, with codes remapped to the spec's vocabularies. */
@@ -76,12 +172,21 @@ export class TableFeatures {
   private readonly ts: Float64Array[];
   private readonly codes: Int32Array[];
   private readonly time: Float64Array | null;
+  private readonly activity: BoundActivity[];
   /** per categorical column, the offset of its code space in the type's embedding table */
   readonly catOffsets: Int32Array;
+  /** the trailing activity inputs' width (the no-graph baseline leaves them out: it has its own) */
+  readonly activityDim: number;
+  /** whether a node's inputs depend on the anchor (then batches encode a node once per anchor) */
+  readonly timeDependent: boolean;
 
-  constructor(table: NodeTable, spec: TableFeatureSpec) {
+  /** `graph` is needed only for activity inputs (the entity table of the run). */
+  constructor(table: NodeTable, spec: TableFeatureSpec, graph?: Graph) {
     this.spec = spec;
     this.num_dim = numericDim(spec);
+    this.activityDim = activityDim(spec);
+    this.activity = (spec.activity ?? []).map((a) => bindActivity(graph, table.name, a));
+    this.timeDependent = spec.has_time || spec.timestamps.length > 0 || this.activity.length > 0;
     this.catCount = spec.categorical.length;
     this.time = spec.has_time ? table.time : null;
     // A column the run reads but the graph lacks can only happen with --allow-schema-drift: it is read
@@ -143,6 +248,7 @@ export class TableFeatures {
         }
       }
       if (this.time) o = writeTimeFeatures(num, o, anchor, this.time[v]!);
+      for (const a of this.activity) o = writeActivity(num, o, a, v, anchor);
       const co = (row0 + i) * k;
       for (let c = 0; c < k; c++) cat[co + c] = this.catOffsets[c]! + this.codes[c]![v]!;
     }
@@ -183,5 +289,5 @@ export function remapCodes(codes: Int32Array, graphVocab: string[], specVocab: s
 }
 
 export function bindFeatures(graph: Graph, spec: FeatureSpec): Record<string, TableFeatures> {
-  return Object.fromEntries(Object.entries(spec.tables).map(([name, t]) => [name, new TableFeatures(graph.table(name), t)]));
+  return Object.fromEntries(Object.entries(spec.tables).map(([name, t]) => [name, new TableFeatures(graph.table(name), t, graph)]));
 }

@@ -35,6 +35,12 @@ export interface ModelSpec {
   root: string;
   fanouts: Fanout[];
   sampling: 'last' | 'uniform';
+  /**
+   * What the degree input counts: `visible`, every neighbour with time ≤ anchor (runs since
+   * docs/quality.md); `sampled`, the sampled neighbours, at most the fanout (older runs, whose spec has no
+   * such field). Part of the run's encoding, so embedding with an older run reproduces what it learned.
+   */
+  degree?: 'visible' | 'sampled';
   /** per node type: input widths */
   types: Record<string, { num_dim: number; cat_sizes: number[] }>;
   /** per layer (1-based index − 1), per node type updated at that layer: incoming edge types */

@@ -8,6 +8,9 @@ import { Rng } from '../core/rng.js';
 import { objectiveFor, predictValues, type ObjectiveKind } from '../task/objective/objective.js';
 import { ParamStore } from './params.js';
 
+/** fewest optimizer steps per epoch (batches shrink for small training sets, never below 32 rows) */
+const MIN_STEPS = 16;
+
 export interface MlpOptions {
   kind: ObjectiveKind;
   hidden?: number[];
@@ -23,6 +26,8 @@ export interface MlpResult {
   /** predictions for the matrices passed to `fitMlp` as `predict` (probabilities or label units) */
   predictions: Float32Array[];
   bestEpoch: number;
+  /** optimizer steps taken (all epochs) */
+  steps: number;
   valMetric: number;
 }
 
@@ -52,7 +57,10 @@ export function fitMlp(
 ): MlpResult {
   const hidden = opts.hidden ?? [128, 64];
   const epochs = opts.epochs ?? 30;
-  const batchSize = opts.batchSize ?? 1024;
+  // At least MIN_STEPS steps an epoch: with 1,000 rows and batch 1024 an epoch was one Adam step, early
+  // stopping (patience in epochs) then ended training a few steps from the random start, and the
+  // baseline of a small task scored below a coin (docs/quality.md).
+  const batchSize = Math.min(opts.batchSize ?? 1024, Math.max(32, Math.ceil(train.y.length / MIN_STEPS)));
   const patience = opts.patience ?? 4;
   const dropout = opts.dropout ?? 0.1;
   const params = new ParamStore(opts.seed);
@@ -97,6 +105,7 @@ export function fitMlp(
   let bestEpoch = -1;
   let bestSnap = params.snapshot();
   let stale = 0;
+  let steps = 0;
   try {
     for (let epoch = 0; epoch < epochs; epoch++) {
       rng.shuffle(order);
@@ -113,6 +122,7 @@ export function fitMlp(
           return objective.loss(loss, logits, y);
         }, true);
         cost?.dispose();
+        steps++;
       }
       const v = evalVal();
       if (v > best + 1e-5) {
@@ -124,7 +134,7 @@ export function fitMlp(
     }
     params.restore(bestSnap);
     // valMetric in the metric's own sign (score() negates lower-is-better metrics).
-    return { predictions: predict.map(predictAll), bestEpoch, valMetric: objective.mainMetric.higherIsBetter ? best : -best };
+    return { predictions: predict.map(predictAll), bestEpoch, steps, valMetric: objective.mainMetric.higherIsBetter ? best : -best };
   } finally {
     optimizer.dispose();
     params.dispose();

@@ -17,6 +17,9 @@ export interface SageConvArgs {
  *
  * The mean alone cannot tell one recent purchase from ten; the log-degree term (PNA's degree scaler,
  * Corso et al., 2020, in its simplest form) gives the layer the count that recency/frequency signals need.
+ * |N_e(i)| counts every neighbour with time ≤ anchor, not only the sampled ones: a sampled count is capped
+ * at the fanout, and with `last` sampling on bursty data (a whole sitting inside the fanout) it is the
+ * fanout for every active entity, so total activity would reach the model nowhere (docs/quality.md).
  * The means over sampled neighbours are masked: padded positions have weight 0 and a node with no
  * neighbours of a type gets a zero mean and degree term 0.
  *

@@ -21,6 +21,13 @@ export interface SlotSample {
   nodes: Int32Array;
   /** 1 where a node was sampled */
   valid: Uint8Array;
+  /**
+   * per parent position (B × parent width): how many neighbours over this slot's edge have time ≤ anchor —
+   * all of them, not only the `fanout` sampled. The degree input reads it: with `last` sampling on bursty
+   * data the sampled count is the fanout for every active entity, so only this count carries total activity.
+   * Null for the root.
+   */
+  visible: Float32Array | null;
 }
 
 export interface SampledBatch {
@@ -48,6 +55,7 @@ export class TemporalSampler {
       const n = B * slot.width;
       const nodes = new Int32Array(n);
       const valid = new Uint8Array(n);
+      let visible: Float32Array | null = null;
       if (slot.parent < 0) {
         nodes.set(seeds);
         valid.fill(1);
@@ -58,6 +66,7 @@ export class TemporalSampler {
         const dstTime = this.graph.tables[edge.dst]!.time;
         const f = slot.fanout;
         const pw = parentSlot.width;
+        visible = new Float32Array(B * pw);
         for (let i = 0; i < B * pw; i++) {
           if (!par.valid[i]) continue;
           const anchor = anchors[Math.floor(i / pw)]!;
@@ -68,16 +77,18 @@ export class TemporalSampler {
             if (p >= 0 && (dstTime === null || dstTime[p]! <= anchor)) {
               nodes[base] = p;
               valid[base] = 1;
+              visible[i] = 1;
             }
           } else {
             const start = edge.indptr![src]!;
             const stop = edge.indptr![src + 1]!;
             const end = dstTime === null ? stop : upperBound(edge.indices!, dstTime, start, stop, anchor);
+            visible[i] = end - start;
             this.pick(edge.indices!, start, end, f, nodes, valid, base, rng);
           }
         }
       }
-      slots.push({ nodes, valid });
+      slots.push({ nodes, valid, visible });
     }
     return { size: B, anchors, slots };
   }

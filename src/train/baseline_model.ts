@@ -55,11 +55,13 @@ function ownMatrix(f: TableFeatures, ex: Examples): { X: Float32Array; d: number
   f.gather(ex.nodes, (i) => ex.anchors[i]!, null, num, cat);
   const small = f.spec.categorical.map((c, i) => ({ i, size: c.vocab.length + 2 })).filter((c) => c.size <= ONE_HOT_MAX);
   const oneHot = small.reduce((a, c) => a + c.size, 0);
-  const d = f.num_dim + oneHot;
+  // The deep model's activity inputs are left out: the baseline has its own DuckDB aggregates.
+  const own = f.num_dim - f.activityDim;
+  const d = own + oneHot;
   const X = new Float32Array(n * d);
   for (let r = 0; r < n; r++) {
-    X.set(num.subarray(r * f.num_dim, (r + 1) * f.num_dim), r * d);
-    let o = r * d + f.num_dim;
+    X.set(num.subarray(r * f.num_dim, r * f.num_dim + own), r * d);
+    let o = r * d + own;
     for (const c of small) {
       const code = cat[r * f.catCount + c.i]! - f.catOffsets[c.i]!;
       X[o + code] = 1;

@@ -136,7 +136,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     }
     init = { dir: prev.dir, id: prev.id };
   } else {
-    featureSpec = featureSpecFromGraph(graph, exclusions);
+    featureSpec = featureSpecFromGraph(graph, exclusions, task.query.entity.table);
   }
 
   const plan = buildPlan(graph, task.query.entity.table, mc.num_neighbors);
@@ -153,6 +153,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     root: task.query.entity.table,
     fanouts: mc.num_neighbors,
     sampling: mc.sampling,
+    degree: 'visible',
     types: Object.fromEntries(Object.entries(featureSpec.tables).map(([t, s]) => [t, { num_dim: numericDim(s), cat_sizes: categoricalSizes(s) }])),
     convs: convLayout(plan),
     output: objective.fitOutput(tables.train.labels),

@@ -170,7 +170,7 @@ describe('parquet output', () => {
 describe('synthCommand', () => {
   it('returns the result and a summary', async () => {
     const out = await synthCommand({ out: join(root, 'cmd'), size: 'tiny', seed: '3', format: 'csv' });
-    expect(out.result.rows.customers).toBe(SYNTH_SIZES.tiny.customers);
+    expect((out.result as SynthResult).rows.customers).toBe(SYNTH_SIZES.tiny.customers);
     expect(out.result.seed).toBe(3);
     expect(out.text).toContain('transactions');
   });

@@ -64,12 +64,21 @@ describe('graph build on the retail fixture', () => {
     expect(age.meta.mean).toBeCloseTo((25 + 40) / 2, 6);
     expect(Number.isNaN(age.values[1])).toBe(true); // c2 has no age
     const club = cust.categorical.find((c) => c.meta.name === 'club_member_status')!;
-    expect(club.meta.vocab).toEqual(['ACTIVE', 'PRE-CREATE']);
-    expect(Array.from(club.codes)).toEqual([2, 3, 2, 0]); // c4: null → 0
+    // PRE-CREATE is held by one fitted customer (c2): below min_frequency 2 it shares the OOV code 1
+    expect(club.meta.vocab).toEqual(['ACTIVE']);
+    expect(Array.from(club.codes)).toEqual([2, 1, 2, 0]); // c4: null → 0
     // an integer code column by name is categorical; the id-like article key is not a feature
     const roles = Object.fromEntries(r.manifest.schema.tables.transactions!.columns.map((c) => [c.name, c.role]));
     expect(roles).toMatchObject({ sales_channel_id: 'categorical', price: 'numerical', t_dat: 'time', customer_id: 'foreign_key' });
     expect(r.manifest.tables.articles!.categorical.map((c) => c.name)).toContain('product_type_no');
+  });
+
+  it('data.min_frequency: 1 gives every fitted value its own code', async () => {
+    fx = retailFixture({ config: CONFIG.replace('data:\n', 'data:\n  min_frequency: 1\n') });
+    const g = Graph.load((await build(fx)).dir);
+    const club = g.table('customers').categorical.find((c) => c.meta.name === 'club_member_status')!;
+    expect(club.meta.vocab).toEqual(['ACTIVE', 'PRE-CREATE']);
+    expect(Array.from(club.codes)).toEqual([2, 3, 2, 0]);
   });
 
   it('reuses the cached build and rebuilds when a source changes', async () => {

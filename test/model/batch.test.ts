@@ -3,6 +3,7 @@ import { buildBatchArrays } from '../../src/model/batch.js';
 import { TableFeatures, TIME_FEATURES, writeTimeFeatures } from '../../src/model/features.js';
 import { buildPlan } from '../../src/model/plan.js';
 import { TemporalSampler } from '../../src/model/sampler.js';
+import { Rng } from '../../src/core/rng.js';
 import { handGraph } from '../helpers/hand_graph.js';
 
 // user 0: events 0, 2, 4, 6, 8 at times 10, 30, 50, 70, 90; user 1: events 1, 3, 5, 7, 9 at 20, 40, …
@@ -44,11 +45,29 @@ describe('buildBatchArrays: dense model inputs from a sampled batch', () => {
     expect(Array.from(b.childIndex[1]!)).toEqual([0, 1, 2, 3, 4, 0, 5, 6, 0]);
     expect(Array.from(b.masks[1]!)).toEqual([1, 1, 1, 1, 1, 0, 1, 1, 0]);
     expect(Array.from(b.weights[1]!)).toEqual([1 / 3, 1 / 3, 1 / 3, 0.5, 0.5, 0, 0.5, 0.5, 0].map(Math.fround));
-    expect(Array.from(b.degrees[1]!)).toEqual([Math.log(4), Math.log(3), Math.log(3)].map(Math.fround));
+    // degrees count every event before the anchor, not only the 3 sampled: user 0 at 100 has 5
+    expect(Array.from(b.degrees[1]!)).toEqual([Math.log(6), Math.log(3), Math.log(3)].map(Math.fround));
     // each event's user: fanout 1, always found
     expect(Array.from(b.childIndex[2]!)).toEqual([0, 1, 2, 3, 4, 5, 6]);
     expect(Array.from(b.weights[2]!)).toEqual(new Array(7).fill(1));
     expect(b.childIndex[0]).toBeNull();
+  });
+
+  it.each(['last', 'uniform'] as const)('%s: the degree input is the count of all neighbours before the anchor, beyond the fanout', (method) => {
+    // one user with a burst of 30 events at the same second, and 10 more after the anchor
+    const burst = handGraph(new Int32Array(40), Float64Array.from({ length: 40 }, (_, i) => (i < 30 ? 500 : 900 + i)), 1);
+    const f = {
+      users: new TableFeatures(burst.graph.tables.users!, { numeric: [], categorical: [], timestamps: [], has_time: false }),
+      events: new TableFeatures(burst.graph.tables.events!, { numeric: [], categorical: [], timestamps: [], has_time: true }),
+    };
+    const p = buildPlan(burst.graph, 'users', [4]);
+    const s = new TemporalSampler(burst.graph, p, method).sample(Int32Array.of(0, 0, 0), Float64Array.of(600, 499, 1e9), new Rng(3));
+    expect(s.slots[1]!.valid.reduce((a, v) => a + v, 0)).toBe(8);
+    expect(Array.from(s.slots[1]!.visible!)).toEqual([30, 0, 40]);
+    // log(1 + 30), not log(1 + 4): the sampled count would be the fanout for every active user
+    expect(Array.from(buildBatchArrays(p, s, f).degrees[1]!)).toEqual([Math.log(31), 0, Math.log(41)].map(Math.fround));
+    // a run made before (spec without `degree`) keeps reading the sampled count it was trained on
+    expect(Array.from(buildBatchArrays(p, s, f, 'sampled').degrees[1]!)).toEqual([Math.log(5), 0, Math.log(5)].map(Math.fround));
   });
 
   it('a seed with no neighbour before its anchor gets an all-padding block and degree 0', () => {

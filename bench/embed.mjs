@@ -7,21 +7,11 @@
  *   npm run build && node bench/embed.mjs --size medium [--run RUN] [--reference]
  * Without --run it trains a 1-epoch churn run first (not timed).
  */
-import { arg, benchConfig, dataset, flag, peakRssMb, reference } from './common.mjs';
+import { arg, churnBench, flag, peakRssMb, reference } from './common.mjs';
 
 const size = arg('size', 'medium');
-const data = await dataset(size);
-const { loadConfig } = await import('../dist/config/load.js');
+const { cfg, run, data } = await churnBench(size);
 const { embed } = await import('../dist/embed/embed.js');
-const { train } = await import('../dist/train/trainer.js');
-const { setQuiet } = await import('../dist/core/log.js');
-setQuiet(true);
-const cfg = loadConfig(benchConfig(size, data));
-let run = arg('run', null);
-if (!run) {
-  cfg.taskSpecs.churn.model = { ...cfg.taskSpecs.churn.model, num_neighbors: [10, 5], sampling: 'last', max_steps_per_epoch: 50 };
-  run = (await train({ cfg, task: 'churn', epochs: 1, skip_baseline: true })).runId;
-}
 const out = { bench: 'embed customers', size, run };
 for (const mode of ['exact', 'sampled']) {
   const r = await embed({ cfg, run, mode, out: `${cfg.artifactsDir}/bench-embed-${mode}.parquet` });

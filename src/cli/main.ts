@@ -7,7 +7,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { ExitCode } from '../core/errors.js';
 import { reportError, runCommand, type CommandOutput } from './run.js';
 import { VERSION } from '../core/version.js';
-import { bytesFlag, forCommander, intFlag, numberFlag, secondsFlag, shardFlag, timeFlag } from './flags.js';
+import { bytesFlag, choiceFlag, forCommander, intFlag, numberFlag, secondsFlag, shardFlag, timeFlag } from './flags.js';
 
 type Opts = Record<string, unknown> & { json?: boolean; quiet?: boolean };
 
@@ -34,10 +34,14 @@ const EXAMPLES: Record<string, string[]> = {
   train: ['gnnctl train --config configs/retail.yaml --task churn', 'gnnctl train --config configs/retail.yaml --task fraud --epochs 5 --fail-under test.auroc=0.7 --json'],
   'runs list': ['gnnctl runs list --config configs/retail.yaml'],
   embed: ['gnnctl embed --config configs/retail.yaml --run latest:churn', 'gnnctl embed --config configs/retail.yaml --run latest:churn --anchor-time 2020-09-01 --shard 0/4'],
+  predict: [
+    'gnnctl predict --config configs/retail.yaml --run latest:churn',
+    'gnnctl predict --config configs/retail.yaml --run latest:item_sales --anchor-time 2020-09-01 --shard 0/4 --with-embeddings --json',
+  ],
   distill: ['gnnctl distill --config configs/retail.yaml', 'gnnctl distill --config configs/retail.yaml --base latest:fraud --epochs 10 --json'],
   export: ['gnnctl export --config configs/retail.yaml --run latest:fraud', 'gnnctl export --config configs/retail.yaml --run latest:fraud --version 5 --json'],
   pipeline: ['gnnctl pipeline --config configs/retail.yaml', 'gnnctl pipeline --config configs/retail.yaml --epochs 2 --no-smoke --json'],
-  refresh: ['gnnctl refresh --config configs/retail.yaml'],
+  refresh: ['gnnctl refresh --config configs/retail.yaml', 'gnnctl refresh --config configs/retail.yaml --predict latest:churn latest:item_sales'],
   check: ['gnnctl check --model-repository artifacts/model_repository', 'gnnctl check --config configs/retail.yaml --drift-threshold 0.2 --drift-window 14d --json'],
   'config validate': ['gnnctl config validate --config configs/retail.yaml'],
   'config reference': ['gnnctl config reference > docs/config.md'],
@@ -172,6 +176,24 @@ export function buildProgram(): Command {
     .action(action(async () => (await import('./commands/embed.js')).embedCommand as never));
 
   program
+    .command('predict')
+    .description('the run\'s prediction (probability or value) for every entity of its task\'s table at an anchor time → predictions.parquet')
+    .addOption(opt.config())
+    .requiredOption('-r, --run <run>', 'trained run of an entity task (id, folder, or latest:<task>)')
+    .option('--table <name>', 'the task\'s entity table (the only one a run predicts; default)')
+    .addOption(typed('--anchor-time <time>', 'ISO time or "latest" (the newest time in the data)', timeFlag('--anchor-time', ['latest'])).default('latest'))
+    .option('--out <path>', 'output file (default: artifacts/predictions/<run>/<anchor>/<table>/predictions.parquet)')
+    .addOption(typed('--shard <i/n>', 'predict the i-th of n disjoint parts into a part file (e.g. $JOB_COMPLETION_INDEX/N)', shardFlag('--shard')))
+    .option('--with-embeddings', 'also write each entity\'s embedding (column `embedding`)')
+    .addOption(typed('--mode <mode>', 'exact: deterministic layer-wise over the training neighbourhoods; sampled: the training fanouts', choiceFlag('--mode', ['exact', 'sampled'] as const)).default('exact'))
+    .option('--allow-schema-drift', 'predict even when the data\'s schema differs from the run\'s')
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/predict.js')).predictCommand as never));
+
+  program
     .command('distill')
     .description('train the shallow serving model from fact rows + base-run embeddings + recent interactions')
     .addOption(opt.config())
@@ -222,6 +244,7 @@ export function buildProgram(): Command {
     .addOption(opt.config())
     .option('--model-repository <dir>', 'model repository (default: artifacts/model_repository)')
     .option('--run <run>', 'distilled run to serve (default: the one the latest version came from)')
+    .option('--predict <run...>', 'also write batch predictions of these trained runs (e.g. latest:churn) at the same newest time; with nothing exported yet, only these')
     .addOption(opt.backend())
     .addOption(opt.artifacts())
     .addOption(opt.json())

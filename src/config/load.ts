@@ -236,15 +236,31 @@ function largestDivisor(n: number, atMost: number): number {
   return 1;
 }
 
-export function parseHopPath(text: string, maxLength: number, tables: RawConfig['data']['tables']): HopPath | string {
+/**
+ * A hop path: `<fact>.<fk>-><parent>.<primary key>-><child>.<fk>` (the child rows sharing a fact row's
+ * parent, for fact-row tasks), or `<entity>.<primary key>-><child>.<fk>` (the entity's own child rows, for
+ * entity tasks; stored with the entity as both fact and parent).
+ */
+export function parseHopPath(text: string, maxLength: number, tables: RawConfig['data']['tables'], entityTask?: boolean): HopPath | string {
   const steps = text.split('->').map((s) => s.trim());
   const parsed = steps.map((s) => /^([A-Za-z_][A-Za-z0-9_]*)\.([^.\s]+)$/.exec(s));
-  if (steps.length !== 3 || parsed.some((m) => m === null)) {
-    return 'a hop path has three steps: <fact>.<fk>-><parent>.<primary key>-><child>.<fk>, e.g. transactions.customer_id->customers.customer_id->transactions.customer_id (longer paths are not supported)';
+  if (entityTask === false && steps.length !== 3) {
+    return 'a hop path has three steps for a fact-row task: <fact>.<fk>-><parent>.<primary key>-><child>.<fk>, e.g. transactions.customer_id->customers.customer_id->transactions.customer_id (longer paths are not supported)';
   }
-  const [[, factTable, factColumn], [, parentTable, parentKey], [, childTable, childColumn]] = parsed as unknown as [string, string, string][];
+  if (entityTask === true && steps.length !== 2) {
+    return 'a hop path has two steps for an entity task: <entity>.<primary key>-><child>.<fk>, e.g. customers.customer_id->transactions.customer_id (the entity\'s own rows; longer paths are not supported)';
+  }
+  if ((steps.length !== 3 && steps.length !== 2) || parsed.some((m) => m === null)) {
+    return (
+      'a hop path is <fact>.<fk>-><parent>.<primary key>-><child>.<fk> (fact-row tasks), e.g. transactions.customer_id->customers.customer_id->transactions.customer_id, ' +
+      'or <entity>.<primary key>-><child>.<fk> (entity tasks), e.g. customers.customer_id->transactions.customer_id (longer paths are not supported)'
+    );
+  }
+  const triples = parsed as unknown as [string, string, string][];
+  // The two-step entity form is the three-step form whose fact is the parent itself.
+  const [[, factTable, factColumn], [, parentTable, parentKey], [, childTable, childColumn]] = steps.length === 2 ? [triples[0]!, triples[0]!, triples[1]!] : triples;
   for (const t of [factTable, parentTable, childTable]) if (!(t in tables)) return `unknown table "${t}" (${suggest(t, Object.keys(tables))})`;
-  if (tables[factTable]!.foreign_keys[factColumn] !== parentTable) return `${factTable}.${factColumn} is not a foreign key to ${parentTable}`;
+  if (steps.length === 3 && tables[factTable]!.foreign_keys[factColumn] !== parentTable) return `${factTable}.${factColumn} is not a foreign key to ${parentTable}`;
   if (tables[parentTable]!.primary_key !== parentKey) return `${parentTable}.${parentKey} is not the primary key of ${parentTable}`;
   if (tables[childTable]!.foreign_keys[childColumn] !== parentTable) return `${childTable}.${childColumn} is not a foreign key to ${parentTable}`;
   if (!tables[childTable]!.time_column) return `${childTable} has no time_column, so "the last N interactions" is undefined`;
@@ -259,30 +275,31 @@ function checkDistillation(cfg: RawConfig, tasks: Record<string, TaskSpec>, add:
   if (!(d.task in cfg.tasks)) add([...at, 'task'], `unknown task "${d.task}"`, suggest(d.task, taskNames));
   if (!(d.base in cfg.tasks)) add([...at, 'base'], `unknown task "${d.base}"`, suggest(d.base, taskNames));
   const serving = tasks[d.task];
-  if (serving && serving.query.target.kind !== 'fact') {
-    add([...at, 'task'], `the serving task "${d.task}" predicts per entity; distillation serves one prediction per fact row`, 'use a fact-row task such as PREDICT transactions.fraud = 1 FOR EACH transactions.transaction_id');
-  }
+  const entityTask = serving?.query.target.kind === 'entity';
   const factTable = serving?.query.entity.table;
   d.embedding_keys.forEach((key, i) => {
     const m = /^([A-Za-z_][A-Za-z0-9_]*)\.(.+)$/.exec(key);
     if (!m) {
-      add([...at, 'embedding_keys', i], `"${key}" is not <table>.<column>`, 'e.g. transactions.customer_id');
+      add([...at, 'embedding_keys', i], `"${key}" is not <table>.<column>`, entityTask ? `e.g. ${factTable}.${cfg.data.tables[factTable!]?.primary_key ?? '<primary key>'}` : 'e.g. transactions.customer_id');
       return;
     }
     const [, table, column] = m as unknown as [string, string, string];
+    const own = entityTask && table === factTable && cfg.data.tables[table]?.primary_key === column;
     if (factTable && table !== factTable) {
-      add([...at, 'embedding_keys', i], `"${key}" is not a column of the serving table ${factTable}`, `use ${factTable}.<foreign key>`);
-    } else if (table in cfg.data.tables && cfg.data.tables[table]!.foreign_keys[column] === undefined) {
+      add([...at, 'embedding_keys', i], `"${key}" is not a column of the serving table ${factTable}`, entityTask ? `use ${factTable}.${cfg.data.tables[factTable]?.primary_key ?? '<primary key>'} (the entity's own embedding) or ${factTable}.<foreign key>` : `use ${factTable}.<foreign key>`);
+    } else if (!own && table in cfg.data.tables && cfg.data.tables[table]!.foreign_keys[column] === undefined) {
       const fks = Object.keys(cfg.data.tables[table]!.foreign_keys).map((c) => `${table}.${c}`);
-      add([...at, 'embedding_keys', i], `"${key}" is not a foreign key, so there is no entity to embed`, fks.length ? suggest(key, fks) : `declare data.tables.${table}.foreign_keys`);
+      const own = entityTask && cfg.data.tables[table]!.primary_key ? [`${table}.${cfg.data.tables[table]!.primary_key}`] : [];
+      add([...at, 'embedding_keys', i], `"${key}" is not a foreign key${entityTask ? ' or the entity\'s primary key' : ''}, so there is no entity to embed`, fks.length || own.length ? suggest(key, [...own, ...fks]) : `declare data.tables.${table}.foreign_keys`);
     }
   });
   const hopPaths: HopPath[] = [];
   for (const [text, n] of Object.entries(d.real_time_interactions)) {
-    const hp = parseHopPath(text, n, cfg.data.tables);
+    const hp = parseHopPath(text, n, cfg.data.tables, serving ? entityTask : undefined);
     if (typeof hp === 'string') add([...at, 'real_time_interactions', text], hp);
-    else if (factTable && hp.fact_table !== factTable) add([...at, 'real_time_interactions', text], `the path must start at the serving table ${factTable}`, `start with ${factTable}.<foreign key>`);
-    else hopPaths.push(hp);
+    else if (factTable && hp.fact_table !== factTable) {
+      add([...at, 'real_time_interactions', text], `the path must start at the serving table ${factTable}`, entityTask ? `start with ${factTable}.${cfg.data.tables[factTable]?.primary_key ?? '<primary key>'}->` : `start with ${factTable}.<foreign key>`);
+    } else hopPaths.push(hp);
   }
   return hopPaths;
 }

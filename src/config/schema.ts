@@ -118,16 +118,16 @@ export const taskSchema = z
 
 export const distillationSchema = z
   .object({
-    task: z.string().describe('the serving task (a fact-row task: one prediction per row, e.g. fraud)'),
+    task: z.string().describe('the serving task: a fact-row task (one prediction per row, e.g. fraud) or an entity task (one per entity at request time, e.g. churn)'),
     base: z.string().describe('the deep task whose run provides the embeddings'),
-    embedding_keys: z.array(z.string()).default([]).describe('FK columns of the serving table, e.g. transactions.customer_id; the referenced entity\'s embedding is looked up'),
+    embedding_keys: z.array(z.string()).default([]).describe('FK columns of the serving table, e.g. transactions.customer_id, or an entity task\'s own key, e.g. customers.customer_id; the referenced entity\'s embedding is looked up'),
     max_embedding_offset: durationSchema.default(14 * 86400).describe('oldest usable embedding: anchor ≥ t − max_embedding_offset'),
     min_embedding_offset: durationSchema.default(0).describe('newest usable embedding: anchor ≤ t − min_embedding_offset (the batch job\'s lag)'),
     real_time_offset: durationSchema.default(0).describe('RTI elements strictly before t − real_time_offset'),
     real_time_interactions: z
       .record(z.string(), z.number().int().min(1).max(1024))
       .default({})
-      .describe('hop path → max length, e.g. transactions.customer_id->customers.customer_id->transactions.customer_id: 32'),
+      .describe('hop path → max length, e.g. transactions.customer_id->customers.customer_id->transactions.customer_id: 32 (fact-row task) or customers.customer_id->transactions.customer_id: 32 (entity task)'),
     embedding_cadence: durationSchema.optional().describe('spacing of embedding anchors (default: min(7 days, half the offset range))'),
     kd_weight: z.number().min(0).max(1).default(0.5).describe('knowledge-distillation weight when the base task is the serving task'),
     exclude_columns: z

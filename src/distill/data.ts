@@ -60,6 +60,36 @@ export async function rtiElements(graph: Graph, hop: HopPath, nodes: Int32Array,
   return out;
 }
 
+/**
+ * RTI element node ids for entity-task examples (entity node, anchor), most recent first:
+ * [examples × maxLength], −1 where there is none. Elements are the entity's own child rows (the path
+ * `entity.pk->child.fk`) with time < anchor − offset, read from the graph's time-sorted reverse CSR.
+ */
+export function entityRtiElements(graph: Graph, hop: HopPath, nodes: Int32Array, anchors: Float64Array, offset: number): Int32Array {
+  const N = hop.max_length;
+  const out = new Int32Array(nodes.length * N).fill(-1);
+  const rev = graph.edges.find((e) => e.kind === 'rev' && e.src === hop.parent_table && e.dst === hop.child_table && e.meta.column === hop.child_column);
+  if (!rev) throw new ArtifactError(`the graph has no edge ${hop.parent_table}<-${hop.child_table}.${hop.child_column} for the hop path ${hop.text}`, { hint: 'rebuild the graph (gnnctl graph build --force)' });
+  const indptr = rev.indptr!;
+  const indices = rev.indices!;
+  const time = graph.table(hop.child_table).time!;
+  for (let i = 0; i < nodes.length; i++) {
+    const v = nodes[i]!;
+    const cut = anchors[i]! - offset;
+    let lo = indptr[v]!;
+    let hi = indptr[v + 1]!;
+    const start = lo;
+    // First child at or after the cut-off: the elements are the ones before it (strictly earlier).
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (time[indices[mid]!]! < cut) lo = mid + 1;
+      else hi = mid;
+    }
+    for (let j = 0; j < N && lo - 1 - j >= start; j++) out[i * N + j] = indices[lo - 1 - j]!;
+  }
+  return out;
+}
+
 export interface EntityEmbeddings {
   /** [examples × dim] */
   values: Float32Array;

@@ -2,6 +2,9 @@
  * `distill`: a shallow model for online serving, trained on each fact row of the serving task from the
  * row's own columns, its entities' precomputed embeddings (from the base run, as of the newest snapshot
  * the batch job would have published) and its recent interactions (RTI) — Kumo's "train, then distill".
+ * An entity task (churn per customer at request time) is distilled the same way with the entity as the
+ * "row": examples are the task's (entity, anchor) pairs, the entity's own embedding is looked up by its
+ * key, its interactions are its own child rows (`entity.pk->child.fk`), and the request time is the anchor.
  * Reports the distilled model against the teacher (same task) and the features/embedding/RTI ablations.
  */
 import { round } from '../core/number.js';
@@ -9,10 +12,10 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
 import type { Config } from '../config/load.js';
-import type { Examples, HopPath } from '../task/task_spec.js';
+import { isEntityHopPath, type Examples, type HopPath } from '../task/task_spec.js';
 import type { DistillationConfig } from '../config/schema.js';
 import { checkSchema } from '../embed/embed.js';
-import { ConfigError, DataError, suggest } from '../core/errors.js';
+import { ConfigError, DataError, NotImplementedError, suggest } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
 import type { GraphSchema } from '../artifacts/graph_manifest.js';
@@ -29,7 +32,7 @@ import { isoSeconds } from '../core/duration.js';
 import { info } from '../core/log.js';
 import { Rng } from '../core/rng.js';
 import { VERSION } from '../core/version.js';
-import { computedEmbeddings, embeddingFiles, fileEmbeddings, rtiElements, type EntityEmbeddings } from './data.js';
+import { computedEmbeddings, embeddingFiles, entityRtiElements, fileEmbeddings, rtiElements, type EntityEmbeddings } from './data.js';
 import { StudentFeatures, type StudentData } from '../model/student/features.js';
 import type { StudentSpec } from '../model/student/spec.js';
 import { measureLatency, summarize, trainStudent, type StudentMetrics } from './student_training.js';
@@ -95,7 +98,12 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   const taskName = opts.task ?? d.task;
   const task = cfg.taskSpecs[taskName];
   if (!task) throw new ConfigError(`unknown task "${taskName}"`, [], { where: '--task', hint: suggest(taskName, Object.keys(cfg.taskSpecs)) });
-  if (task.query.target.kind !== 'fact') throw new ConfigError(`the serving task "${taskName}" is not a fact-row task`, [], { hint: 'distillation serves one prediction per fact row' });
+  if (task.query.target.kind === 'entity' && opts.embeddings) {
+    throw new NotImplementedError(`--embeddings with the entity task "${taskName}": snapshot files are joined to fact rows only`, {
+      where: '--embeddings',
+      hint: 'leave --embeddings out: the base run computes the as-of embeddings of each (entity, anchor) example',
+    });
+  }
   const backend = await selectBackend(opts.backend ?? 'auto');
   const baseRef = opts.base ?? `latest:${d.base}`;
   const base = resolveRun(cfg.artifactsDir, baseRef, { kind: 'train', cwd: opts.cwd });
@@ -123,14 +131,18 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   // Data: RTI element lists and embeddings per example, in the concatenated example order.
   let t = performance.now();
   const rti: Int32Array[] = [];
-  for (const hop of cfg.hopPaths) rti.push(await rtiForExamples(graph, hop, all.nodes, d.real_time_offset));
+  for (const hop of cfg.hopPaths) {
+    rti.push(isEntityHopPath(hop) ? entityRtiElements(graph, hop, all.nodes, all.anchors, d.real_time_offset) : await rtiForExamples(graph, hop, all.nodes, d.real_time_offset));
+  }
   const timings: Record<string, number> = { rti: secs(t) };
   t = performance.now();
   const cadence = d.embedding_cadence ?? defaultCadence(d.min_embedding_offset, d.max_embedding_offset);
   const embeddings: EntityEmbeddings[] = [];
   for (const k of spec.embeddings) {
-    const parents = graph.edges.find((e) => e.kind === 'fk' && e.src === spec.fact_table && e.meta.column === k.column)!.parent!;
-    const exParents = Int32Array.from(all.nodes, (v) => parents[v]!);
+    // An entity task's own key: the example's entity is the embedded one.
+    const own = k.target === spec.fact_table && k.column === spec.primary_key?.column;
+    const parents = own ? null : graph.edges.find((e) => e.kind === 'fk' && e.src === spec.fact_table && e.meta.column === k.column)!.parent!;
+    const exParents = parents ? Int32Array.from(all.nodes, (v) => parents[v]!) : all.nodes;
     if (opts.embeddings) {
       const files = embeddingFiles(opts.embeddings);
       const targetKey = graph.manifest.schema.tables[k.target]!.primary_key!.column;

@@ -1,6 +1,6 @@
 /**
- * The student's fields, read from the graph schema at distill time: the fact table's columns (numeric
- * standardisation, vocabularies), the embedding keys and their dimension, the RTI hop paths and their
+ * The student's fields, read from the graph schema at distill time: the fact table's (or an entity task's
+ * entity table's) columns (numeric standardisation, vocabularies), the embedding keys and their dimension, the RTI hop paths and their
  * element columns. The distilled run saves it (`student.json`), and export builds the ONNX graph from it.
  */
 import type { Graph } from '../graph/graph.js';
@@ -46,6 +46,8 @@ export function studentSpec(d: DistillationConfig, task: TaskSpec, hops: HopPath
   const factSchema = schema.tables[factTable]!;
   const embeddings = d.embedding_keys.map((key) => {
     const column = key.slice(factTable.length + 1);
+    // An entity task may look up its own entity's embedding by its primary key.
+    if (factSchema.primary_key?.column === column) return { column, target: factTable, type: factSchema.primary_key.type, dim: teacher.spec.channels };
     const fk = factSchema.foreign_keys.find((f) => f.column === column)!;
     return { column, target: fk.target, type: fk.type, dim: teacher.spec.channels };
   });
@@ -72,7 +74,8 @@ export function studentSpec(d: DistillationConfig, task: TaskSpec, hops: HopPath
   return {
     task: task.name,
     fact_table: factTable,
-    time_column: factSchema.time_column!,
+    // An entity task's request time is the anchor; a fact row's is its own time column.
+    time_column: task.query.target.kind === 'fact' ? factSchema.time_column! : null,
     primary_key: factSchema.primary_key ? { column: factSchema.primary_key.column, target: factTable, type: factSchema.primary_key.type } : null,
     numeric: fact.numeric,
     categorical: fact.categorical,

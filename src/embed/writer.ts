@@ -1,8 +1,9 @@
 /**
- * Streams embeddings into a Parquet file: one row group per chunk of entities, so memory stays bounded at
- * H&M scale. Columns: the entity's primary key under its own name and type, `embedding` as an Arrow
- * fixed-size list of float32 (DuckDB reads it as FLOAT[]; `embedding::FLOAT[d]` gives the array type),
- * `anchor_time` as a microsecond timestamp. Run id, dimension and fingerprints go into the file's
+ * Streams per-entity rows (embeddings, predictions) into a Parquet file: one row group per chunk of
+ * entities, so memory stays bounded at H&M scale. Columns: the entity's primary key under its own name and
+ * type first, then those asked for: `embedding` as an Arrow fixed-size list of float32 (DuckDB reads it as
+ * FLOAT[]; `embedding::FLOAT[d]` gives the array type), `anchor_time` as a microsecond timestamp,
+ * `prediction` as float32. Run id, dimension and fingerprints go into the file's
  * key-value metadata. The file is written under a temporary name and renamed when complete, so a killed
  * run leaves nothing at the output path.
  */
@@ -17,9 +18,13 @@ import { sortParquetKeyValueMetadata } from './parquet_footer.js';
 export interface EmbeddingChunk {
   /** primary-key values of the chunk's entities (an Arrow vector sliced from the keys) */
   keys: arrow.Vector;
-  /** [rows × dim] */
-  embeddings: Float32Array;
+  /** [rows × dim] (needed when the `embedding` column is written) */
+  embeddings?: Float32Array;
+  /** [rows] (needed when the `prediction` column is written) */
+  predictions?: Float32Array;
 }
+
+export type EntityColumn = 'embedding' | 'anchor_time' | 'prediction';
 
 export interface WriteOptions {
   keyName: string;
@@ -28,6 +33,8 @@ export interface WriteOptions {
   anchorTime: number;
   metadata: Record<string, string>;
   rowGroupSize: number;
+  /** columns after the key, in order (default: embedding, anchor_time) */
+  columns?: readonly EntityColumn[];
 }
 
 /** Writes every chunk the iterator yields; resolves when the file is complete and in place. */
@@ -48,15 +55,21 @@ export async function writeEmbeddings(path: string, chunks: AsyncIterable<Embedd
       throw e;
     }
   }
+  const columns = opts.columns ?? ['embedding', 'anchor_time'];
+  function columnVector(column: EntityColumn, chunk: EmbeddingChunk, n: number): arrow.Vector {
+    if (column === 'anchor_time') return arrow.makeVector(arrow.makeData({ type: new arrow.TimestampMicrosecond(), length: n, data: new BigInt64Array(n).fill(anchorMicros) }));
+    if (column === 'prediction') return arrow.makeVector(arrow.makeData({ type: new arrow.Float32(), length: n, data: chunk.predictions! }));
+    const child = arrow.makeData({ type: new arrow.Float32(), length: n * opts.dim, data: chunk.embeddings! });
+    const embType = new arrow.FixedSizeList(opts.dim, new arrow.Field('item', new arrow.Float32(), false));
+    return arrow.makeVector(arrow.makeData({ type: embType, length: n, child, nullCount: 0 }));
+  }
   async function* encode(): AsyncGenerator<pq.RecordBatch> {
     for await (const chunk of chunks) {
       const n = chunk.keys.length;
       rows += n;
-      const child = arrow.makeData({ type: new arrow.Float32(), length: n * opts.dim, data: chunk.embeddings });
-      const embType = new arrow.FixedSizeList(opts.dim, new arrow.Field('item', new arrow.Float32(), false));
-      const embedding = arrow.makeVector(arrow.makeData({ type: embType, length: n, child, nullCount: 0 }));
-      const anchor = arrow.makeVector(arrow.makeData({ type: new arrow.TimestampMicrosecond(), length: n, data: new BigInt64Array(n).fill(anchorMicros) }));
-      const table = new arrow.Table({ [opts.keyName]: chunk.keys, embedding, anchor_time: anchor });
+      const vectors: Record<string, arrow.Vector> = { [opts.keyName]: chunk.keys };
+      for (const column of columns) vectors[column] = columnVector(column, chunk, n);
+      const table = new arrow.Table(vectors);
       for (const rb of pq.Table.fromIPCStream(arrow.tableToIPC(table, 'stream')).recordBatches()) yield rb;
     }
   }
@@ -71,7 +84,7 @@ export async function writeEmbeddings(path: string, chunks: AsyncIterable<Embedd
     const bytes = await pq.transformParquetStream(ReadableStream.from(batches()), props);
     await pipeline(Readable.fromWeb(bytes as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(tmp));
     if (source.failed) throw source.error;
-    if (!source.complete) throw new Error(`embedding writer: the chunk stream ended early (${rows} rows written)`);
+    if (!source.complete) throw new Error(`entity writer: the chunk stream ended early (${rows} rows written)`);
     sortParquetKeyValueMetadata(tmp); // same inputs → same bytes, even for two writes in one process
     renameSync(tmp, path);
     return { rows };

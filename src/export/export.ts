@@ -288,16 +288,17 @@ async function targetKeys(graph: Graph, tables: string[]): Promise<Record<string
   return out;
 }
 
-/** TF.js student vs onnxruntime on the newest fact rows of the data. */
+/** TF.js student vs onnxruntime on the newest fact rows of the data (entity tasks: the newest entities at the newest time). */
 async function selfCheck(cfg: Config, graph: Graph, spec: StudentSpec, runDir: string, modelPath: string, entities: EntityTable[], n: number): Promise<ParityReport> {
   const f = graph.table(spec.fact_table);
   const count = Math.min(n, f.rows);
   const nodes = Int32Array.from({ length: count }, (_, i) => f.rows - count + i);
+  const anchors = spec.time_column ? undefined : new Float64Array(count).fill(graph.manifest.time_range?.[1] ?? 0);
   const student = new StudentModel(spec, 0, 0);
   try {
     const { index, blob } = loadWeights(runDir);
     student.params.load(index, blob);
-    const { requests, data } = await rawRequests(graph, spec, cfg.hopPaths, cfg.distillation?.real_time_offset ?? 0, nodes, entities);
+    const { requests, data } = await rawRequests(graph, spec, cfg.hopPaths, cfg.distillation?.real_time_offset ?? 0, nodes, entities, anchors);
     // up to 520 batch-1 runs: 20 warm-up, then 500 timed for the latency figure
     const report = await checkParity(modelPath, spec, student, graph, requests, data, outputName(spec.output.kind), { batch: 256, singles: 520 });
     if (!(report.max_abs_diff <= 1e-4) || report.non_finite > 0 || !(report.max_batch_diff <= 1e-5)) {
@@ -324,7 +325,9 @@ function readme(spec: StudentSpec, name: string, version: number, embeddings: { 
   return [
     `# ${name} (version ${version})`,
     '',
-    `Distilled gnnctl model for task \`${spec.task}\`: one prediction per \`${spec.fact_table}\` row from the row's own`,
+    spec.time_column
+      ? `Distilled gnnctl model for task \`${spec.task}\`: one prediction per \`${spec.fact_table}\` row from the row's own`
+      : `Distilled gnnctl model for task \`${spec.task}\`: one prediction per \`${spec.fact_table}\` entity at \`anchor_time\` from its own`,
     'fields, precomputed entity embeddings (baked into model.onnx; unknown keys get a learned fallback) and the',
     'entity\'s most recent interactions. Served by NVIDIA Triton (onnxruntime backend) or `gnnctl serve`.',
     '',

@@ -8,9 +8,9 @@ import { objectiveFor } from '../task/objective/objective.js';
 import * as tf from '@tensorflow/tfjs';
 import * as ort from 'onnxruntime-node';
 import { join } from 'node:path';
-import type { HopPath } from '../task/task_spec.js';
+import { isEntityHopPath, type HopPath } from '../task/task_spec.js';
 import { lit, q, readStrings, withDuck } from '../data/duck.js';
-import { rtiElements } from '../distill/data.js';
+import { entityRtiElements, rtiElements } from '../distill/data.js';
 import { StudentFeatures, type StudentData } from '../model/student/features.js';
 import { isIntegerType, type CategoricalSpec, type StudentSpec } from '../model/student/spec.js';
 import type { StudentModel } from '../model/student/student.js';
@@ -30,6 +30,12 @@ export interface ParityReport {
 
 const WARMUP_RUNS = 20;
 
+/**
+ * The raw key standing for "a foreign key that refers to no row" in rebuilt requests. Not NUL-prefixed:
+ * onnxruntime-node passes string tensors as C strings, so "\u0000…" would arrive as "" (the missing value).
+ */
+const UNKNOWN = '\uFFFFunknown';
+
 /** Raw request tensors for a set of fact rows, in the layout `requestInputs` declares. */
 export interface RawRequests {
   n: number;
@@ -39,7 +45,10 @@ export interface RawRequests {
   seq: number;
 }
 
-/** Builds raw requests and matching student data for fact rows `nodes` (anchor = the row time). */
+/**
+ * Builds raw requests and matching student data for fact rows `nodes` (anchor = the row time), or for an
+ * entity task's entities `nodes` at `entityAnchors`.
+ */
 export async function rawRequests(
   graph: Graph,
   spec: StudentSpec,
@@ -47,21 +56,28 @@ export async function rawRequests(
   realTimeOffset: number,
   nodes: Int32Array,
   entities: EntityTable[],
+  entityAnchors?: Float64Array,
 ): Promise<{ requests: RawRequests; data: StudentData }> {
   const n = nodes.length;
   const f = graph.table(spec.fact_table);
   const values = new Map<string, Float32Array | BigInt64Array | string[]>();
-  const anchors = Float64Array.from(nodes, (v) => f.time![v]!);
+  const anchors = spec.time_column ? Float64Array.from(nodes, (v) => f.time![v]!) : entityAnchors!;
   const ns = (s: number): bigint => BigInt(Math.round(s)) * 1_000_000_000n;
   values.set('anchor_time', BigInt64Array.from(anchors, ns));
-  values.set(`${spec.fact_table}.${spec.time_column}`, BigInt64Array.from(anchors, ns));
+  if (spec.time_column) values.set(`${spec.fact_table}.${spec.time_column}`, BigInt64Array.from(anchors, ns));
   const fks = new Map(graph.edges.filter((e) => e.kind === 'fk').map((e) => [`${e.src}.${e.meta.column}`, e]));
   const keysOf = await keyColumns(graph, [...new Set([...spec.embeddings.map((k) => k.target), ...spec.rti.flatMap((r) => r.same_keys.map((k) => k.target)), ...(spec.primary_key ? [spec.fact_table] : [])])]);
   const keyValues = (table: string, fkTable: string, column: string, rows: Int32Array, type: string): string[] | BigInt64Array => {
-    const parent = fks.get(`${fkTable}.${column}`)!.parent!;
+    // A table's own primary key (an entity task's embedding key) refers to the row itself.
+    const parent = table === fkTable && graph.manifest.schema.tables[table]!.primary_key?.column === column ? null : fks.get(`${fkTable}.${column}`)!.parent!;
+    if (!parent) {
+      const keys = keysOf.get(table)!;
+      const raw = Array.from(rows, (v) => keys[v]!);
+      return elemTypeOf(type) === 'INT64' ? BigInt64Array.from(raw, (k) => BigInt(k)) : raw;
+    }
     const keys = keysOf.get(table)!;
-    const raw = Array.from(rows, (v) => (v < 0 ? '' : parent[v]! < 0 ? '\u0000unknown' : keys[parent[v]!]!));
-    return elemTypeOf(type) === 'INT64' ? BigInt64Array.from(raw, (k) => (k === '' || k.startsWith('\u0000') ? -987654321n : BigInt(k))) : raw;
+    const raw = Array.from(rows, (v) => (v < 0 ? '' : parent[v]! < 0 ? UNKNOWN : keys[parent[v]!]!));
+    return elemTypeOf(type) === 'INT64' ? BigInt64Array.from(raw, (k) => (k === '' || k === UNKNOWN ? -987654321n : BigInt(k))) : raw;
   };
   if (spec.primary_key) {
     const keys = keysOf.get(spec.fact_table)!;
@@ -77,7 +93,7 @@ export async function rawRequests(
   let seq = 0;
   for (const [i, r] of spec.rti.entries()) {
     const hop = hops.find((h) => h.text === r.path)!;
-    const lists = await rtiElements(graph, hop, nodes, realTimeOffset);
+    const lists = isEntityHopPath(hop) ? entityRtiElements(graph, hop, nodes, anchors, realTimeOffset) : await rtiElements(graph, hop, nodes, realTimeOffset);
     rti.push(lists);
     const N = r.max_length;
     seq = N;

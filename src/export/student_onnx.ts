@@ -6,7 +6,8 @@
  *
  * Inputs: `anchor_time` INT64 [b, 1] (ns since the epoch); fact columns `<table>.<column>` [b, 1] (FLOAT
  * for numbers, INT64 for integer codes and keys, STRING for text codes and keys, INT64 ns for the time
- * column); RTI columns `<hop path>:<column>` [b, seq, 1] with a variable `seq` (0 allowed). Padded RTI
+ * column; an entity task has no time column, its clock features read `anchor_time`, and its own key is the
+ * embedding key); RTI columns `<hop path>:<column>` [b, seq, 1] with a variable `seq` (0 allowed). Padded RTI
  * slots carry INT64 min in the time column and are masked. Output: `probability` FLOAT [b, 1] (binary
  * tasks) or `prediction` (regression).
  */
@@ -75,8 +76,11 @@ export function requestInputs(spec: StudentSpec): RequestInput[] {
     seen.add(i.name);
     out.push(i);
   };
-  if (spec.primary_key) add({ name: `${f}.${spec.primary_key.column}`, elemType: elemTypeOf(spec.primary_key.type), sequence: false, doc: 'the row\'s primary key (accepted, not used)' });
-  add({ name: `${f}.${spec.time_column}`, elemType: 'INT64', sequence: false, doc: 'row time, ns since the epoch' });
+  // An entity task's primary key is its embedding key (declared below, with its use).
+  if (spec.primary_key && !spec.embeddings.some((k) => k.column === spec.primary_key!.column)) {
+    add({ name: `${f}.${spec.primary_key.column}`, elemType: elemTypeOf(spec.primary_key.type), sequence: false, doc: 'the row\'s primary key (accepted, not used)' });
+  }
+  if (spec.time_column) add({ name: `${f}.${spec.time_column}`, elemType: 'INT64', sequence: false, doc: 'row time, ns since the epoch' });
   // Feature columns may be left out of a request: the model reads them as missing (the training mean and
   // the null indicator it learned for numerics; the null code for categoricals).
   for (const c of spec.numeric) add({ name: `${f}.${c.column}`, elemType: 'FLOAT', sequence: false, missingValue: 'nan', doc: 'numeric (NaN = missing)' });
@@ -141,7 +145,7 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
     const s = standardize(g, input(`${f}.${c.column}`), { mean: Float32Array.of(c.mean), std: Float32Array.of(c.std), name: `fact.${c.column}` });
     factNum.push(s.value, s.isNull);
   }
-  factNum.push(...clock(g, input(`${f}.${spec.time_column}`)));
+  factNum.push(...clock(g, spec.time_column ? input(`${f}.${spec.time_column}`) : anchor));
   const parts: string[] = [concat(g, factNum, 1)];
   for (const c of spec.categorical) parts.push(categoricalEmbedding(g, input(`${f}.${c.column}`), c, catTable(), false));
 

@@ -3,6 +3,12 @@
  * in the data and exports them, with the same distilled model, as the next version of the model in the
  * repository — no retraining. A running `gnnctl serve` (or Triton with a polling repository) picks the
  * new version up without a restart.
+ *
+ * Batch predictions ride the same cadence: each run named with `--predict` (e.g. latest:churn) writes
+ * `predictions.parquet` for every entity at the same newest time, in the default predictions folder
+ * (`artifacts/predictions/<run>/<anchor>/<table>/`). With `--predict` and nothing exported yet (no version
+ * in the repository, no `--run`), refresh writes the predictions only: a churn-scoring job needs no
+ * online model.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,6 +16,7 @@ import type { BackendRequest } from '../compute/backend.js';
 import type { Config } from '../config/load.js';
 import type { DistillManifest } from '../distill/distill.js';
 import { embed } from '../embed/embed.js';
+import { predict, type PredictResult } from '../predict/predict.js';
 import { ArtifactError } from '../core/errors.js';
 import { exportModel } from '../export/export.js';
 import { readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
@@ -24,9 +31,13 @@ export interface RefreshOptions {
   modelRepository?: string;
   /** distilled run to serve (default: the one the latest version was exported from) */
   run?: string;
+  /** trained runs (entity tasks) whose predictions to write at the newest time in the data */
+  predict?: string[];
   backend?: BackendRequest;
   cwd?: string;
 }
+
+export type RefreshedPredictions = Pick<PredictResult, 'run_id' | 'task' | 'table' | 'path' | 'rows' | 'anchor_time'>[];
 
 export interface RefreshResult {
   model: string;
@@ -37,9 +48,42 @@ export interface RefreshResult {
   base_run: string;
   embedding_anchor: Record<string, string>;
   embedding_rows: Record<string, number>;
+  /** batch predictions written on the same cadence (`--predict`) */
+  predictions: RefreshedPredictions;
   /** the base run's feature drift on the data this version was embedded from (reported, not enforced: `gnnctl check` gates on it) */
   drift: DriftReport;
   seconds: number;
+}
+
+/** What refresh writes when only predictions were asked for and nothing is exported yet. */
+export interface PredictionsRefreshResult {
+  model: null;
+  predictions: RefreshedPredictions;
+  seconds: number;
+}
+
+/** Each run's predictions at the newest time in the data (the default predictions folder). */
+export async function refreshPredictions(opts: Pick<RefreshOptions, 'cfg' | 'predict' | 'backend' | 'cwd'>): Promise<RefreshedPredictions> {
+  const out: RefreshedPredictions = [];
+  for (const run of opts.predict ?? []) {
+    const p = await predict({ cfg: opts.cfg, run, mode: 'exact', backend: opts.backend, cwd: opts.cwd });
+    out.push({ run_id: p.run_id, task: p.task, table: p.table, path: p.path, rows: p.rows, anchor_time: p.anchor_time });
+  }
+  return out;
+}
+
+/**
+ * The `refresh` command: the model refresh (with any `--predict` predictions), or — asked for predictions
+ * with nothing exported yet and no `--run` — the predictions alone.
+ */
+export async function refreshJob(opts: RefreshOptions): Promise<RefreshResult | PredictionsRefreshResult> {
+  const t0 = performance.now();
+  const modelDir = join(opts.modelRepository ?? join(opts.cfg.artifactsDir, 'model_repository'), opts.cfg.export.name);
+  if (opts.predict?.length && !opts.run && latestVersion(modelDir) === null) {
+    const predictions = await refreshPredictions(opts);
+    return { model: null, predictions, seconds: Math.round((performance.now() - t0) / 10) / 100 };
+  }
+  return refresh(opts);
 }
 
 export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
@@ -49,10 +93,11 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
   const name = cfg.export.name;
   const modelDir = join(repo, name);
   const previous = latestVersion(modelDir);
+  const predictions = await refreshPredictions(opts);
   let distilledRef = opts.run;
   if (!distilledRef) {
     if (previous === null) {
-      throw new ArtifactError(`no exported version of ${name} in ${repo} to refresh`, { hint: 'export one first (gnnctl pipeline or gnnctl export), or pass --run with a distilled run' });
+      throw new ArtifactError(`no exported version of ${name} in ${repo} to refresh`, { hint: 'export one first (gnnctl pipeline or gnnctl export), pass --run with a distilled run, or --predict <run> for batch predictions only' });
     }
     distilledRef = (JSON.parse(readFileSync(join(modelDir, String(previous), 'manifest.json'), 'utf8')) as { distilled_run: string }).distilled_run;
   }
@@ -77,6 +122,7 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
     base_run: dm.base_run,
     embedding_anchor: r.embedding_anchor,
     embedding_rows: r.embedding_rows,
+    predictions,
     drift,
     seconds: Math.round((performance.now() - t0) / 10) / 100,
   };

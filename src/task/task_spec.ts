@@ -21,7 +21,10 @@ export interface TaskDefinition {
   split: SplitSpec;
 }
 
-/** A parsed RTI hop path `fact.fk->parent.pk->child.fk`: the child rows sharing the fact row's parent. */
+/**
+ * A parsed RTI hop path `fact.fk->parent.pk->child.fk`: the child rows sharing the fact row's parent; or,
+ * for entity tasks, `entity.pk->child.fk` (the entity's own child rows), stored with fact = parent.
+ */
 export interface HopPath {
   text: string;
   fact_table: string;
@@ -31,6 +34,11 @@ export interface HopPath {
   child_table: string;
   child_column: string;
   max_length: number;
+}
+
+/** Whether a hop path starts at an entity's own key (`<entity>.<primary key>-><child>.<fk>`). */
+export function isEntityHopPath(hop: HopPath): boolean {
+  return hop.fact_table === hop.parent_table && hop.fact_column === hop.parent_key;
 }
 
 /** Training examples of one split: the entity's node id, its anchor time (seconds) and its label. */

@@ -3,7 +3,7 @@ import { loadConfig } from '../../config/load.js';
 import { QualityGateError } from '../../core/errors.js';
 import { checkRepository } from '../../pipeline/check.js';
 import { formatPipeline, runPipeline } from '../../pipeline/pipeline.js';
-import { refresh } from '../../pipeline/refresh.js';
+import { refreshJob } from '../../pipeline/refresh.js';
 import { parseIsoTime } from '../../core/time.js';
 import { join, resolve } from 'node:path';
 import type { CommandOutput } from '../run.js';
@@ -43,6 +43,7 @@ export interface RefreshCommandOptions {
   config: string;
   modelRepository?: string;
   run?: string;
+  predict?: string[];
   backend?: string;
   artifacts?: string;
   cwd?: string;
@@ -50,14 +51,17 @@ export interface RefreshCommandOptions {
 
 export async function refreshCommand(opts: RefreshCommandOptions): Promise<CommandOutput> {
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
-  const r = await refresh({
+  const r = await refreshJob({
     cfg,
     modelRepository: opts.modelRepository ? resolve(opts.cwd ?? process.cwd(), opts.modelRepository) : undefined,
     run: opts.run,
+    predict: opts.predict,
     backend: parseBackendRequest(opts.backend),
     cwd: opts.cwd,
   });
-  const text = `refreshed ${r.model}: version ${r.version}${r.previous_version ? ` (was ${r.previous_version})` : ''} in ${r.seconds}s with embeddings as of ${Object.values(r.embedding_anchor).join(', ')}: ${r.dir}`;
+  const lines = r.predictions.map((p) => `predicted ${p.rows.toLocaleString('en-US')} ${p.table} (${p.task}) as of ${p.anchor_time}: ${p.path}`);
+  if (r.model !== null) lines.push(`refreshed ${r.model}: version ${r.version}${r.previous_version ? ` (was ${r.previous_version})` : ''} in ${r.seconds}s with embeddings as of ${Object.values(r.embedding_anchor).join(', ')}: ${r.dir}`);
+  const text = lines.join('\n');
   return { result: r, text };
 }
 

@@ -55,14 +55,15 @@ export interface StudentBatch {
 
 export class StudentFeatures {
   private readonly fact: BoundColumns;
-  private readonly factTime: Float64Array;
+  /** the fact row's time; null for entity tasks (the clock reads the example's anchor) */
+  private readonly factTime: Float64Array | null;
   private readonly factFk: Map<string, Int32Array>;
   private readonly paths: { spec: RtiSpec; cols: BoundColumns; time: Float64Array; fks: Int32Array[]; ratioIdx: number[] }[];
 
   constructor(graph: Graph, readonly spec: StudentSpec) {
     const ft = graph.table(spec.fact_table);
     this.fact = bind(ft, spec.numeric, spec.categorical);
-    this.factTime = ft.time!;
+    this.factTime = spec.time_column ? ft.time! : null;
     this.factFk = new Map(graph.edges.filter((e) => e.kind === 'fk' && e.src === spec.fact_table).map((e) => [e.meta.column, e.parent!]));
     this.paths = spec.rti.map((r) => {
       const ct = graph.table(r.child_table);
@@ -89,7 +90,7 @@ export class StudentFeatures {
       const v = data.nodes[r]!;
       let o = i * fd;
       o = writeNumeric(factNum, o, this.fact, v);
-      const t = this.factTime[v]!;
+      const t = this.factTime ? this.factTime[v]! : data.anchors[r]!;
       o = writeClock(factNum, o, t);
       for (let c = 0; c < s.categorical.length; c++) factCat[i * s.categorical.length + c] = s.categorical[c]!.offset + this.fact.codes[c]![v]!;
     }

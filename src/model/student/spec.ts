@@ -70,8 +70,10 @@ export interface EmbeddingKeySpec extends KeySpec {
 
 export interface StudentSpec {
   task: string;
+  /** the serving table: the fact table, or an entity task's entity table */
   fact_table: string;
-  time_column: string;
+  /** the row's time column (fact-row tasks); null for entity tasks, whose clock features read anchor_time */
+  time_column: string | null;
   primary_key: KeySpec | null;
   numeric: NumericSpec[];
   categorical: CategoricalSpec[];

@@ -1,0 +1,33 @@
+import { parseBackendRequest } from '../../compute/backend.js';
+import { loadConfig } from '../../config/load.js';
+import { predict } from '../../predict/predict.js';
+import type { EmbedMode } from '../../embed/snapshot.js';
+import { choiceFlag, optional, shardFlag, timeFlag } from '../flags.js';
+import type { CommandOutput } from '../run.js';
+import type { EmbedCommandOptions } from './embed.js';
+
+export interface PredictCommandOptions extends EmbedCommandOptions {
+  withEmbeddings?: boolean;
+}
+
+export async function predictCommand(opts: PredictCommandOptions): Promise<CommandOutput> {
+  const mode = optional(choiceFlag<EmbedMode>('--mode', ['exact', 'sampled']), opts.mode) ?? 'exact';
+  const anchorTime = optional(timeFlag('--anchor-time', ['latest']), opts.anchorTime);
+  const shard = optional(shardFlag('--shard'), opts.shard);
+  const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
+  const r = await predict({
+    cfg,
+    run: opts.run,
+    table: opts.table,
+    anchorTime,
+    out: opts.out,
+    shard,
+    mode,
+    withEmbeddings: opts.withEmbeddings,
+    allowSchemaDrift: opts.allowSchemaDrift,
+    backend: parseBackendRequest(opts.backend),
+    cwd: opts.cwd,
+  });
+  const text = `wrote ${r.rows.toLocaleString('en-US')} ${r.table} predictions (${r.task}: ${r.prediction}, ${r.mode}, anchor ${r.anchor_time}${r.with_embeddings ? ', with embeddings' : ''}) in ${r.seconds}s: ${r.path}\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s`;
+  return { result: r, text };
+}

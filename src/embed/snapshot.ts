@@ -1,0 +1,321 @@
+/**
+ * One entity table of a trained run at one anchor time: what `embed` and `predict` share. Resolves the run
+ * and refuses an unfinished one or a drifted schema, loads the graph and model, picks the entities that
+ * exist at the anchor (and the shard's slice of them), names the output file, reads their keys, and
+ * yields their representations chunk by chunk (exact layer-wise by default). The two commands differ only
+ * in what they write per entity.
+ */
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import type * as arrow from 'apache-arrow';
+import { selectBackend, type BackendRequest } from '../compute/backend.js';
+import type { Config } from '../config/load.js';
+import { lit, q, withDuck } from '../data/duck.js';
+import { ArtifactError, DataError, UsageError, suggest } from '../core/errors.js';
+import { buildGraph } from '../graph/build.js';
+import { Graph } from '../graph/graph.js';
+import type { GraphSchema } from '../artifacts/graph_manifest.js';
+import { readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
+import { parseTime } from '../task/split.js';
+import { compatibility } from '../model/compatibility.js';
+import { DeepModel } from '../model/deep_model.js';
+import type { FeatureSpec } from '../model/features.js';
+import type { TrainManifest } from '../train/trainer.js';
+import { tempSibling, writeJsonAtomic } from '../core/atomic.js';
+import { isoSeconds } from '../core/duration.js';
+import { info, warn } from '../core/log.js';
+import { formatRate, type Progress } from '../core/progress.js';
+import { round } from '../core/number.js';
+import { embedExact, tableDepth } from './layerwise.js';
+import { readColumnVector, writeEmbeddings, type EmbeddingChunk, type EntityColumn } from './writer.js';
+
+export type EmbedMode = 'exact' | 'sampled';
+
+export interface SnapshotOptions {
+  cfg: Config;
+  run: string;
+  table?: string;
+  /** ISO time or 'latest' (the newest time in the data) */
+  anchorTime?: string;
+  out?: string;
+  shard?: { index: number; count: number };
+  mode?: EmbedMode;
+  allowSchemaDrift?: boolean;
+  backend?: BackendRequest;
+  /** entities per computation chunk and row group */
+  chunkSize?: number;
+  cwd?: string;
+}
+
+/** What differs between the commands that write a snapshot. */
+export interface SnapshotLayout {
+  /** the verb in messages ("embed", "predict") */
+  verb: string;
+  /** artifact folder under the artifacts dir ("embeddings", "predictions") */
+  folder: string;
+  /** file name of an unsharded output ("embeddings.parquet") */
+  file: string;
+  /** the verb's past tense in the summary line ("embedded", "predicted") */
+  done: string;
+  /** refuses a table this command cannot write for this model (a UsageError naming --table) */
+  checkTable?: (table: string, model: DeepModel, run: { id: string; manifest: TrainManifest }) => void;
+}
+
+export interface Snapshot {
+  runId: string;
+  runDir: string;
+  manifest: TrainManifest;
+  graphDir: string;
+  graph: Graph;
+  model: DeepModel;
+  table: string;
+  /** depth of the table in the model's training tree */
+  depth: number;
+  /** primary-key column of the table */
+  key: string;
+  /** epoch seconds */
+  anchor: number;
+  mode: EmbedMode;
+  /** entities existing at the anchor (all shards) */
+  existing: number;
+  /** this shard's node range [lo, hi) */
+  lo: number;
+  hi: number;
+  outDir: string;
+  path: string;
+  shard: string | null;
+  layout: SnapshotLayout;
+}
+
+/** `artifacts/<folder>/<run-id>/<anchor>/<table>/`: one folder per snapshot and table (a run may embed several). */
+export function defaultSnapshotDir(artifactsDir: string, folder: string, runId: string, anchor: number, table: string): string {
+  return join(artifactsDir, folder, runId, isoSeconds(anchor).replace(/[-:]/g, ''), table);
+}
+
+/** Resolves everything a snapshot needs; the caller disposes `model` (see `withSnapshot`). */
+export async function openSnapshot(opts: SnapshotOptions, layout: SnapshotLayout): Promise<Snapshot> {
+  const { cfg } = opts;
+  const mode = opts.mode ?? 'exact';
+  await selectBackend(opts.backend ?? 'auto');
+  const run = resolveRun(cfg.artifactsDir, opts.run, { kind: 'train', cwd: opts.cwd });
+  const manifest = readManifest<TrainManifest>(run.dir);
+  if (manifest.status !== 'complete' && manifest.status !== 'interrupted') {
+    throw new ArtifactError(`run ${run.id} is ${manifest.status}; it has no finished model to ${layout.verb} with`, { hint: 'use a complete run (gnnctl runs list)' });
+  }
+  const built = await buildGraph(cfg);
+  const graph = Graph.load(built.dir);
+  checkSchema(run, manifest, graph, opts.allowSchemaDrift, layout.verb);
+
+  const model = DeepModel.load(run.dir, graph);
+  try {
+    const table = opts.table ?? model.spec.root;
+    if (!(table in graph.tables)) throw new UsageError(`unknown table "${table}"`, { where: '--table', hint: suggest(table, Object.keys(graph.tables)) });
+    layout.checkTable?.(table, model, { id: run.id, manifest });
+    const depth = tableDepth(model, table);
+    if (depth === null) {
+      throw new UsageError(`the model of run ${run.id} has no representation of ${table} above its input layer`, {
+        where: '--table',
+        hint: `tables it embeds: ${[...new Set(model.plan.slots.filter((s) => s.depth < model.spec.layers).map((s) => s.type))].join(', ')}`,
+      });
+    }
+    const pk = graph.manifest.schema.tables[table]!.primary_key;
+    if (!pk) throw new DataError(`table ${table} has no primary key, so its rows could not be joined back to anything`, { hint: `declare data.tables.${table}.primary_key` });
+
+    const range = graph.manifest.time_range;
+    const anchor = !opts.anchorTime || opts.anchorTime === 'latest' ? (range ? range[1] : Date.now() / 1000) : parseTime(opts.anchorTime, '--anchor-time');
+    // Entities that exist at the anchor: every row, or (tables with a time column, node ids in time order) a prefix.
+    const time = graph.table(table).time;
+    const existing = time ? upper(time, anchor) : graph.table(table).rows;
+    const lo = opts.shard ? Math.floor((existing * opts.shard.index) / opts.shard.count) : 0;
+    const hi = opts.shard ? Math.floor((existing * (opts.shard.index + 1)) / opts.shard.count) : existing;
+
+    const cwd = opts.cwd ?? process.cwd();
+    const outDir = opts.out ? dirname(resolve(cwd, opts.out)) : defaultSnapshotDir(cfg.artifactsDir, layout.folder, run.id, anchor, table);
+    const path = opts.out
+      ? resolve(cwd, opts.out)
+      : join(outDir, opts.shard ? `part-${String(opts.shard.index).padStart(5, '0')}-of-${String(opts.shard.count).padStart(5, '0')}.parquet` : layout.file);
+    mkdirSync(outDir, { recursive: true });
+    return {
+      runId: run.id,
+      runDir: run.dir,
+      manifest,
+      graphDir: built.dir,
+      graph,
+      model,
+      table,
+      depth,
+      key: pk.column,
+      anchor,
+      mode,
+      existing,
+      lo,
+      hi,
+      outDir,
+      path,
+      shard: opts.shard ? `${opts.shard.index}/${opts.shard.count}` : null,
+      layout,
+    };
+  } catch (e) {
+    model.dispose();
+    throw e;
+  }
+}
+
+/** The run, graph and snapshot fields every snapshot file's metadata and folder manifest record. */
+export function snapshotMetadata(s: Snapshot, version: string) {
+  return {
+    run_id: s.runId,
+    table: s.table,
+    key: s.key,
+    anchor_time: isoSeconds(s.anchor),
+    mode: s.mode,
+    // The schema the run's encoders were fitted on (applied here to today's compatible data).
+    graph_fingerprint: s.manifest.graph.schema_fingerprint,
+    data_fingerprint: s.graph.manifest.fingerprint,
+    gnnctl: version,
+  };
+}
+
+/** Parquet key-value metadata: every value as text, plus the shard ('' when unsharded). */
+export function kvMetadata(meta: object, shard: string | null): Record<string, string> {
+  return Object.fromEntries(Object.entries({ ...meta, shard: shard ?? '' }).map(([k, v]) => [k, String(v)]));
+}
+
+export interface RepresentationChunk {
+  /** primary-key values of the chunk's entities */
+  keys: arrow.Vector;
+  /** first node id of the chunk */
+  start: number;
+  /** [rows × channels], all finite */
+  embeddings: Float32Array;
+}
+
+/**
+ * The shard's entities' representations, one chunk at a time (chunks are computed lazily, so the writer
+ * bounds memory). An empty shard yields one empty chunk: a Parquet stream needs a batch for its schema.
+ */
+export async function* representations(s: Snapshot, opts: SnapshotOptions, timing: { computeMs: number }, progress: Progress): AsyncGenerator<RepresentationChunk> {
+  const { model, table, depth, lo, hi, anchor } = s;
+  const keys = await readKeys(s);
+  const chunkSize = opts.chunkSize ?? 65536;
+  const C = model.spec.channels;
+  const degreeCap = model.spec.sampling === 'uniform' ? opts.cfg.taskSpecs[s.manifest.task]?.model.exact_degree_cap ?? 1000 : 0;
+  if (hi === lo) yield { keys: keys.slice(0, 0), start: lo, embeddings: new Float32Array(0) };
+  for (let start = lo; start < hi; start += chunkSize) {
+    const end = Math.min(hi, start + chunkSize);
+    const nodes = Int32Array.from({ length: end - start }, (_, i) => start + i);
+    const t = performance.now();
+    const emb = s.mode === 'exact' ? embedExact(model, table, depth, nodes, anchor, degreeCap) : model.embedSampled(table, depth, nodes, anchor, (s.manifest.seed * 1000003 + start) >>> 0);
+    timing.computeMs += performance.now() - t;
+    for (let i = 0; i < emb.length; i++) {
+      if (!Number.isFinite(emb[i])) throw new ArtifactError(`non-finite embedding value for ${table} node ${start + Math.floor(i / C)}`, { hint: 'the model produced NaN/inf; retrain or check the data for extreme values' });
+    }
+    progress.update(end - lo);
+    yield { keys: keys.slice(start - lo, end - lo), start, embeddings: emb };
+  }
+}
+
+/** What `embed` and `predict` report about the file they wrote (snake_case, for --json). */
+export interface SnapshotFigures {
+  path: string;
+  rows: number;
+  anchor_time: string;
+  seconds: number;
+  /** seconds spent computing (graph loading and writing excluded) */
+  compute_seconds: number;
+  entities_per_s: number;
+  mode: EmbedMode;
+  table: string;
+  run_id: string;
+  shard: string | null;
+}
+
+/**
+ * Writes the snapshot's file atomically (the key first, then `columns`), then the folder's manifest, and
+ * ends the progress line. `meta` goes into the file's key-value metadata and the manifest.
+ */
+export async function writeSnapshot(
+  s: Snapshot,
+  opts: SnapshotOptions,
+  chunks: AsyncIterable<EmbeddingChunk>,
+  w: { meta: ReturnType<typeof snapshotMetadata>; columns?: EntityColumn[]; timing: { computeMs: number }; progress: Progress; t0: number },
+): Promise<SnapshotFigures> {
+  const { rows } = await writeEmbeddings(s.path, chunks, {
+    keyName: s.key,
+    dim: s.model.spec.channels,
+    anchorTime: s.anchor,
+    rowGroupSize: opts.chunkSize ?? 65536,
+    columns: w.columns,
+    metadata: kvMetadata(w.meta, s.shard),
+  });
+  const seconds = (performance.now() - w.t0) / 1000;
+  const rate = rows / Math.max(1e-9, w.timing.computeMs / 1000);
+  w.progress.end(`${s.layout.done} ${rows.toLocaleString('en-US')} ${s.table} in ${seconds.toFixed(1)}s (${formatRate(rate)} entities/s compute)`);
+  writeJsonAtomic(join(s.outDir, 'manifest.json'), {
+    kind: s.layout.folder,
+    ...w.meta,
+    run_dir: s.runDir,
+    graph_dir: s.graphDir,
+    shards: opts.shard?.count ?? 1,
+    rows_total: s.existing,
+    files: opts.shard ? 'part-*.parquet' : s.layout.file,
+  });
+  return {
+    path: s.path,
+    rows,
+    anchor_time: w.meta.anchor_time,
+    seconds: round(seconds, 3),
+    compute_seconds: round(w.timing.computeMs / 1000, 3),
+    entities_per_s: Math.round(rate),
+    mode: s.mode,
+    table: s.table,
+    run_id: s.runId,
+    shard: s.shard,
+  };
+}
+
+/**
+ * Refuses a run that cannot read today's graph, naming what changed; changes the run does not depend on
+ * (new columns, columns it never read) are noted and ignored. See model/compatibility.ts.
+ */
+export function checkSchema(run: { id: string; dir: string }, manifest: TrainManifest, graph: Graph, allowDrift = false, verb = 'embed'): void {
+  const runId = run.id;
+  if (manifest.graph.schema_fingerprint === graph.manifest.schema_fingerprint) return;
+  const spec = readModelJson<FeatureSpec>(run.dir, 'features.json');
+  const { breaking, notes } = compatibility(manifest.graph_schema as GraphSchema, spec, graph.manifest.schema);
+  for (const n of notes) info(`run ${runId}: ${n}`);
+  if (breaking.length === 0) return;
+  const msg = `run ${runId} cannot read the current data (graph schema ${manifest.graph.schema_fingerprint} → ${graph.manifest.schema_fingerprint}): ${breaking.join('; ')}`;
+  if (allowDrift) {
+    warn(`${msg} (--allow-schema-drift: ${verb === 'embed' ? 'embedding' : `${verb}ing`} anyway; missing columns read as missing)`);
+    return;
+  }
+  throw new ArtifactError(msg, { hint: 'retrain on the current data, or pass --allow-schema-drift if the change is harmless' });
+}
+
+/** Keys of the shard's nodes as an Arrow vector, via a small Parquet file DuckDB writes. */
+async function readKeys(s: Snapshot): Promise<arrow.Vector> {
+  const { graph, table, key, lo, hi } = s;
+  const tmp = tempSibling(`${s.path}.keys.parquet`);
+  const type = graph.manifest.schema.tables[table]!.primary_key!.type;
+  const expr = /^(VARCHAR|BIGINT|INTEGER|SMALLINT|TINYINT|UBIGINT|UINTEGER)$/.test(type) ? q(key) : `CAST(${q(key)} AS VARCHAR) AS ${q(key)}`;
+  try {
+    await withDuck(async ({ conn }) => {
+      await conn.run(`COPY (SELECT ${expr} FROM read_parquet(${lit(join(graph.dir, graph.manifest.tables[table]!.rows_file))}) WHERE __node >= ${lo} AND __node < ${hi} ORDER BY __node) TO ${lit(tmp)} (FORMAT parquet)`);
+    });
+    return readColumnVector(new Uint8Array(readFileSync(tmp)), key);
+  } finally {
+    rmSync(tmp, { force: true });
+  }
+}
+
+function upper(time: Float64Array, t: number): number {
+  let lo = 0;
+  let hi = time.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (time[mid]! <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

@@ -116,6 +116,18 @@ export function buildProgram(): Command {
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/synth.js')).synthCommand));
 
+  datasets
+    .command('synth-mesh')
+    .description('write a synthetic service mesh (metrics, calls, events) with diurnal load, autoscaling churn and labelled incidents, plus an anomaly config')
+    .requiredOption('--out <dir>', 'output folder')
+    .option('--services <n>', 'number of services', '200')
+    .option('--hours <n>', 'hours simulated', '72')
+    .option('--step <s>', 'seconds between snapshots', '300')
+    .option('--seed <n>', 'random seed', '0')
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/synth_mesh.js')).synthMeshCommand as never));
+
   const graph = program.command('graph').description('build and inspect the relational graph');
   graph
     .command('build')

@@ -354,6 +354,50 @@ export function buildProgram(): Command {
   rolloutTarget(rollout.command('status').description('the rollout in the repository')).action(rolloutAction('status'));
   rolloutTarget(rollout.command('end').description('remove the rollout file: the version policy chooses again')).action(rolloutAction('end'));
 
+  const anomaly = program.command('anomaly').description('graph-autoencoder anomaly detection on service dependency graphs (TAGAE): fit → score → watch');
+  anomaly
+    .command('fit')
+    .description('train on the period taken as normal and calibrate the threshold; writes artifacts/runs/<id>/')
+    .addOption(opt.config())
+    .option('--from <time>', 'first snapshot of the normal period (default: anomaly.fit_from, else the first)')
+    .option('--until <time>', 'end of the normal period, exclusive (default: anomaly.fit_until, else the end of the data)')
+    .option('--epochs <n>', 'override anomaly.epochs')
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/anomaly.js')).anomalyFitCommand as never));
+  anomaly
+    .command('score')
+    .description('score snapshots → Parquet (ts, score, threshold, alert, top_services, top_edges); with labels, precision/recall against the baselines')
+    .addOption(opt.config())
+    .requiredOption('-r, --run <run>', 'anomaly run: id, folder or latest')
+    .option('--from <time>', 'first snapshot scored (default: the end of the run\'s normal period)')
+    .option('--to <time>', 'score snapshots before this time (default: all)')
+    .option('--out <file>', 'output Parquet file (default: <run dir>/scores.parquet)')
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/anomaly.js')).anomalyScoreCommand as never));
+  anomaly
+    .command('watch')
+    .description('score new snapshots as the tables grow (or from Prometheus); window state on disk survives restarts; /metrics and Alertmanager alerts')
+    .addOption(opt.config())
+    .requiredOption('-r, --run <run>', 'anomaly run: id, folder or latest')
+    .option('--interval <t>', 'time between polls (e.g. 15s, 1m)', '15s')
+    .option('--prometheus <url>', 'read snapshots from this Prometheus HTTP API (query_range) instead of the tables')
+    .option('--alertmanager <url>', 'POST alerts to this Alertmanager (…/api/v2/alerts)')
+    .option('--port <n>', 'port of /metrics (0 picks a free one)', '9464')
+    .option('--host <host>', 'address /metrics listens on', '127.0.0.1')
+    .option('--state-file <file>', 'window state file (default: <run dir>/watch_state.json)')
+    .option('--max-ticks <n>', 'stop after this many polls (default: run until SIGINT/SIGTERM)')
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/anomaly.js')).anomalyWatchCommand as never));
+
   const bench = program.command('bench').description('benchmarks of gnnctl\'s stages');
   bench
     .command('serve')

@@ -1,0 +1,263 @@
+/**
+ * `gnnctl anomaly fit`: train TAGAE on the period taken as normal and calibrate its alerting.
+ *
+ * The normal period [from, until) is split in two: all but the last `warmup_snapshots` snapshots train
+ * the model (and fit the feature statistics); the held-out tail is the warm-up window, which the model
+ * never saw, so its errors are honest: each service's mean error there becomes its baseline, and the
+ * scores there become the threshold's first window. The baselines (static per-service thresholds, the
+ * flat autoencoder) are fitted on the same split, so every detector is judged on equal terms.
+ */
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import type { Config } from '../config/load.js';
+import { selectBackend, type BackendRequest } from '../compute/backend.js';
+import { withDuck } from '../data/duck.js';
+import { DataError } from '../errors.js';
+import { newRunId, runsDir } from '../runs/store.js';
+import { produceAtomically } from '../util/atomic.js';
+import { isoSeconds } from '../util/duration.js';
+import { info } from '../util/log.js';
+import { Rng } from '../util/rng.js';
+import { VERSION } from '../version.js';
+import { Detector, emptyState, type ServiceBaselines, type SnapshotScore } from './detector.js';
+import { fitFeatureStats, standardise, type FeatureStats } from './features.js';
+import { FlatAutoencoder, FlatDetector } from './flat_autoencoder.js';
+import { buildGraph } from './graph.js';
+import { Tagae, type TagaeArgs } from './model.js';
+import { writeRun, type AnomalyBaselines, type AnomalyManifest } from './run.js';
+import { anomalyConfig, loadEvents, loadSnapshots, type PlannedEvent, type Snapshot } from './source.js';
+import { fitStatic } from './static_baseline.js';
+import { SlidingThreshold } from './threshold.js';
+
+export interface FitOptions {
+  /** epoch seconds */
+  from?: number;
+  until?: number;
+  backend?: BackendRequest;
+  epochs?: number;
+}
+
+export interface FitResult {
+  run_id: string;
+  run_dir: string;
+  fit_from: string;
+  fit_until: string;
+  train_snapshots: number;
+  warmup_snapshots: number;
+  services: number;
+  mean_edges: number;
+  feature_columns: string[];
+  edge_feature_columns: string[];
+  dropped_edges: number;
+  epochs: number;
+  loss: number[];
+  threshold: number;
+  flat_threshold: number;
+  static_baseline: boolean;
+  backend: string;
+  seconds: number;
+}
+
+/** Events in (prev, ts] for each snapshot, in order. */
+export function eventsBetween(events: PlannedEvent[], snapshots: Snapshot[], before = Number.NEGATIVE_INFINITY): PlannedEvent[][] {
+  const out: PlannedEvent[][] = [];
+  let k = 0;
+  let prev = before;
+  for (const s of snapshots) {
+    while (k < events.length && events[k]!.ts <= prev) k++;
+    const batch: PlannedEvent[] = [];
+    while (k < events.length && events[k]!.ts <= s.ts) batch.push(events[k++]!);
+    out.push(batch);
+    prev = s.ts;
+  }
+  return out;
+}
+
+export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<FitResult> {
+  const t0 = performance.now();
+  const a = anomalyConfig(cfg);
+  const from = opts.from ?? (a.fit_from ? Date.parse(a.fit_from) / 1000 : undefined);
+  const until = opts.until ?? (a.fit_until ? Date.parse(a.fit_until) / 1000 : undefined);
+  const backend = await selectBackend(opts.backend ?? 'auto');
+  const { loaded, events } = await withDuck(async ({ conn }) => ({
+    loaded: await loadSnapshots(conn, cfg, { from, until }),
+    events: await loadEvents(conn, cfg, { from, until }),
+  }));
+  const snaps = loaded.snapshots;
+  const W = a.window;
+  const need = a.warmup_snapshots + W + 10;
+  if (snaps.length < need) {
+    throw new DataError(`the normal period has ${snaps.length} snapshots; fitting needs at least ${need} (warmup_snapshots ${a.warmup_snapshots} + window ${W} + 10 to train on)`, {
+      where: 'anomaly.metrics',
+      hint: 'widen --from/--until (anomaly.fit_from/fit_until), or lower anomaly.warmup_snapshots',
+    });
+  }
+  const nTrain = snaps.length - a.warmup_snapshots;
+  const train = snaps.slice(0, nTrain);
+  const warm = snaps.slice(nTrain);
+  const stats = fitFeatureStats(train, loaded.featureColumns, loaded.edgeFeatureColumns);
+  const graphs = train.map((s) => buildGraph(s, stats));
+  const seed = cfg.seed;
+  const args: TagaeArgs = {
+    featDim: loaded.featureColumns.length,
+    edgeExtra: loaded.edgeFeatureColumns.length,
+    hidden: a.hidden,
+    heads: a.heads,
+    embeddingDim: a.embedding_dim,
+    window: W,
+    structureWeight: a.structure_weight,
+    negativeRatio: a.negative_ratio,
+    allPairsMaxNodes: a.all_pairs_max_nodes,
+    seed,
+  };
+  const model = new Tagae(args);
+  const flat = new FlatAutoencoder(args.featDim, seed + 1);
+  const epochs = opts.epochs ?? a.epochs;
+  const losses: number[] = [];
+  const timings: Record<string, number> = {};
+  try {
+    // Training: every train snapshot once per epoch, in a seeded shuffled order, with its W − 1 predecessors.
+    const tTrain = performance.now();
+    const optimizer = tf.train.adam(a.lr);
+    const rng = new Rng(seed ^ 0x5eed);
+    const order = Int32Array.from({ length: graphs.length }, (_, i) => i);
+    try {
+      for (let ep = 0; ep < epochs; ep++) {
+        rng.shuffle(order);
+        let sum = 0;
+        for (const t of order) {
+          const window = [];
+          for (let k = 0; k < W && t - k >= 0; k++) window.push(graphs[t - k]!);
+          sum += model.trainStep(optimizer, window);
+        }
+        losses.push(sum / graphs.length);
+        info(`anomaly fit: epoch ${ep + 1}/${epochs} loss ${(sum / graphs.length).toFixed(5)}`);
+      }
+    } finally {
+      optimizer.dispose();
+    }
+    timings.train_seconds = (performance.now() - tTrain) / 1000;
+
+    // Warm-up, pass 1: each service's mean errors on the held-out tail become its baselines.
+    const tWarm = performance.now();
+    const prime = train.slice(Math.max(0, nTrain - (W - 1)));
+    const warmEvents = eventsBetween(events, warm, prime[prime.length - 1]?.ts);
+    const pass = (baselines: ServiceBaselines | null): { detector: Detector; scores: SnapshotScore[] } => {
+      const detector = new Detector(model, stats, a, baselines, emptyState('', []));
+      for (const s of prime) detector.step(s, [], { prime: true });
+      const scores = warm.map((s, k) => detector.step(s, warmEvents[k]!, { keepRaw: true, prime: baselines === null }));
+      return { detector, scores };
+    };
+    const first = pass(null);
+    const sums = new Map<string, [number, number, number]>();
+    for (const sc of first.scores) {
+      sc.raw!.services.forEach((name, i) => {
+        const v = sums.get(name) ?? [0, 0, 0];
+        v[0] += sc.raw!.structure[i]!;
+        v[1] += sc.raw!.feature[i]!;
+        v[2]++;
+        sums.set(name, v);
+      });
+    }
+    const services = Object.fromEntries([...sums].map(([k, [s, f, n]]) => [k, [s / n, f / n] as [number, number]]));
+    const med = (xs: number[]): number => xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? 1;
+    const tagaeBaselines: ServiceBaselines = { services, median: [med(Object.values(services).map((v) => v[0])), med(Object.values(services).map((v) => v[1]))] };
+    // Pass 2: the warm-up scores under those baselines are the threshold's first window; the detector's
+    // state at the end is where scoring the snapshots right after the normal period continues from.
+    const second = pass(tagaeBaselines);
+    const warmupScores = second.scores.map((s) => s.score);
+    const state = { ...second.detector.state, threshold_history: warmupScores.slice(-a.threshold_window) };
+
+    // Baselines, fitted on the same split.
+    const flatRows = concat(graphs.map((g) => g.x));
+    const flatLoss = flat.fit(flatRows, Math.min(epochs, 20), a.lr, seed + 2);
+    const flatErr = new Map<string, [number, number]>();
+    for (const s of warm) {
+      const e = flat.errors(standardise(s.features, stats.node));
+      s.services.forEach((name, i) => {
+        const v = flatErr.get(name) ?? [0, 0];
+        v[0] += e[i]!;
+        v[1]++;
+        flatErr.set(name, v);
+      });
+    }
+    const flatServices = Object.fromEntries([...flatErr].map(([k, [s, n]]) => [k, s / n]));
+    const flatBaselines = { services: flatServices, median: med(Object.values(flatServices)) };
+    const flatDet = new FlatDetector(flat, flatBaselines, a.top_k, null);
+    const flatScores = warm.map((s, k) => flatDet.step(s.services, standardise(s.features, stats.node), new Set(warmEvents[k]!.map((e) => e.service))).score);
+    const staticThresholds = fitStatic(warm, loaded.featureColumns);
+    timings.warmup_seconds = (performance.now() - tWarm) / 1000;
+
+    const baselines: AnomalyBaselines = { tagae: tagaeBaselines, warmup_scores: warmupScores, flat: flatBaselines, flat_warmup_scores: flatScores, static: staticThresholds };
+    const runId = newRunId('anomaly');
+    const runDir = join(runsDir(cfg.artifactsDir), runId);
+    const threshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, warmupScores).value;
+    const flatThreshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, flatScores).value;
+    const meanEdges = train.reduce((s, x) => s + x.src.length, 0) / train.length;
+    const nServices = new Set(snaps.flatMap((s) => s.services)).size;
+    timings.total_seconds = (performance.now() - t0) / 1000;
+    const manifest: AnomalyManifest = {
+      kind: 'anomaly',
+      id: runId,
+      task: 'anomaly',
+      status: 'complete',
+      gnnctl: VERSION,
+      createdAt: new Date(t0 + performance.timeOrigin).toISOString(),
+      finishedAt: new Date().toISOString(),
+      backend: backend.name,
+      seed,
+      config: a,
+      fit: {
+        from: isoSeconds(snaps[0]!.ts),
+        until: isoSeconds(until ?? snaps[snaps.length - 1]!.ts + 1),
+        train_snapshots: nTrain,
+        warmup_snapshots: warm.length,
+        first_train_ts: isoSeconds(train[0]!.ts),
+        last_warmup_ts: isoSeconds(warm[warm.length - 1]!.ts),
+      },
+      feature_columns: loaded.featureColumns,
+      edge_feature_columns: loaded.edgeFeatureColumns,
+      model: args,
+      inputs: { config: cfg.path },
+      timings,
+      metrics: { final_loss: losses[losses.length - 1], threshold, flat_threshold: flatThreshold, flat_loss: flatLoss, services: nServices, mean_edges: meanEdges },
+    };
+    state.run_id = runId;
+    await produceAtomically(runDir, async (tmp) => writeRun(tmp, { manifest, stats, baselines, state, model, flat }));
+    return {
+      run_id: runId,
+      run_dir: runDir,
+      fit_from: manifest.fit.from,
+      fit_until: manifest.fit.until,
+      train_snapshots: nTrain,
+      warmup_snapshots: warm.length,
+      services: nServices,
+      mean_edges: Math.round(meanEdges * 10) / 10,
+      feature_columns: loaded.featureColumns,
+      edge_feature_columns: loaded.edgeFeatureColumns,
+      dropped_edges: loaded.droppedEdges,
+      epochs,
+      loss: losses,
+      threshold,
+      flat_threshold: flatThreshold,
+      static_baseline: staticThresholds !== null,
+      backend: backend.name,
+      seconds: Math.round(timings.total_seconds * 10) / 10,
+    };
+  } finally {
+    model.params.dispose();
+    flat.params.dispose();
+  }
+}
+
+function concat(parts: Float32Array[]): Float32Array {
+  const out = new Float32Array(parts.reduce((s, p) => s + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+export type { FeatureStats, Snapshot };

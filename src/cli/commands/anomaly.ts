@@ -2,7 +2,10 @@
 import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
 import { UsageError } from '../../errors.js';
+import { resolve } from 'node:path';
 import { fitAnomaly, type FitResult } from '../../anomaly/fit.js';
+import { scoreAnomaly, type ScoreReport } from '../../anomaly/score.js';
+import type { DetectorQuality } from '../../anomaly/evaluate.js';
 import type { CommandOutput } from '../run.js';
 
 export interface AnomalyCommandOptions {
@@ -58,9 +61,34 @@ export async function anomalyFitCommand(opts: AnomalyCommandOptions): Promise<Co
   return { result: r, text };
 }
 
-export async function anomalyScoreCommand(_opts: AnomalyCommandOptions): Promise<CommandOutput> {
-  throw new UsageError('not yet');
+export async function anomalyScoreCommand(opts: AnomalyCommandOptions): Promise<CommandOutput<ScoreReport>> {
+  const from = parseTimeFlag('--from', opts.from);
+  const to = parseTimeFlag('--to', opts.to);
+  if (from !== undefined && to !== undefined && to <= from) throw new UsageError('--to must be after --from', { where: '--to', value: opts.to });
+  if (!opts.run) throw new UsageError('a run is required', { where: '--run', hint: 'pass the run id `gnnctl anomaly fit` printed, or latest' });
+  if (opts.out !== undefined && !/\.parquet$/i.test(opts.out)) throw new UsageError('the output must be a .parquet file', { where: '--out', value: opts.out, hint: 'e.g. --out scores.parquet' });
+  const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
+  const r = await scoreAnomaly(cfg, { run: opts.run, from, to, out: opts.out === undefined ? undefined : resolve(opts.cwd ?? process.cwd(), opts.out), backend: parseBackendRequest(opts.backend) });
+  const lines = [
+    `scored ${r.snapshots} snapshots (${r.from} .. ${r.to}) with run ${r.run_id}: ${r.alerts} alerting; τ ${r.threshold_first.toFixed(3)} → ${r.threshold_last.toFixed(3)}`,
+    `  ${r.out}`,
+    `  alerts during planned scale-outs: TAGAE ${r.scale_out_alerts.tagae}, static ${r.scale_out_alerts.static}, flat ${r.scale_out_alerts.flat}`,
+  ];
+  const ev = r.evaluation;
+  if (ev) {
+    const fmt = (name: string, q: DetectorQuality | null): string =>
+      q ? `  ${name.padEnd(7)} recall ${pct(q.recall)}  precision ${pct(q.precision)}  false alarms ${q.false_alarms} (${q.false_alarms_per_day.toFixed(1)}/day)  ${Object.entries(q.by_kind).map(([k, v]) => `${k} ${v.detected}/${v.incidents}${v.mean_delay_seconds !== null ? ` @${Math.round(v.mean_delay_seconds / 60)}m` : ''}`).join(', ')}` : `  ${name.padEnd(7)} (no latency/error columns for static thresholds)`;
+    lines.push(`  ${ev.incidents} labelled incidents over ${ev.days.toFixed(1)} days:`, fmt('tagae', ev.tagae), fmt('static', ev.static), fmt('flat', ev.flat));
+    const s = ev.at_static_recall;
+    if (s) lines.push(`  at the static recall ${pct(s.recall)}: false alarms static ${s.static_false_alarms}, TAGAE ${s.tagae ?? 'n/a'}, flat ${s.flat ?? 'n/a'}`);
+  }
+  return { result: r, text: lines.join('\n') };
 }
+
+function pct(x: number | null): string {
+  return x === null ? 'n/a' : `${(100 * x).toFixed(0)}%`;
+}
+
 export async function anomalyWatchCommand(_opts: AnomalyCommandOptions): Promise<CommandOutput> {
   throw new UsageError('not yet');
 }

@@ -5,6 +5,8 @@ import { UsageError } from '../../errors.js';
 import { resolve } from 'node:path';
 import { fitAnomaly, type FitResult } from '../../anomaly/fit.js';
 import { scoreAnomaly, type ScoreReport } from '../../anomaly/score.js';
+import { watchAnomaly, type WatchResult } from '../../anomaly/watch.js';
+import { parseDuration } from '../../util/duration.js';
 import type { DetectorQuality } from '../../anomaly/evaluate.js';
 import type { CommandOutput } from '../run.js';
 
@@ -89,6 +91,37 @@ function pct(x: number | null): string {
   return x === null ? 'n/a' : `${(100 * x).toFixed(0)}%`;
 }
 
-export async function anomalyWatchCommand(_opts: AnomalyCommandOptions): Promise<CommandOutput> {
-  throw new UsageError('not yet');
+export async function anomalyWatchCommand(opts: AnomalyCommandOptions): Promise<CommandOutput<WatchResult>> {
+  if (!opts.run) throw new UsageError('a run is required', { where: '--run', hint: 'pass the run id `gnnctl anomaly fit` printed, or latest' });
+  const interval = parseDuration(/^\d+(\.\d+)?$/.test(String(opts.interval ?? '15s').trim()) ? `${opts.interval}s` : String(opts.interval ?? '15s'));
+  if (interval === null || interval <= 0) throw new UsageError('not an interval', { where: '--interval', value: opts.interval, hint: 'e.g. --interval 15s or --interval 1m' });
+  const port = Number(opts.port ?? '9464');
+  if (!/^\d+$/.test(String(opts.port ?? '9464')) || port > 65535) throw new UsageError('not a port', { where: '--port', value: opts.port, hint: 'a number 0–65535 (0 picks a free port)' });
+  const maxTicks = positiveInt('--max-ticks', opts.maxTicks);
+  for (const [flag, url] of [['--prometheus', opts.prometheus], ['--alertmanager', opts.alertmanager]] as const) {
+    if (url !== undefined && !/^https?:\/\/[^/\s]+/.test(url)) throw new UsageError('not an http(s) URL', { where: flag, value: url, hint: `e.g. ${flag} http://127.0.0.1:${flag === '--prometheus' ? 9090 : 9093}` });
+  }
+  const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
+  const stop = new AbortController();
+  const onSignal = (): void => stop.abort();
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    const r = await watchAnomaly(cfg, {
+      run: opts.run,
+      intervalMs: interval * 1000,
+      prometheus: opts.prometheus,
+      alertmanager: opts.alertmanager,
+      port,
+      host: opts.host ?? '127.0.0.1',
+      stateFile: opts.stateFile === undefined ? undefined : resolve(opts.cwd ?? process.cwd(), opts.stateFile),
+      maxTicks,
+      backend: parseBackendRequest(opts.backend),
+      signal: stop.signal,
+    });
+    return { result: r, text: `watch stopped after ${r.ticks} polls: ${r.snapshots_scored} snapshots scored in total, ${r.alerts} alerting this session; last ${r.last_ts ?? 'none'}; state ${r.state_file}` };
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
 }

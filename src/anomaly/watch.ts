@@ -44,6 +44,8 @@ export interface WatchOptions {
   backend?: BackendRequest;
   /** stops the loop (SIGINT/SIGTERM in the command) */
   signal?: AbortSignal;
+  /** called once /metrics listens (tests and embedders learn the port chosen for 0) */
+  onListening?: (metricsUrl: string) => void;
 }
 
 export interface WatchResult {
@@ -88,6 +90,7 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
   const server = await listen(opts.host, opts.port, () => metricsText(run.manifest.id, state, last.score, alerts));
   const port = (server.address() as AddressInfo).port;
   const metricsUrl = `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}/metrics`;
+  opts.onListening?.(metricsUrl);
   info(`anomaly watch: run ${run.manifest.id}, ${restored ? `restored ${stateFile} (last snapshot ${state.last_ts === null ? 'none' : isoSeconds(state.last_ts)})` : 'starting from the end of the normal period'}; ${metricsUrl}`);
 
   const post = async (score: SnapshotScore, resolved: boolean): Promise<void> => {

@@ -393,7 +393,9 @@ name: mesh
 anomaly:
   metrics: { path: metrics.csv }
   calls: { path: calls.csv }
-  events: { path: events.csv }
+  # Autoscaling churn (pod_added / pod_terminating) is normal behaviour the model learns; deploys and
+  # planned scale-outs/-ins suppress the scores of the services they touch.
+  events: { path: events.csv, kinds: [deploy, service_added, service_terminating] }
   labels: { path: incidents.csv }
   fit_until: "${normalUntil}"
 `;

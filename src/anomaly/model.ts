@@ -119,6 +119,13 @@ export class Tagae {
     const h = tf.tidy(() => {
       const aligned: tf.Tensor2D[] = [z0];
       for (const p of past.slice(0, this.args.window - 1)) {
+        // The common case — every current service existed then — is a row gather; only snapshots with
+        // new services need the [n_now × n_past] alignment matrix.
+        const rows = now.services.map((s) => p.index.get(s) ?? -1);
+        if (rows.every((r) => r >= 0)) {
+          aligned.push(tf.gather(p.z, tf.tensor1d(rows, 'int32')) as tf.Tensor2D);
+          continue;
+        }
         const al = alignment(now, p);
         newServices = Math.max(newServices, al.newServices);
         const m = tf.tensor2d(al.matrix, [now.n, p.n]);

@@ -30,7 +30,7 @@ export interface AnomalyManifest {
   backend: string;
   seed: number;
   config: AnomalyConfig;
-  fit: { from: string; until: string; train_snapshots: number; warmup_snapshots: number; first_train_ts: string; last_warmup_ts: string };
+  fit: { from: string; until: string; train_snapshots: number; warmup_snapshots: number; first_train_ts: string; last_warmup_ts: string; warmup_ts: string[] };
   feature_columns: string[];
   edge_feature_columns: string[];
   model: TagaeArgs;

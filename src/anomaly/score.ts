@@ -17,11 +17,11 @@ import { info } from '../util/log.js';
 import { Detector, emptyState } from './detector.js';
 import { standardise } from './features.js';
 import { FlatDetector } from './flat_autoencoder.js';
-import { evaluate, falseAlarmsAtRecall, type DetectorQuality, type DetectorSeries } from './evaluate.js';
+import { evaluate, evaluatePerService, falseAlarmsAtRecall, type DetectorQuality, type DetectorSeries } from './evaluate.js';
 import { eventsBetween } from './fit.js';
 import { loadRun, type AnomalyRun } from './run.js';
 import { anomalyConfig, loadEvents, loadIncidents, loadSnapshots, snapshotTimes, type Incident, type PlannedEvent, type Snapshot } from './source.js';
-import { staticScore } from './static_baseline.js';
+import { staticAlerts } from './static_baseline.js';
 import { SlidingThreshold } from './threshold.js';
 import { writeScores, type ScoreRow } from './writer.js';
 
@@ -124,6 +124,8 @@ interface Replay {
   rows: ScoreRow[];
   tagaeSeries: DetectorSeries;
   staticSeries: DetectorSeries | null;
+  /** service → indices of the snapshots where its static rule fired */
+  staticByService: Map<string, Set<number>>;
   flatSeries: DetectorSeries;
   newServices: number;
 }
@@ -142,6 +144,7 @@ export function replay(run: AnomalyRun, a: Config['anomaly'] & object, snaps: Sn
   const stat: DetectorSeries | null = run.baselines.static ? { ts, score: [], alert: [] } : null;
   const flatS: DetectorSeries = { ts, score: [], alert: [] };
   let newServices = 0;
+  const byService = new Map<string, Set<number>>();
   snaps.forEach((s, k) => {
     const r = detector.step(s, batches[k]!);
     rows.push({ ts: r.ts, score: r.score, threshold: r.threshold, alert: r.alert, top_services: r.top_services, top_edges: r.top_edges });
@@ -150,23 +153,28 @@ export function replay(run: AnomalyRun, a: Config['anomaly'] & object, snaps: Sn
     tagae.alert.push(r.alert);
     newServices = Math.max(newServices, r.new_services);
     if (stat) {
-      const sc = staticScore(run.baselines.static!, s, cols);
-      stat.score.push(sc);
-      stat.alert.push(sc > 1);
+      const sa = staticAlerts(run.baselines.static!, s, cols);
+      stat.score.push(sa.score);
+      stat.alert.push(sa.score > 1);
+      for (const svc of sa.services) {
+        let set = byService.get(svc);
+        if (!set) byService.set(svc, (set = new Set()));
+        set.add(k);
+      }
     }
     const f = flat.step(s.services, standardise(s.features, run.stats.node), new Set(batches[k]!.map((e) => e.service)));
     flatS.score.push(f.score);
     flatS.alert.push(f.alert);
     if ((k + 1) % 100 === 0) info(`anomaly score: ${k + 1}/${snaps.length} snapshots`);
   });
-  return { rows, tagaeSeries: tagae, staticSeries: stat, flatSeries: flatS, newServices };
+  return { rows, tagaeSeries: tagae, staticSeries: stat, staticByService: byService, flatSeries: flatS, newServices };
 }
 
 function evaluation(res: Replay, incidents: Incident[], snaps: Snapshot[], grace: number): ScoreReport['evaluation'] {
   const step = medianStep(snaps);
   const days = (snaps[snaps.length - 1]!.ts - snaps[0]!.ts + step) / 86400;
   const tagae = evaluate(res.tagaeSeries, incidents, grace, days);
-  const stat = res.staticSeries ? evaluate(res.staticSeries, incidents, grace, days) : null;
+  const stat = res.staticSeries ? evaluatePerService(res.staticSeries.ts, res.staticByService, incidents, grace, days) : null;
   const flat = evaluate(res.flatSeries, incidents, grace, days);
   let atRecall: NonNullable<ScoreReport['evaluation']>['at_static_recall'] = null;
   if (stat && stat.recall !== null && stat.recall > 0) {

@@ -1,8 +1,8 @@
 /**
  * Baseline 1: static per-service thresholds, as a team would set them in Prometheus alerting rules —
  * p99 latency above its warm-up 99th percentile, or error rate above its warm-up 99th percentile, on
- * any service. The detector's score is max_i max(latency_i / τ_lat,i, errors_i / τ_err,i); it alerts
- * above 1. It knows nothing of the graph or of planned changes.
+ * any service. Each service's rule alerts (and pages) on its own when max(latency_i / τ_lat,i,
+ * errors_i / τ_err,i) > 1. It knows nothing of the graph or of planned changes.
  */
 import { quantile } from './threshold.js';
 import type { Snapshot } from './source.js';
@@ -48,19 +48,19 @@ export function fitStatic(warmup: Snapshot[], featureColumns: string[], q = 0.99
   return { latency_column: featureColumns[cols.latency]!, error_column: featureColumns[cols.error]!, services };
 }
 
-/** The static detector's score of one snapshot (> 1 means some service crossed a threshold). */
-export function staticScore(t: StaticThresholds, s: Snapshot, featureColumns: string[]): number {
+/** The static detector on one snapshot: the worst ratio to a threshold, and the services above theirs. */
+export function staticAlerts(t: StaticThresholds, s: Snapshot, featureColumns: string[]): { score: number; services: string[] } {
   const F = featureColumns.length;
   const li = featureColumns.indexOf(t.latency_column!);
   const ei = featureColumns.indexOf(t.error_column!);
   let worst = 0;
+  const over: string[] = [];
   s.services.forEach((name, i) => {
     const th = t.services[name];
     if (!th) return; // a service born after the warm-up has no static rule yet
-    const lat = s.features[i * F + li]!;
-    const err = s.features[i * F + ei]!;
-    if (th[0] > 0 && lat / th[0] > worst) worst = lat / th[0];
-    if (th[1] > 0 && err / th[1] > worst) worst = err / th[1];
+    const r = Math.max(th[0] > 0 ? s.features[i * F + li]! / th[0] : 0, th[1] > 0 ? s.features[i * F + ei]! / th[1] : 0);
+    if (r > worst) worst = r;
+    if (r > 1) over.push(name);
   });
-  return worst;
+  return { score: worst, services: over };
 }

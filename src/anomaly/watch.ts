@@ -142,7 +142,7 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
           const wasAlert = state.alert;
           const r = detector.step(s, batches[k]!);
           last.score = r;
-          writeJsonAtomic(stateFile, state);
+          writeJsonAtomic(stateFile, detector.exportState());
           if (r.alert) {
             alerts++;
             if (!wasAlert) alertStart = r.ts;

@@ -86,7 +86,7 @@ export const anomalySchema = z
     window: z.number().int().min(1).max(64).default(6).describe('W: snapshots the temporal attention looks back over (the current one included)'),
     threshold_quantile: z.number().gt(0).lt(1).default(0.99).describe('τ is this quantile of the scores of the warm-up window, then of the sliding window'),
     warmup_snapshots: z.number().int().min(5).default(72).describe('snapshots held out of training, spread evenly over the normal period (covering its daily cycle), that set per-service baselines and the first τ'),
-    threshold_window: z.number().int().min(5).default(288).describe('snapshots in the sliding window τ is recomputed over'),
+    threshold_window: z.number().int().min(5).default(288).describe('snapshots in the sliding window τ is recomputed over (an alerting snapshot enters at τ, so an incident cannot raise its own threshold)'),
     suppress_snapshots: z.number().int().min(0).default(3).describe('snapshots an event suppresses the scores of its service and direct neighbours'),
     hidden: z.number().int().min(4).max(512).default(32).describe('GATv2 width per head'),
     heads: z.number().int().min(1).max(16).default(2).describe('GATv2 attention heads'),

@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { arg, CACHE, flag, peakRssMb } from './common.mjs';
 
-const { setQuiet } = await import('../dist/util/log.js');
+const { setQuiet } = await import('../dist/core/log.js');
 const { selectBackend } = await import('../dist/compute/backend.js');
 setQuiet(true);
 const backend = await selectBackend('auto');
@@ -59,7 +59,7 @@ if (!flag('skip-quality')) {
 // Latency: a random 500-service / 3,000-call snapshot and 5 earlier ones (W = 6), default model sizes.
 // The weights are untrained: the cost of a forward pass does not depend on their values.
 {
-  const { Rng } = await import('../dist/util/rng.js');
+  const { Rng } = await import('../dist/core/rng.js');
   const { Tagae } = await import('../dist/anomaly/model.js');
   const { Detector, emptyState } = await import('../dist/anomaly/detector.js');
   const { anomalySchema } = await import('../dist/config/anomaly_schema.js');

@@ -12,13 +12,14 @@ import * as tf from '@tensorflow/tfjs';
 import type { Config } from '../config/load.js';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
 import { withDuck } from '../data/duck.js';
-import { DataError } from '../errors.js';
-import { newRunId, runsDir } from '../runs/store.js';
-import { produceAtomically } from '../util/atomic.js';
-import { isoSeconds } from '../util/duration.js';
-import { info } from '../util/log.js';
-import { Rng } from '../util/rng.js';
-import { VERSION } from '../version.js';
+import { DataError } from '../core/errors.js';
+import { newRunId, runsDir } from '../artifacts/run_store.js';
+import { produceAtomically } from '../core/atomic.js';
+import { isoSeconds } from '../core/duration.js';
+import { parseIsoTime } from '../core/time.js';
+import { info } from '../core/log.js';
+import { Rng } from '../core/rng.js';
+import { VERSION } from '../core/version.js';
 import { Detector, emptyState, type ServiceBaselines, type SnapshotScore } from './detector.js';
 import { fitFeatureStats, standardise, type FeatureStats } from './features.js';
 import { FlatAutoencoder, FlatDetector } from './flat_autoencoder.js';
@@ -76,8 +77,8 @@ export function eventsBetween(events: PlannedEvent[], snapshots: Snapshot[], bef
 export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<FitResult> {
   const t0 = performance.now();
   const a = anomalyConfig(cfg);
-  const from = opts.from ?? (a.fit_from ? Date.parse(a.fit_from) / 1000 : undefined);
-  const until = opts.until ?? (a.fit_until ? Date.parse(a.fit_until) / 1000 : undefined);
+  const from = opts.from ?? (a.fit_from ? parseIsoTime(a.fit_from)! : undefined);
+  const until = opts.until ?? (a.fit_until ? parseIsoTime(a.fit_until)! : undefined);
   const backend = await selectBackend(opts.backend ?? 'auto');
   const { loaded, events } = await withDuck(async ({ conn }) => ({
     loaded: await loadSnapshots(conn, cfg, { from, until }),

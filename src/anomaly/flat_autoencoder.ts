@@ -9,7 +9,7 @@
  * announced service (the flat model has no notion of neighbours).
  */
 import * as tf from '@tensorflow/tfjs';
-import { Rng } from '../util/rng.js';
+import { Rng } from '../core/rng.js';
 import { Params } from './layers/params.js';
 
 export class FlatAutoencoder {

@@ -16,7 +16,7 @@
  * graph, so a step is one pass of each GATv2 layer however long the window is.
  */
 import * as tf from '@tensorflow/tfjs';
-import { Rng } from '../util/rng.js';
+import { Rng } from '../core/rng.js';
 import { alignment, edgeDim, type SnapshotGraph } from './graph.js';
 import { GatV2Conv } from './layers/gatv2.js';
 import { InnerProductDecoder } from './layers/inner_product_decoder.js';

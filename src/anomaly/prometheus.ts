@@ -6,7 +6,7 @@
  * `source_label`, `destination_label`). Each evaluation step becomes one snapshot.
  */
 import type { AnomalyConfig } from '../config/anomaly_schema.js';
-import { ConfigError, DataError } from '../errors.js';
+import { ConfigError, DataError } from '../core/errors.js';
 import type { Snapshot } from './source.js';
 
 interface Matrix {

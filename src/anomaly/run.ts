@@ -10,8 +10,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AnomalyConfig } from '../config/anomaly_schema.js';
-import { ArtifactError } from '../errors.js';
-import { resolveRun } from '../runs/store.js';
+import { ArtifactError } from '../core/errors.js';
+import { resolveRun } from '../artifacts/run_store.js';
 import type { ServiceBaselines, WindowState } from './detector.js';
 import type { FeatureStats } from './features.js';
 import { FlatAutoencoder } from './flat_autoencoder.js';

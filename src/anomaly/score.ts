@@ -11,9 +11,10 @@ import { join } from 'node:path';
 import type { Config } from '../config/load.js';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
 import { withDuck } from '../data/duck.js';
-import { DataError } from '../errors.js';
-import { isoSeconds } from '../util/duration.js';
-import { info } from '../util/log.js';
+import { DataError } from '../core/errors.js';
+import { isoSeconds } from '../core/duration.js';
+import { parseIsoTime } from '../core/time.js';
+import { info } from '../core/log.js';
 import { Detector, emptyState } from './detector.js';
 import { standardise } from './features.js';
 import { FlatDetector } from './flat_autoencoder.js';
@@ -64,7 +65,7 @@ export async function scoreAnomaly(cfg: Config, opts: ScoreOptions): Promise<Sco
   await selectBackend(opts.backend ?? 'auto');
   const run = loadRun(cfg.artifactsDir, opts.run);
   try {
-    const fitUntil = Date.parse(run.manifest.fit.until) / 1000;
+    const fitUntil = parseIsoTime(run.manifest.fit.until)!;
     const from = opts.from ?? fitUntil;
     const W = run.manifest.model.window;
     const { snaps, prime, events, incidents } = await withDuck(async ({ conn }) => {

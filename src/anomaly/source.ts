@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import type { Config } from '../config/load.js';
 import type { AnomalyConfig } from '../config/anomaly_schema.js';
-import { ConfigError, DataError, suggest } from '../errors.js';
+import { ConfigError, DataError, suggest } from '../core/errors.js';
 import { lit, q, queryRows, readColumns, readStrings } from '../data/duck.js';
 import { firstLine } from '../data/source.js';
 

@@ -6,7 +6,7 @@
  */
 import * as arrow from 'apache-arrow';
 import * as pq from 'parquet-wasm/node';
-import { writeFileAtomic } from '../util/atomic.js';
+import { writeFileAtomic } from '../core/atomic.js';
 
 export interface ScoreRow {
   ts: number;

@@ -6,6 +6,7 @@
  * config file's folder (a generated mesh folder works from any working directory).
  */
 import { z } from 'zod';
+import { isoTimeSchema } from '../core/time.js';
 
 const sourceFields = {
   path: z.union([z.string(), z.array(z.string()).min(1)]).optional().describe('CSV or Parquet file(s); globs allowed'),
@@ -81,8 +82,8 @@ export const anomalySchema = z
     events: eventsSource.optional().describe('planned changes (ts, service, kind): deploys, pods/services added or terminating'),
     labels: labelsSource.optional().describe('labelled incidents (start, end, kind) for precision/recall in score reports'),
     prometheus: prometheusSchema.optional().describe('`anomaly watch --prometheus URL`: how snapshots are read from a Prometheus HTTP API'),
-    fit_from: z.string().optional().describe('ISO time: first snapshot of the period taken as normal (default: the first; --from overrides)'),
-    fit_until: z.string().optional().describe('ISO time: the normal period ends before this (default: the last snapshot; --until overrides)'),
+    fit_from: isoTimeSchema.optional().describe('ISO time: first snapshot of the period taken as normal (default: the first; --from overrides)'),
+    fit_until: isoTimeSchema.optional().describe('ISO time: the normal period ends before this (default: the last snapshot; --until overrides)'),
     window: z.number().int().min(1).max(64).default(6).describe('W: snapshots the temporal attention looks back over (the current one included)'),
     threshold_quantile: z.number().gt(0).lt(1).default(0.99).describe('τ is this quantile of the scores of the warm-up window, then of the sliding window'),
     warmup_snapshots: z.number().int().min(5).default(72).describe('snapshots held out of training, spread evenly over the normal period (covering its daily cycle), that set per-service baselines and the first τ'),

@@ -14,7 +14,7 @@ import { Params } from '../../src/anomaly/layers/params.js';
 import { TemporalAttention } from '../../src/anomaly/layers/temporal_attention.js';
 import { Tagae } from '../../src/anomaly/model.js';
 import type { Snapshot } from '../../src/anomaly/source.js';
-import { Rng } from '../../src/util/rng.js';
+import { Rng } from '../../src/core/rng.js';
 
 beforeAll(async () => {
   await selectBackend('wasm');

@@ -14,7 +14,7 @@ import { generateMesh } from '../../src/datasets/mesh/generate.js';
 import { loadConfig } from '../../src/config/load.js';
 import { fitAnomaly } from '../../src/anomaly/fit.js';
 import { watchAnomaly } from '../../src/anomaly/watch.js';
-import { setQuiet } from '../../src/util/log.js';
+import { setQuiet } from '../../src/core/log.js';
 
 const PROMETHEUS = process.env.GNNCTL_PROMETHEUS_BIN ?? 'prometheus';
 const present = spawnSync(PROMETHEUS, ['--version'], { encoding: 'utf8' }).status === 0;

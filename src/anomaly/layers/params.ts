@@ -3,7 +3,7 @@
  * saved as `model/weights.bin` (float32, concatenated) + `model/weights.json` (name, shape, offset).
  */
 import * as tf from '@tensorflow/tfjs';
-import type { Rng } from '../../util/rng.js';
+import type { Rng } from '../../core/rng.js';
 
 export interface WeightEntry {
   name: string;

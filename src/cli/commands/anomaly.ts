@@ -1,12 +1,13 @@
 /** `gnnctl anomaly fit | score | watch`: parse flags, load the config, call the stage, print. */
 import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
-import { UsageError } from '../../errors.js';
+import { UsageError } from '../../core/errors.js';
 import { resolve } from 'node:path';
 import { fitAnomaly, type FitResult } from '../../anomaly/fit.js';
 import { scoreAnomaly, type ScoreReport } from '../../anomaly/score.js';
 import { watchAnomaly, type WatchResult } from '../../anomaly/watch.js';
-import { parseDuration } from '../../util/duration.js';
+import { parseIsoTime } from '../../core/time.js';
+import { intFlag, optional, secondsFlag, timeFlag } from '../flags.js';
 import type { DetectorQuality } from '../../anomaly/evaluate.js';
 import type { CommandOutput } from '../run.js';
 
@@ -32,26 +33,17 @@ export interface AnomalyCommandOptions {
   cwd?: string;
 }
 
-/** ISO time (or epoch seconds) → epoch seconds; a clear usage error otherwise. */
-export function parseTimeFlag(flag: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const text = value.trim();
-  const t = /^\d+(\.\d+)?$/.test(text) ? Number(text) : Date.parse(/[zZ]|[+-]\d\d:?\d\d$/.test(text) || !/T|\s\d/.test(text) ? text : `${text}Z`) / 1000;
-  if (!Number.isFinite(t)) throw new UsageError('not a time', { where: flag, value, hint: `write an ISO time, e.g. ${flag} 2026-01-06T00:00:00Z` });
-  return t;
-}
-
-function positiveInt(flag: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value.trim()) || Number(value) < 1) throw new UsageError(`${flag} must be a positive integer`, { where: flag, value, hint: `e.g. ${flag} 10` });
-  return Number(value);
+/** An optional ISO time flag → epoch seconds (the one time parser: core/time.ts). */
+function timeSeconds(flag: string, value: string | undefined): number | undefined {
+  const text = optional(timeFlag(flag), value);
+  return text === undefined ? undefined : parseIsoTime(text)!;
 }
 
 export async function anomalyFitCommand(opts: AnomalyCommandOptions): Promise<CommandOutput<FitResult>> {
-  const from = parseTimeFlag('--from', opts.from);
-  const until = parseTimeFlag('--until', opts.until);
+  const from = timeSeconds('--from', opts.from);
+  const until = timeSeconds('--until', opts.until);
   if (from !== undefined && until !== undefined && until <= from) throw new UsageError('--until must be after --from', { where: '--until', value: opts.until });
-  const epochs = positiveInt('--epochs', opts.epochs);
+  const epochs = optional(intFlag('--epochs', 1), opts.epochs);
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
   const r = await fitAnomaly(cfg, { from, until, epochs, backend: parseBackendRequest(opts.backend) });
   const text = [
@@ -64,8 +56,8 @@ export async function anomalyFitCommand(opts: AnomalyCommandOptions): Promise<Co
 }
 
 export async function anomalyScoreCommand(opts: AnomalyCommandOptions): Promise<CommandOutput<ScoreReport>> {
-  const from = parseTimeFlag('--from', opts.from);
-  const to = parseTimeFlag('--to', opts.to);
+  const from = timeSeconds('--from', opts.from);
+  const to = timeSeconds('--to', opts.to);
   if (from !== undefined && to !== undefined && to <= from) throw new UsageError('--to must be after --from', { where: '--to', value: opts.to });
   if (!opts.run) throw new UsageError('a run is required', { where: '--run', hint: 'pass the run id `gnnctl anomaly fit` printed, or latest' });
   if (opts.out !== undefined && !/\.parquet$/i.test(opts.out)) throw new UsageError('the output must be a .parquet file', { where: '--out', value: opts.out, hint: 'e.g. --out scores.parquet' });
@@ -93,11 +85,10 @@ function pct(x: number | null): string {
 
 export async function anomalyWatchCommand(opts: AnomalyCommandOptions): Promise<CommandOutput<WatchResult>> {
   if (!opts.run) throw new UsageError('a run is required', { where: '--run', hint: 'pass the run id `gnnctl anomaly fit` printed, or latest' });
-  const interval = parseDuration(/^\d+(\.\d+)?$/.test(String(opts.interval ?? '15s').trim()) ? `${opts.interval}s` : String(opts.interval ?? '15s'));
-  if (interval === null || interval <= 0) throw new UsageError('not an interval', { where: '--interval', value: opts.interval, hint: 'e.g. --interval 15s or --interval 1m' });
-  const port = Number(opts.port ?? '9464');
-  if (!/^\d+$/.test(String(opts.port ?? '9464')) || port > 65535) throw new UsageError('not a port', { where: '--port', value: opts.port, hint: 'a number 0–65535 (0 picks a free port)' });
-  const maxTicks = positiveInt('--max-ticks', opts.maxTicks);
+  const interval = secondsFlag('--interval')(opts.interval ?? '15s');
+  if (interval <= 0) throw new UsageError('--interval must be above 0 (got "0")', { where: '--interval', value: opts.interval, hint: 'e.g. --interval 15s or --interval 1m' });
+  const port = intFlag('--port', 0, 65535)(opts.port ?? '9464');
+  const maxTicks = optional(intFlag('--max-ticks', 1), opts.maxTicks);
   for (const [flag, url] of [['--prometheus', opts.prometheus], ['--alertmanager', opts.alertmanager]] as const) {
     if (url !== undefined && !/^https?:\/\/[^/\s]+/.test(url)) throw new UsageError('not an http(s) URL', { where: flag, value: url, hint: `e.g. ${flag} http://127.0.0.1:${flag === '--prometheus' ? 9090 : 9093}` });
   }

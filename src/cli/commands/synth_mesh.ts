@@ -1,6 +1,7 @@
 /** `gnnctl datasets synth-mesh`: validate the flags, run the mesh generator, summarise what was written. */
-import { UsageError } from '../../errors.js';
+import { UsageError } from '../../core/errors.js';
 import { generateMesh, INCIDENT_KINDS, type MeshResult } from '../../datasets/mesh/generate.js';
+import { intFlag } from '../flags.js';
 import type { CommandOutput } from '../run.js';
 
 export interface SynthMeshCommandOptions {
@@ -13,23 +14,14 @@ export interface SynthMeshCommandOptions {
   quiet?: boolean;
 }
 
-function intFlag(flag: string, value: unknown, min: number, max: number, example: string): number {
-  const text = String(value).trim();
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || n < min || n > max) {
-    throw new UsageError(`${flag} must be an integer between ${min} and ${max}`, { where: flag, value, hint: `e.g. ${flag} ${example}` });
-  }
-  return n;
-}
-
 export async function synthMeshCommand(opts: SynthMeshCommandOptions): Promise<CommandOutput<MeshResult>> {
   if (typeof opts.out !== 'string' || opts.out.trim() === '') {
     throw new UsageError('an output folder is required', { where: '--out', value: opts.out, hint: 'e.g. --out datasets/mesh' });
   }
-  const services = intFlag('--services', opts.services ?? '200', 10, 20000, '200');
-  const hours = intFlag('--hours', opts.hours ?? '72', 2, 24 * 90, '72');
-  const step = intFlag('--step', opts.step ?? '300', 10, 86400, '300');
-  const seed = intFlag('--seed', opts.seed ?? '0', 0, 0xffffffff, '42');
+  const services = intFlag('--services', 10, 20000)(opts.services ?? '200');
+  const hours = intFlag('--hours', 2, 24 * 90)(opts.hours ?? '72');
+  const step = intFlag('--step', 10, 86400)(opts.step ?? '300');
+  const seed = intFlag('--seed', 0, 0xffffffff)(opts.seed ?? '0');
   if ((hours * 3600) / step < 24) {
     throw new UsageError('fewer than 24 snapshots: too short to fit and score', { where: '--hours', value: opts.hours, hint: `at --step ${step}, use --hours ${Math.ceil((24 * step) / 3600)} or more` });
   }

@@ -24,11 +24,11 @@
  */
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DataError } from '../../errors.js';
-import { writeFileAtomic, writeJsonAtomic, tempSibling } from '../../util/atomic.js';
-import { isoSeconds } from '../../util/duration.js';
-import { info } from '../../util/log.js';
-import { Rng } from '../../util/rng.js';
+import { DataError } from '../../core/errors.js';
+import { writeFileAtomic, writeJsonAtomic, tempSibling } from '../../core/atomic.js';
+import { isoSeconds } from '../../core/duration.js';
+import { info } from '../../core/log.js';
+import { Rng } from '../../core/rng.js';
 import { CsvSink } from '../csv.js';
 import { buildTopology, tierOrder, type Service } from './topology.js';
 

@@ -4,7 +4,7 @@
  * service-dependency map. Calls only go down the tiers, so the graph is a DAG and one pass in tier order
  * propagates load, one pass in reverse propagates latency.
  */
-import type { Rng } from '../../util/rng.js';
+import type { Rng } from '../../core/rng.js';
 
 export const TIERS = ['gw', 'fe', 'mid', 'be', 'db'] as const;
 export type Tier = (typeof TIERS)[number];

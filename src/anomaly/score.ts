@@ -20,7 +20,7 @@ import { standardise } from './features.js';
 import { FlatDetector } from './flat_autoencoder.js';
 import { evaluate, evaluatePerService, falseAlarmsAtRecall, type DetectorQuality, type DetectorSeries } from './evaluate.js';
 import { eventsBetween } from './fit.js';
-import { loadRun, type AnomalyRun } from './run.js';
+import { loadRun, scoringConfig, type AnomalyRun } from './run.js';
 import { anomalyConfig, loadEvents, loadIncidents, loadSnapshots, snapshotTimes, type Incident, type PlannedEvent, type Snapshot } from './source.js';
 import { staticAlerts } from './static_baseline.js';
 import { SlidingThreshold } from './threshold.js';
@@ -61,9 +61,10 @@ export interface ScoreReport {
 
 export async function scoreAnomaly(cfg: Config, opts: ScoreOptions): Promise<ScoreReport> {
   const t0 = performance.now();
-  const a = anomalyConfig(cfg);
+  const current = anomalyConfig(cfg);
   await selectBackend(opts.backend ?? 'auto');
   const run = loadRun(cfg.artifactsDir, opts.run);
+  const a = scoringConfig(current, run);
   try {
     const fitUntil = parseIsoTime(run.manifest.fit.until)!;
     const from = opts.from ?? fitUntil;

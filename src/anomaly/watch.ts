@@ -29,7 +29,7 @@ import { info, warn } from '../core/log.js';
 import { Detector, type SnapshotScore, type WindowState } from './detector.js';
 import { eventsBetween } from './fit.js';
 import { checkPrometheusConfig, readPrometheus } from './prometheus.js';
-import { loadRun } from './run.js';
+import { loadRun, scoringConfig } from './run.js';
 import { anomalyConfig, loadEvents, loadSnapshots, type Snapshot } from './source.js';
 
 export interface WatchOptions {
@@ -61,9 +61,10 @@ export interface WatchResult {
 }
 
 export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<WatchResult> {
-  const a = anomalyConfig(cfg);
+  const current = anomalyConfig(cfg);
   await selectBackend(opts.backend ?? 'auto');
   const run = loadRun(cfg.artifactsDir, opts.run);
+  const a = scoringConfig(current, run);
   const stateFile = opts.stateFile ?? join(run.dir, 'watch_state.json');
   let state: WindowState = structuredClone(run.state);
   let restored = false;

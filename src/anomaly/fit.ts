@@ -199,7 +199,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     }
     const flatServices = Object.fromEntries([...flatErr].map(([k, [s, n]]) => [k, s / n]));
     const flatBaselines = { services: flatServices, median: med(Object.values(flatServices)) };
-    const flatDet = new FlatDetector(flat, flatBaselines, a.top_k, null);
+    const flatDet = new FlatDetector(flat, flatBaselines, a.score_services, null);
     const flatScores = warm.map((s, k) => flatDet.step(s.services, standardise(s.features, stats.node), new Set(warmEvents[k]!.map((e) => e.service))).score);
     const staticThresholds = fitStatic(warm, loaded.featureColumns);
     timings.warmup_seconds = (performance.now() - tWarm) / 1000;

@@ -5,7 +5,7 @@
  *     x̂ = W_4 tanh(W_3 tanh(W_2 tanh(W_1 x + b_1) + b_2) + b_3) + b_4     F → 16 → 4 → 16 → F
  *
  * A service's error is mean_c (x̂_c − x_c)², relative to its warm-up mean like TAGAE's; the score is the
- * mean of the top_k errors, judged against the same sliding quantile threshold. Events suppress only the
+ * mean of the `score_services` largest errors (as TAGAE's), judged against the same sliding quantile threshold. Events suppress only the
  * announced service (the flat model has no notion of neighbours).
  */
 import * as tf from '@tensorflow/tfjs';

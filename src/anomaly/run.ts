@@ -115,9 +115,9 @@ export function loadRun(artifactsDir: string, ref: string): AnomalyRun {
 /**
  * The settings a run is scored with: the sources, threshold quantile and window and the suppression come
  * from today's config (alerting can be tuned without refitting); what shaped the warm-up scores the
- * threshold starts from — window, top_k, structure_weight — comes from the run.
+ * threshold starts from — window, score_services, structure_weight — comes from the run.
  */
 export function scoringConfig(current: AnomalyConfig, run: AnomalyRun): AnomalyConfig {
   const fitted = run.manifest.config;
-  return { ...current, window: fitted.window, top_k: fitted.top_k, structure_weight: fitted.structure_weight };
+  return { ...current, window: fitted.window, score_services: fitted.score_services, structure_weight: fitted.structure_weight };
 }

@@ -138,7 +138,7 @@ export function replay(run: AnomalyRun, a: Config['anomaly'] & object, snaps: Sn
   const detector = new Detector(run.model, run.stats, a, run.baselines.tagae, state);
   for (const s of prime ?? []) detector.step(s, [], { prime: true });
   const batches = eventsBetween(events, snaps, prime === null ? (run.state.last_ts ?? undefined) : prime[prime.length - 1]?.ts);
-  const flat = new FlatDetector(run.flat, run.baselines.flat, a.top_k, new SlidingThreshold(a.threshold_quantile, a.threshold_window, [...run.baselines.flat_warmup_scores]));
+  const flat = new FlatDetector(run.flat, run.baselines.flat, a.score_services, new SlidingThreshold(a.threshold_quantile, a.threshold_window, [...run.baselines.flat_warmup_scores]));
   const cols = run.manifest.feature_columns;
   const rows: ScoreRow[] = [];
   const ts: number[] = [];

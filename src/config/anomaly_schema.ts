@@ -97,7 +97,8 @@ export const anomalySchema = z
     negative_ratio: z.number().int().min(1).max(50).default(5).describe('sampled non-edges per observed edge in the reconstruction loss'),
     all_pairs_max_nodes: z.number().int().min(2).default(64).describe('snapshots with at most this many services use every pair instead of sampled non-edges'),
     structure_weight: z.number().min(0).max(1).default(0.5).describe('weight of the edge reconstruction error against the node-feature reconstruction error'),
-    top_k: z.number().int().min(1).max(100).default(5).describe('the score is the mean of the top_k service errors; alerts list top_k services and edges'),
+    score_services: z.number().int().min(1).max(100).default(1).describe('the snapshot score is the mean of this many largest service errors (1: the largest)'),
+    top_k: z.number().int().min(1).max(100).default(5).describe('services and edges listed with each score and alert'),
   })
   .strict()
   .refine((a) => a.embedding_dim % 2 === 0, { message: 'embedding_dim must be even (source and destination halves)', path: ['embedding_dim'] });

@@ -7,7 +7,9 @@
  * window — and the rest train the model (and fit the feature statistics). The baselines (static per-service thresholds, the
  * flat autoencoder) are fitted on the same split, so every detector is judged on equal terms.
  */
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { hashFile } from '../core/hash.js';
 import * as tf from '@tensorflow/tfjs';
 import type { Config } from '../config/load.js';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
@@ -26,7 +28,7 @@ import { FlatAutoencoder, FlatDetector } from './flat_autoencoder.js';
 import { buildGraph } from './graph.js';
 import { Tagae, type TagaeArgs } from './model.js';
 import { writeRun, type AnomalyBaselines, type AnomalyManifest } from './run.js';
-import { anomalyConfig, loadEvents, loadSnapshots, type PlannedEvent, type Snapshot } from './source.js';
+import { anomalyConfig, loadEvents, loadSnapshots, sourcePaths, type PlannedEvent, type Snapshot } from './source.js';
 import { fitStatic } from './static_baseline.js';
 import { SlidingThreshold } from './threshold.js';
 
@@ -235,7 +237,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
       feature_columns: loaded.featureColumns,
       edge_feature_columns: loaded.edgeFeatureColumns,
       model: args,
-      inputs: { config: cfg.path },
+      inputs: await inputHashes(cfg),
       timings,
       metrics: { final_loss: losses[losses.length - 1], threshold, flat_threshold: flatThreshold, flat_loss: flatLoss, services: nServices, mean_edges: meanEdges },
     };
@@ -265,6 +267,18 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     model.params.dispose();
     flat.params.dispose();
   }
+}
+
+/** Each input file with its sha256 and size, so a run can be traced to the exact data it was fitted on. */
+async function inputHashes(cfg: Config): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  const file = async (p: string): Promise<unknown> => (existsSync(p) ? { path: p, sha256: await hashFile(p), bytes: statSync(p).size } : { path: p });
+  if (cfg.path) out.config = await file(cfg.path);
+  for (const name of ['metrics', 'calls', 'events', 'labels'] as const) {
+    const paths = sourcePaths(cfg, name);
+    if (paths.length) out[name] = await Promise.all(paths.map(file));
+  }
+  return out;
 }
 
 function concat(parts: Float32Array[]): Float32Array {

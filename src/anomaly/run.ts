@@ -34,7 +34,8 @@ export interface AnomalyManifest {
   feature_columns: string[];
   edge_feature_columns: string[];
   model: TagaeArgs;
-  inputs: Record<string, string>;
+  /** input files with sha256 and size */
+  inputs: Record<string, unknown>;
   timings: Record<string, number>;
   metrics: Record<string, unknown>;
 }

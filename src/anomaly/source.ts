@@ -92,6 +92,15 @@ export async function openSource(conn: DuckDBConnection, cfg: Config, name: Sour
   }
 }
 
+/** The files behind a source (paths as configured, resolved; a glob stays a pattern), for the manifest. */
+export function sourcePaths(cfg: Config, name: SourceName): string[] {
+  const src = anomalyConfig(cfg)[name];
+  if (!src) return [];
+  const base = cfg.data.root ? resolve(dirname(cfg.path || '.'), cfg.data.root) : cfg.path ? dirname(cfg.path) : process.cwd();
+  const raw = src.database !== undefined ? [src.database] : Array.isArray(src.path) ? src.path : [src.path!];
+  return raw.map((p) => (isAbsolute(p) ? p : resolve(base, p)));
+}
+
 const NUMERIC = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|FLOAT|DOUBLE|REAL|DECIMAL.*)$/;
 
 function requireColumn(cols: Map<string, string>, col: string, where: string, field: string): string {

@@ -76,6 +76,7 @@ describe('anomaly fit', () => {
     expect(m.fit.until).toBe(mesh.normal_until);
     expect(m.fit.train_snapshots + m.fit.warmup_snapshots).toBe(36); // 6 normal hours of 10-minute snapshots
     expect(m.feature_columns).toContain('p99_latency_ms');
+    expect(m.inputs.metrics[0]).toMatchObject({ path: mesh.files.metrics, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
     const b = JSON.parse(readFileSync(join(dir, 'model', 'baselines.json'), 'utf8'));
     expect(b.warmup_scores).toHaveLength(8);
     expect(b.static.latency_column).toBe('p99_latency_ms');

@@ -14,7 +14,7 @@ import * as tf from '@tensorflow/tfjs';
 import type { Config } from '../config/load.js';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
 import { withDuck } from '../data/duck.js';
-import { DataError } from '../core/errors.js';
+import { ArtifactError, DataError } from '../core/errors.js';
 import { newRunId, runsDir } from '../artifacts/run_store.js';
 import { produceAtomically } from '../core/atomic.js';
 import { isoSeconds } from '../core/duration.js';
@@ -27,7 +27,7 @@ import { fitFeatureStats, standardise, type FeatureStats } from './features.js';
 import { FlatAutoencoder, FlatDetector } from './flat_autoencoder.js';
 import { buildGraph } from './graph.js';
 import { Tagae, type TagaeArgs } from './model.js';
-import { writeRun, type AnomalyBaselines, type AnomalyManifest } from './run.js';
+import { loadRun, writeRun, type AnomalyBaselines, type AnomalyManifest } from './run.js';
 import { anomalyConfig, loadEvents, loadSnapshots, sourcePaths, type PlannedEvent, type Snapshot } from './source.js';
 import { fitStatic } from './static_baseline.js';
 import { SlidingThreshold } from './threshold.js';
@@ -38,10 +38,18 @@ export interface FitOptions {
   until?: number;
   backend?: BackendRequest;
   epochs?: number;
+  /**
+   * Fine-tune: start from this run's weights and keep its feature statistics (a periodic re-fit on a
+   * newer normal period then sees its inputs encoded as before); baselines and τ are recomputed on the
+   * new warm-up. The model settings (window, sizes) and columns must match the run's.
+   */
+  initFrom?: string;
 }
 
 export interface FitResult {
   run_id: string;
+  /** the run fine-tuned from (--init-from), if any */
+  init_from: string | null;
   run_dir: string;
   fit_from: string;
   fit_until: string;
@@ -82,8 +90,10 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
   const from = opts.from ?? (a.fit_from ? parseIsoTime(a.fit_from)! : undefined);
   const until = opts.until ?? (a.fit_until ? parseIsoTime(a.fit_until)! : undefined);
   const backend = await selectBackend(opts.backend ?? 'auto');
+  const base = opts.initFrom === undefined ? null : loadRun(cfg.artifactsDir, opts.initFrom);
+  const fixedColumns = base ? { featureColumns: base.manifest.feature_columns, edgeFeatureColumns: base.manifest.edge_feature_columns } : undefined;
   const { loaded, events } = await withDuck(async ({ conn }) => ({
-    loaded: await loadSnapshots(conn, cfg, { from, until }),
+    loaded: await loadSnapshots(conn, cfg, { from, until }, fixedColumns),
     events: await loadEvents(conn, cfg, { from, until }),
   }));
   const snaps = loaded.snapshots;
@@ -106,7 +116,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
   const nTrain = trainIdx.length;
   const train = trainIdx.map((k) => snaps[k]!);
   const warm = warmIdx.map((k) => snaps[k]!);
-  const stats = fitFeatureStats(train, loaded.featureColumns, loaded.edgeFeatureColumns);
+  const stats = base ? base.stats : fitFeatureStats(train, loaded.featureColumns, loaded.edgeFeatureColumns);
   // Graphs of every snapshot: held-out ones still serve as history (inputs), never as targets.
   const graphs = snaps.map((s) => buildGraph(s, stats));
   const seed = cfg.seed;
@@ -124,6 +134,28 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
   };
   const model = new Tagae(args);
   const flat = new FlatAutoencoder(args.featDim, seed + 1);
+  if (base) {
+    const differs = (['featDim', 'edgeExtra', 'hidden', 'heads', 'embeddingDim', 'window'] as const).filter((k) => base.manifest.model[k] !== args[k]);
+    try {
+      if (differs.length) {
+        throw new ArtifactError(`--init-from ${base.manifest.id}: the run's model differs from the config's (${differs.map((k) => `${k} ${base.manifest.model[k]} vs ${args[k]}`).join(', ')})`, {
+          where: '--init-from',
+          hint: 'fine-tune with the settings the run was fitted with, or fit from scratch',
+        });
+      }
+      const w = base.model.params.export();
+      model.params.load(w.index, w.blob);
+      const fw = base.flat.params.export();
+      flat.params.load(fw.index, fw.blob);
+    } catch (e) {
+      model.params.dispose();
+      flat.params.dispose();
+      throw e;
+    } finally {
+      base.model.params.dispose();
+      base.flat.params.dispose();
+    }
+  }
   const epochs = opts.epochs ?? a.epochs;
   const losses: number[] = [];
   const timings: Record<string, number> = {};
@@ -237,7 +269,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
       feature_columns: loaded.featureColumns,
       edge_feature_columns: loaded.edgeFeatureColumns,
       model: args,
-      inputs: await inputHashes(cfg),
+      inputs: { ...(await inputHashes(cfg)), ...(base ? { init_from: base.manifest.id } : {}) },
       timings,
       metrics: { final_loss: losses[losses.length - 1], threshold, flat_threshold: flatThreshold, flat_loss: flatLoss, services: nServices, mean_edges: meanEdges },
     };
@@ -245,6 +277,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     await produceAtomically(runDir, async (tmp) => writeRun(tmp, { manifest, stats, baselines, state, model, flat }));
     return {
       run_id: runId,
+      init_from: base?.manifest.id ?? null,
       run_dir: runDir,
       fit_from: manifest.fit.from,
       fit_until: manifest.fit.until,

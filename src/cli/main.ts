@@ -366,6 +366,7 @@ export function buildProgram(): Command {
     .addOption(typed('--from <time>', 'first snapshot of the normal period (default: anomaly.fit_from, else the first)', timeFlag('--from')))
     .addOption(typed('--until <time>', 'end of the normal period, exclusive (default: anomaly.fit_until, else the end of the data)', timeFlag('--until')))
     .addOption(typed('--epochs <n>', 'override anomaly.epochs', intFlag('--epochs', 1)))
+    .option('--init-from <run>', 'fine-tune: start from this anomaly run\'s weights and feature statistics (run id, folder or latest)')
     .addOption(opt.backend())
     .addOption(opt.artifacts())
     .addOption(opt.json())

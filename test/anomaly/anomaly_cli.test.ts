@@ -92,6 +92,21 @@ describe('anomaly fit', () => {
     expect(`${r.json.where ?? ''} ${r.json.message}`).toContain(where);
   });
 
+  it('--init-from fine-tunes: the run\'s weights as the start, its feature statistics kept, never refitted', () => {
+    const r = gnnctl(['anomaly', 'fit', '-c', config, '--artifacts', artifacts, '--init-from', runId, '--epochs', '1', '--from', '2026-01-05T01:00:00Z']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.json.init_from).toBe(runId);
+    const stats = (id: string): string => readFileSync(join(artifacts, 'runs', id, 'model', 'feature_stats.json'), 'utf8');
+    expect(stats(String(r.json.run_id))).toBe(stats(runId));
+    const m = JSON.parse(readFileSync(join(artifacts, 'runs', String(r.json.run_id), 'manifest.json'), 'utf8'));
+    expect(m.inputs.init_from).toBe(runId);
+    const other = join(root, 'mesh', 'wider.yaml');
+    writeFileSync(other, readFileSync(config, 'utf8').replace('  window: 3\n', '  window: 4\n'));
+    const bad = gnnctl(['anomaly', 'fit', '-c', other, '--artifacts', artifacts, '--init-from', runId]);
+    expect(bad.status).toBe(5);
+    expect(String(bad.json.message)).toContain('window 3 vs 4');
+  });
+
   it('names a feature column that does not exist', () => {
     const bad = join(root, 'mesh', 'bad.yaml');
     writeFileSync(bad, readFileSync(config, 'utf8').replace('metrics: { path: metrics.csv }', 'metrics: { path: metrics.csv, feature_columns: [cpu, cpu_seconds] }'));

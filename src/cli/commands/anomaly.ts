@@ -14,6 +14,7 @@ import type { CommandOutput } from '../run.js';
 export interface AnomalyCommandOptions {
   config: string;
   run?: string;
+  initFrom?: string;
   from?: string;
   until?: string;
   to?: string;
@@ -45,9 +46,9 @@ export async function anomalyFitCommand(opts: AnomalyCommandOptions): Promise<Co
   if (from !== undefined && until !== undefined && until <= from) throw new UsageError('--until must be after --from', { where: '--until', value: opts.until });
   const epochs = optional(intFlag('--epochs', 1), opts.epochs);
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
-  const r = await fitAnomaly(cfg, { from, until, epochs, backend: parseBackendRequest(opts.backend) });
+  const r = await fitAnomaly(cfg, { from, until, epochs, initFrom: opts.initFrom, backend: parseBackendRequest(opts.backend) });
   const text = [
-    `anomaly run ${r.run_id}: fitted on ${r.train_snapshots} snapshots (${r.fit_from} .. ${r.fit_until}), warm-up ${r.warmup_snapshots}`,
+    `anomaly run ${r.run_id}${r.init_from ? ` (fine-tuned from ${r.init_from})` : ''}: fitted on ${r.train_snapshots} snapshots (${r.fit_from} .. ${r.fit_until}), warm-up ${r.warmup_snapshots}`,
     `  ${r.services} services, ${r.mean_edges} calls per snapshot; features ${r.feature_columns.join(', ')}`,
     `  loss ${r.loss.map((l) => l.toFixed(4)).join(' → ')}; threshold τ = ${r.threshold.toFixed(3)} (flat baseline ${r.flat_threshold.toFixed(3)})`,
     `  ${r.run_dir} (${r.backend}, ${r.seconds} s)`,

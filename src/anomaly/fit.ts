@@ -27,7 +27,7 @@ import { fitFeatureStats, standardise, type FeatureStats } from './features.js';
 import { FlatAutoencoder, FlatDetector } from './flat_autoencoder.js';
 import { buildGraph } from './graph.js';
 import { Tagae, type TagaeArgs } from './model.js';
-import { loadRun, writeRun, type AnomalyBaselines, type AnomalyManifest } from './run.js';
+import { loadRun, modelSpec, tagaeArgs, writeRun, type AnomalyBaselines, type AnomalyManifest } from './run.js';
 import { anomalyConfig, loadEvents, loadSnapshots, sourcePaths, type PlannedEvent, type Snapshot } from './source.js';
 import { fitStatic } from './static_baseline.js';
 import { SlidingThreshold } from './threshold.js';
@@ -135,10 +135,11 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
   const model = new Tagae(args);
   const flat = new FlatAutoencoder(args.featDim, seed + 1);
   if (base) {
-    const differs = (['featDim', 'edgeExtra', 'hidden', 'heads', 'embeddingDim', 'window'] as const).filter((k) => base.manifest.model[k] !== args[k]);
+    const fitted = tagaeArgs(base.manifest.model);
+    const differs = (['featDim', 'edgeExtra', 'hidden', 'heads', 'embeddingDim', 'window'] as const).filter((k) => fitted[k] !== args[k]);
     try {
       if (differs.length) {
-        throw new ArtifactError(`--init-from ${base.manifest.id}: the run's model differs from the config's (${differs.map((k) => `${k} ${base.manifest.model[k]} vs ${args[k]}`).join(', ')})`, {
+        throw new ArtifactError(`--init-from ${base.manifest.id}: the run's model differs from the config's (${differs.map((k) => `${k} ${fitted[k]} vs ${args[k]}`).join(', ')})`, {
           where: '--init-from',
           hint: 'fine-tune with the settings the run was fitted with, or fit from scratch',
         });
@@ -252,8 +253,8 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
       task: 'anomaly',
       status: 'complete',
       gnnctl: VERSION,
-      createdAt: new Date(t0 + performance.timeOrigin).toISOString(),
-      finishedAt: new Date().toISOString(),
+      created_at: new Date(t0 + performance.timeOrigin).toISOString(),
+      finished_at: new Date().toISOString(),
       backend: backend.name,
       seed,
       config: a,
@@ -268,7 +269,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
       },
       feature_columns: loaded.featureColumns,
       edge_feature_columns: loaded.edgeFeatureColumns,
-      model: args,
+      model: modelSpec(args),
       inputs: { ...(await inputHashes(cfg)), ...(base ? { init_from: base.manifest.id } : {}) },
       timings,
       metrics: { final_loss: losses[losses.length - 1], threshold, flat_threshold: flatThreshold, flat_loss: flatLoss, services: nServices, mean_edges: meanEdges },

@@ -25,19 +25,41 @@ export interface AnomalyManifest {
   task: 'anomaly';
   status: 'complete';
   gnnctl: string;
-  createdAt: string;
-  finishedAt: string;
+  created_at: string;
+  finished_at: string;
   backend: string;
   seed: number;
   config: AnomalyConfig;
   fit: { from: string; until: string; train_snapshots: number; warmup_snapshots: number; first_train_ts: string; last_warmup_ts: string; warmup_ts: string[] };
   feature_columns: string[];
   edge_feature_columns: string[];
-  model: TagaeArgs;
+  model: ModelSpec;
   /** input files with sha256 and size */
   inputs: Record<string, unknown>;
   timings: Record<string, number>;
   metrics: Record<string, unknown>;
+}
+
+/** The model's settings as the manifest stores them (snake_case, like every key of an artifact). */
+export interface ModelSpec {
+  feat_dim: number;
+  edge_extra: number;
+  hidden: number;
+  heads: number;
+  embedding_dim: number;
+  window: number;
+  structure_weight: number;
+  negative_ratio: number;
+  all_pairs_max_nodes: number;
+  seed: number;
+}
+
+export function modelSpec(a: TagaeArgs): ModelSpec {
+  return { feat_dim: a.featDim, edge_extra: a.edgeExtra, hidden: a.hidden, heads: a.heads, embedding_dim: a.embeddingDim, window: a.window, structure_weight: a.structureWeight, negative_ratio: a.negativeRatio, all_pairs_max_nodes: a.allPairsMaxNodes, seed: a.seed };
+}
+
+export function tagaeArgs(m: ModelSpec): TagaeArgs {
+  return { featDim: m.feat_dim, edgeExtra: m.edge_extra, hidden: m.hidden, heads: m.heads, embeddingDim: m.embedding_dim, window: m.window, structureWeight: m.structure_weight, negativeRatio: m.negative_ratio, allPairsMaxNodes: m.all_pairs_max_nodes, seed: m.seed };
 }
 
 export interface AnomalyBaselines {
@@ -90,7 +112,7 @@ export function loadRun(artifactsDir: string, ref: string): AnomalyRun {
   for (const f of ['model/weights.bin', 'model/feature_stats.json', 'model/baselines.json', 'state.json']) {
     if (!existsSync(join(dir, f))) throw new ArtifactError(`run ${listing.id} lacks ${f}`, { where: dir, hint: 'the run folder is incomplete; fit again' });
   }
-  const model = new Tagae(manifest.model);
+  const model = new Tagae(tagaeArgs(manifest.model));
   const flat = new FlatAutoencoder(manifest.feature_columns.length, manifest.seed + 1);
   try {
     const w = readBlob(dir, 'weights');

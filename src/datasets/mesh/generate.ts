@@ -24,7 +24,7 @@
  */
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DataError } from '../../core/errors.js';
+import { assertUnreachable, DataError } from '../../core/errors.js';
 import { writeFileAtomic, writeJsonAtomic, tempSibling } from '../../core/atomic.js';
 import { isoSeconds } from '../../core/duration.js';
 import { info } from '../../core/log.js';
@@ -381,6 +381,8 @@ function planIncident(rng: Rng, services: Service[], baseCount: number, kind: In
       const target = candidates[rng.int(candidates.length)]![1];
       return { kind, start, end, root: c, caller: c, target, severity: 0.3 + 0.3 * rng.next(), services: new Set([c, target]) };
     }
+    default:
+      return assertUnreachable(kind);
   }
 }
 

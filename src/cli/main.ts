@@ -64,6 +64,10 @@ const EXAMPLES: Record<string, string[]> = {
     'gnnctl bench serve --url http://127.0.0.1:8000 --model online-model --payloads payloads/ --sweep 500,1000,2000,3000,4000 --duration 60',
   ],
   doctor: ['gnnctl doctor', 'gnnctl doctor --backend wasm --json'],
+  'datasets synth-mesh': ['gnnctl datasets synth-mesh --out datasets/mesh', 'gnnctl datasets synth-mesh --out datasets/mesh-500 --services 500 --hours 96 --seed 7'],
+  'anomaly fit': ['gnnctl anomaly fit --config datasets/mesh/config.yaml', 'gnnctl anomaly fit --config mesh.yaml --from 2026-01-05 --until 2026-01-06 --json'],
+  'anomaly score': ['gnnctl anomaly score --config datasets/mesh/config.yaml --run latest', 'gnnctl anomaly score --config mesh.yaml --run <run-id> --from 2026-01-06 --to 2026-01-07 --out scores.parquet --json'],
+  'anomaly watch': ['gnnctl anomaly watch --config datasets/mesh/config.yaml --run latest --interval 15s', 'gnnctl anomaly watch --config mesh.yaml --run <run-id> --prometheus http://127.0.0.1:9090 --alertmanager http://127.0.0.1:9093 --port 9464'],
 };
 
 /** The command's path below the root, e.g. "graph build". */
@@ -115,6 +119,18 @@ export function buildProgram(): Command {
     .addOption(opt.json())
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/synth.js')).synthCommand));
+
+  datasets
+    .command('synth-mesh')
+    .description('write a synthetic service mesh (metrics, calls, events) with diurnal load, autoscaling churn and labelled incidents, plus an anomaly config')
+    .requiredOption('--out <dir>', 'output folder')
+    .addOption(typed('--services <n>', 'number of services', intFlag('--services', 10, 20000)).default(200))
+    .addOption(typed('--hours <n>', 'hours simulated', intFlag('--hours', 2, 24 * 90)).default(72))
+    .addOption(typed('--step <s>', 'seconds between snapshots', intFlag('--step', 10, 86400)).default(300))
+    .addOption(typed('--seed <n>', 'random seed', intFlag('--seed', 0, 0xffffffff)).default(0))
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/synth_mesh.js')).synthMeshCommand as never));
 
   const graph = program.command('graph').description('build and inspect the relational graph');
   graph
@@ -341,6 +357,51 @@ export function buildProgram(): Command {
   rolloutTarget(rollout.command('rollback').description('the stable version takes all requests back; the canary is unloaded')).action(rolloutAction('rollback'));
   rolloutTarget(rollout.command('status').description('the rollout in the repository')).action(rolloutAction('status'));
   rolloutTarget(rollout.command('end').description('remove the rollout file: the version policy chooses again')).action(rolloutAction('end'));
+
+  const anomaly = program.command('anomaly').description('graph-autoencoder anomaly detection on service dependency graphs (TAGAE): fit → score → watch');
+  anomaly
+    .command('fit')
+    .description('train on the period taken as normal and calibrate the threshold; writes artifacts/runs/<id>/')
+    .addOption(opt.config())
+    .addOption(typed('--from <time>', 'first snapshot of the normal period (default: anomaly.fit_from, else the first)', timeFlag('--from')))
+    .addOption(typed('--until <time>', 'end of the normal period, exclusive (default: anomaly.fit_until, else the end of the data)', timeFlag('--until')))
+    .addOption(typed('--epochs <n>', 'override anomaly.epochs', intFlag('--epochs', 1)))
+    .option('--init-from <run>', 'fine-tune: start from this anomaly run\'s weights and feature statistics (run id, folder or latest)')
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/anomaly.js')).anomalyFitCommand as never));
+  anomaly
+    .command('score')
+    .description('score snapshots → Parquet (ts, score, threshold, alert, top_services, top_edges); with labels, precision/recall against the baselines')
+    .addOption(opt.config())
+    .requiredOption('-r, --run <run>', 'anomaly run: id, folder or latest')
+    .addOption(typed('--from <time>', 'first snapshot scored (default: the end of the run\'s normal period)', timeFlag('--from')))
+    .addOption(typed('--to <time>', 'score snapshots before this time (default: all)', timeFlag('--to')))
+    .option('--out <file>', 'output Parquet file (default: <run dir>/scores.parquet)')
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/anomaly.js')).anomalyScoreCommand as never));
+  anomaly
+    .command('watch')
+    .description('score new snapshots as the tables grow (or from Prometheus); window state on disk survives restarts; /metrics and Alertmanager alerts')
+    .addOption(opt.config())
+    .requiredOption('-r, --run <run>', 'anomaly run: id, folder or latest')
+    .addOption(typed('--interval <t>', 'time between polls (e.g. 15s, 1m)', secondsFlag('--interval')).default('15s'))
+    .option('--prometheus <url>', 'read snapshots from this Prometheus HTTP API (query_range) instead of the tables')
+    .option('--alertmanager <url>', 'POST alerts to this Alertmanager (…/api/v2/alerts)')
+    .addOption(typed('--port <n>', 'port of /metrics (0 picks a free one)', intFlag('--port', 0, 65535)).default(9464))
+    .option('--host <host>', 'address /metrics listens on', '127.0.0.1')
+    .option('--state-file <file>', 'window state file (default: <run dir>/watch_state.json)')
+    .addOption(typed('--max-ticks <n>', 'stop after this many polls (default: run until SIGINT/SIGTERM)', intFlag('--max-ticks', 1)))
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/anomaly.js')).anomalyWatchCommand as never));
 
   const bench = program.command('bench').description('benchmarks of gnnctl\'s stages');
   bench

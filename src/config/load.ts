@@ -107,7 +107,7 @@ type Add = (p: (string | number)[], message: string, hint?: string) => void;
 function checkTables(cfg: RawConfig, base: string, configDir: string, add: Add): Record<string, TableSpec> {
   const names = Object.keys(cfg.data.tables);
   const specs: Record<string, TableSpec> = {};
-  if (names.length === 0) add(['data', 'tables'], 'no tables', 'add at least one table with a path');
+  if (names.length === 0 && !cfg.anomaly) add(['data', 'tables'], 'no tables', 'add at least one table with a path');
   for (const [name, t] of Object.entries(cfg.data.tables)) {
     const at = ['data', 'tables', name];
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) add(at, `table name "${name}" must be a plain identifier`, 'use letters, digits and "_"');

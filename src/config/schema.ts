@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { durationSchema } from '../core/duration.js';
 import { isoTimeSchema } from '../core/time.js';
+import { anomalySchema } from './anomaly_schema.js';
 
 export const COLUMN_KINDS = ['numerical', 'categorical', 'timestamp', 'text', 'ignore'] as const;
 export type ColumnKind = (typeof COLUMN_KINDS)[number];
@@ -166,11 +167,12 @@ export const configSchema = z
     name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "-" and "."').describe('project name (graph artifact folders are named after it)'),
     seed: z.number().int().default(0).describe('seed of every random choice: sampling, shuffling, initialization'),
     artifacts: z.string().optional().describe('artifact folder (default: ./artifacts; --artifacts overrides)'),
-    data: dataSchema.describe('the tables and how they link'),
+    data: dataSchema.prefault({ tables: {} }).describe('the tables and how they link (optional when the config has only an `anomaly` block)'),
     tasks: z.record(z.string(), taskSchema).default({}).describe('predictive tasks by name'),
     model: modelSchema.default(modelSchema.parse({})).describe('the deep model (per-task overrides under tasks.<name>.model)'),
     distillation: distillationSchema.optional().describe('the shallow serving model (Kumo field names)'),
     export: exportSchema.default(exportSchema.parse({})).describe('the Triton model repository'),
+    anomaly: anomalySchema.optional().describe('graph-autoencoder anomaly detection on a service dependency graph (gnnctl anomaly)'),
   })
   .strict();
 

@@ -99,6 +99,10 @@ describe('bad values exit 2 before any work, naming the flag', () => {
     ['serve --poll-interval', ['serve', '--model-repository', 'x', '--poll-interval', 'soon'], '--poll-interval'],
     ['bench serve --rate', ['bench', 'serve', '--url', 'http://127.0.0.1:1', '--model', 'm', '--rate', '0', '--duration', '1'], '--rate'],
     ['doctor --backend', ['doctor', '--backend', 'gpu'], '--backend'],
+    ['datasets synth-mesh --services', ['datasets', 'synth-mesh', '--out', 'x', '--services', '5'], '--services'],
+    ['anomaly fit --until', ['anomaly', 'fit', '--config', 'CONFIG', '--until', 'yesterday'], '--until'],
+    ['anomaly score --to', ['anomaly', 'score', '--config', 'CONFIG', '--run', 'latest', '--to', '2026-02-30'], '--to'],
+    ['anomaly watch --port', ['anomaly', 'watch', '--config', 'CONFIG', '--run', 'latest', '--port', '70000'], '--port'],
   ];
   for (const [name, args, flag] of cases) {
     it(name, () => {

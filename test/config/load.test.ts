@@ -417,3 +417,21 @@ describe('all problems are reported together', () => {
     expect(problems.map((p) => p.path)).toEqual(['model.num_neighbors']);
   });
 });
+
+describe('anomaly block', () => {
+  it('makes data optional, fills defaults and reports bad sources and keys together', async () => {
+    const { parseConfig } = await import('../../src/config/load.js');
+    const ok = parseConfig('name: m\nanomaly:\n  metrics: { path: metrics.csv }\n  calls: { path: calls.csv }\n', '/tmp/m.yaml');
+    expect(ok.anomaly?.window).toBe(6);
+    expect(ok.anomaly?.metrics.service_column).toBe('service');
+    expect(ok.anomaly?.threshold_quantile).toBe(0.99);
+    let err: unknown;
+    try {
+      parseConfig('name: m\nanomaly:\n  metrics: { path: a.csv, database: b.duckdb }\n  calls: { path: c.csv }\n  threshold_quantile: 1.5\n', '/tmp/m.yaml');
+    } catch (e) {
+      err = e;
+    }
+    const paths = (err as { problems: { path: string }[] }).problems.map((p) => p.path).sort();
+    expect(paths).toEqual(['anomaly.metrics', 'anomaly.threshold_quantile']);
+  });
+});

@@ -1,0 +1,328 @@
+/**
+ * `gnnctl anomaly fit`: train TAGAE on the period taken as normal and calibrate its alerting.
+ *
+ * The normal period [from, until) is split in two: `warmup_snapshots` snapshots spread evenly over it are
+ * held out — the warm-up window, which the model never trains on, so its errors are honest: each
+ * service's mean error there becomes its baseline, and the scores there become the threshold's first
+ * window — and the rest train the model (and fit the feature statistics). The baselines (static per-service thresholds, the
+ * flat autoencoder) are fitted on the same split, so every detector is judged on equal terms.
+ */
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { hashFile } from '../core/hash.js';
+import * as tf from '@tensorflow/tfjs';
+import type { Config } from '../config/load.js';
+import { selectBackend, type BackendRequest } from '../compute/backend.js';
+import { withDuck } from '../data/duck.js';
+import { ArtifactError, DataError } from '../core/errors.js';
+import { newRunId, runsDir } from '../artifacts/run_store.js';
+import { produceAtomically } from '../core/atomic.js';
+import { isoSeconds } from '../core/duration.js';
+import { parseIsoTime } from '../core/time.js';
+import { info } from '../core/log.js';
+import { Rng } from '../core/rng.js';
+import { VERSION } from '../core/version.js';
+import { Detector, emptyState, type ServiceBaselines, type SnapshotScore } from './detector.js';
+import { fitFeatureStats, standardise, type FeatureStats } from './features.js';
+import { FlatAutoencoder, FlatDetector } from './flat_autoencoder.js';
+import { buildGraph } from './graph.js';
+import { Tagae, type TagaeArgs } from './model.js';
+import { loadRun, modelSpec, tagaeArgs, writeRun, type AnomalyBaselines, type AnomalyManifest } from './run.js';
+import { anomalyConfig, loadEvents, loadSnapshots, sourcePaths, type PlannedEvent, type Snapshot } from './source.js';
+import { fitStatic } from './static_baseline.js';
+import { SlidingThreshold } from './threshold.js';
+
+export interface FitOptions {
+  /** epoch seconds */
+  from?: number;
+  until?: number;
+  backend?: BackendRequest;
+  epochs?: number;
+  /**
+   * Fine-tune: start from this run's weights and keep its feature statistics (a periodic re-fit on a
+   * newer normal period then sees its inputs encoded as before); baselines and τ are recomputed on the
+   * new warm-up. The model settings (window, sizes) and columns must match the run's.
+   */
+  initFrom?: string;
+}
+
+export interface FitResult {
+  run_id: string;
+  /** the run fine-tuned from (--init-from), if any */
+  init_from: string | null;
+  run_dir: string;
+  fit_from: string;
+  fit_until: string;
+  train_snapshots: number;
+  warmup_snapshots: number;
+  services: number;
+  mean_edges: number;
+  feature_columns: string[];
+  edge_feature_columns: string[];
+  dropped_edges: number;
+  epochs: number;
+  loss: number[];
+  threshold: number;
+  flat_threshold: number;
+  static_baseline: boolean;
+  backend: string;
+  seconds: number;
+}
+
+/** Events in (prev, ts] for each snapshot, in order. */
+export function eventsBetween(events: PlannedEvent[], snapshots: Snapshot[], before = Number.NEGATIVE_INFINITY): PlannedEvent[][] {
+  const out: PlannedEvent[][] = [];
+  let k = 0;
+  let prev = before;
+  for (const s of snapshots) {
+    while (k < events.length && events[k]!.ts <= prev) k++;
+    const batch: PlannedEvent[] = [];
+    while (k < events.length && events[k]!.ts <= s.ts) batch.push(events[k++]!);
+    out.push(batch);
+    prev = s.ts;
+  }
+  return out;
+}
+
+export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<FitResult> {
+  const t0 = performance.now();
+  const a = anomalyConfig(cfg);
+  const from = opts.from ?? (a.fit_from ? parseIsoTime(a.fit_from)! : undefined);
+  const until = opts.until ?? (a.fit_until ? parseIsoTime(a.fit_until)! : undefined);
+  const backend = await selectBackend(opts.backend ?? 'auto');
+  const base = opts.initFrom === undefined ? null : loadRun(cfg.artifactsDir, opts.initFrom);
+  const fixedColumns = base ? { featureColumns: base.manifest.feature_columns, edgeFeatureColumns: base.manifest.edge_feature_columns } : undefined;
+  const { loaded, events } = await withDuck(async ({ conn }) => ({
+    loaded: await loadSnapshots(conn, cfg, { from, until }, fixedColumns),
+    events: await loadEvents(conn, cfg, { from, until }),
+  }));
+  const snaps = loaded.snapshots;
+  const W = a.window;
+  const need = a.warmup_snapshots + W + 10;
+  if (snaps.length < need) {
+    throw new DataError(`the normal period has ${snaps.length} snapshots; fitting needs at least ${need} (warmup_snapshots ${a.warmup_snapshots} + window ${W} + 10 to train on)`, {
+      where: 'anomaly.metrics',
+      hint: 'widen --from/--until (anomaly.fit_from/fit_until), or lower anomaly.warmup_snapshots',
+    });
+  }
+  // The warm-up snapshots are held out of training and spread evenly over the normal period (after the
+  // first window), so the baselines and the first τ they set cover its whole daily cycle — a warm-up
+  // taken from the period's last hours only would see one time of day and mistake the others for anomalies.
+  const isWarm = new Uint8Array(snaps.length);
+  const span = snaps.length - W;
+  for (let k = 0; k < a.warmup_snapshots; k++) isWarm[W + Math.floor(((k + 0.5) * span) / a.warmup_snapshots)] = 1;
+  const trainIdx = snaps.flatMap((_, k) => (isWarm[k] ? [] : [k]));
+  const warmIdx = snaps.flatMap((_, k) => (isWarm[k] ? [k] : []));
+  const nTrain = trainIdx.length;
+  const train = trainIdx.map((k) => snaps[k]!);
+  const warm = warmIdx.map((k) => snaps[k]!);
+  const stats = base ? base.stats : fitFeatureStats(train, loaded.featureColumns, loaded.edgeFeatureColumns);
+  // Graphs of every snapshot: held-out ones still serve as history (inputs), never as targets.
+  const graphs = snaps.map((s) => buildGraph(s, stats));
+  const seed = cfg.seed;
+  const args: TagaeArgs = {
+    featDim: loaded.featureColumns.length,
+    edgeExtra: loaded.edgeFeatureColumns.length,
+    hidden: a.hidden,
+    heads: a.heads,
+    embeddingDim: a.embedding_dim,
+    window: W,
+    structureWeight: a.structure_weight,
+    negativeRatio: a.negative_ratio,
+    allPairsMaxNodes: a.all_pairs_max_nodes,
+    seed,
+  };
+  const model = new Tagae(args);
+  const flat = new FlatAutoencoder(args.featDim, seed + 1);
+  if (base) {
+    const fitted = tagaeArgs(base.manifest.model);
+    const differs = (['featDim', 'edgeExtra', 'hidden', 'heads', 'embeddingDim', 'window'] as const).filter((k) => fitted[k] !== args[k]);
+    try {
+      if (differs.length) {
+        throw new ArtifactError(`--init-from ${base.manifest.id}: the run's model differs from the config's (${differs.map((k) => `${k} ${fitted[k]} vs ${args[k]}`).join(', ')})`, {
+          where: '--init-from',
+          hint: 'fine-tune with the settings the run was fitted with, or fit from scratch',
+        });
+      }
+      const w = base.model.params.export();
+      model.params.load(w.index, w.blob);
+      const fw = base.flat.params.export();
+      flat.params.load(fw.index, fw.blob);
+    } catch (e) {
+      model.params.dispose();
+      flat.params.dispose();
+      throw e;
+    } finally {
+      base.model.params.dispose();
+      base.flat.params.dispose();
+    }
+  }
+  const epochs = opts.epochs ?? a.epochs;
+  const losses: number[] = [];
+  const timings: Record<string, number> = {};
+  try {
+    // Training: every train snapshot once per epoch, in a seeded shuffled order, with its W − 1 predecessors.
+    const tTrain = performance.now();
+    const optimizer = tf.train.adam(a.lr);
+    const rng = new Rng(seed ^ 0x5eed);
+    const order = Int32Array.from(trainIdx);
+    const bank = new Map<(typeof graphs)[number], Float32Array>();
+    try {
+      for (let ep = 0; ep < epochs; ep++) {
+        rng.shuffle(order);
+        let sum = 0;
+        for (const t of order) {
+          const window = [];
+          for (let k = 0; k < W && t - k >= 0; k++) window.push(graphs[t - k]!);
+          sum += model.trainStep(optimizer, window, bank);
+        }
+        losses.push(sum / order.length);
+        info(`anomaly fit: epoch ${ep + 1}/${epochs} loss ${(sum / order.length).toFixed(5)}`);
+      }
+    } finally {
+      optimizer.dispose();
+    }
+    timings.train_seconds = (performance.now() - tTrain) / 1000;
+
+    // Warm-up, pass 1: each service's mean errors on the held-out snapshots become its baselines. The
+    // detector steps through the whole period in order (the window needs every snapshot); only the
+    // held-out ones are judged.
+    const tWarm = performance.now();
+    const allEvents = eventsBetween(events, snaps);
+    const warmEvents = warmIdx.map((k) => allEvents[k]!);
+    const pass = (baselines: ServiceBaselines | null): { detector: Detector; scores: SnapshotScore[] } => {
+      const detector = new Detector(model, stats, a, baselines, emptyState('', []));
+      const scores: SnapshotScore[] = [];
+      snaps.forEach((s, k) => {
+        const r = detector.step(s, allEvents[k]!, { keepRaw: isWarm[k] === 1, prime: !isWarm[k] || baselines === null });
+        if (isWarm[k]) scores.push(r);
+      });
+      return { detector, scores };
+    };
+    const first = pass(null);
+    const sums = new Map<string, [number, number, number]>();
+    for (const sc of first.scores) {
+      sc.raw!.services.forEach((name, i) => {
+        const v = sums.get(name) ?? [0, 0, 0];
+        v[0] += sc.raw!.structure[i]!;
+        v[1] += sc.raw!.feature[i]!;
+        v[2]++;
+        sums.set(name, v);
+      });
+    }
+    const services = Object.fromEntries([...sums].map(([k, [s, f, n]]) => [k, [s / n, f / n] as [number, number]]));
+    const med = (xs: number[]): number => xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? 1;
+    const tagaeBaselines: ServiceBaselines = { services, median: [med(Object.values(services).map((v) => v[0])), med(Object.values(services).map((v) => v[1]))] };
+    // Pass 2: the warm-up scores under those baselines are the threshold's first window; the detector's
+    // state at the end is where scoring the snapshots right after the normal period continues from.
+    const second = pass(tagaeBaselines);
+    const warmupScores = second.scores.map((s) => s.score);
+    const state = { ...second.detector.exportState(), threshold_history: warmupScores.slice(-a.threshold_window) };
+
+    // Baselines, fitted on the same split.
+    const flatRows = concat(trainIdx.map((k) => graphs[k]!.x));
+    const flatLoss = flat.fit(flatRows, Math.min(epochs, 20), a.lr, seed + 2);
+    const flatErr = new Map<string, [number, number]>();
+    for (const s of warm) {
+      const e = flat.errors(standardise(s.features, stats.node));
+      s.services.forEach((name, i) => {
+        const v = flatErr.get(name) ?? [0, 0];
+        v[0] += e[i]!;
+        v[1]++;
+        flatErr.set(name, v);
+      });
+    }
+    const flatServices = Object.fromEntries([...flatErr].map(([k, [s, n]]) => [k, s / n]));
+    const flatBaselines = { services: flatServices, median: med(Object.values(flatServices)) };
+    const flatDet = new FlatDetector(flat, flatBaselines, a.score_services, null);
+    const flatScores = warm.map((s, k) => flatDet.step(s.services, standardise(s.features, stats.node), new Set(warmEvents[k]!.map((e) => e.service))).score);
+    const staticThresholds = fitStatic(warm, loaded.featureColumns);
+    timings.warmup_seconds = (performance.now() - tWarm) / 1000;
+
+    const baselines: AnomalyBaselines = { tagae: tagaeBaselines, warmup_scores: warmupScores, flat: flatBaselines, flat_warmup_scores: flatScores, static: staticThresholds };
+    const runId = newRunId('anomaly');
+    const runDir = join(runsDir(cfg.artifactsDir), runId);
+    const threshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, warmupScores).value;
+    const flatThreshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, flatScores).value;
+    const meanEdges = train.reduce((sum, x) => sum + x.src.length, 0) / train.length;
+    const nServices = new Set(snaps.flatMap((s) => s.services)).size;
+    timings.total_seconds = (performance.now() - t0) / 1000;
+    const manifest: AnomalyManifest = {
+      kind: 'anomaly',
+      id: runId,
+      task: 'anomaly',
+      status: 'complete',
+      gnnctl: VERSION,
+      created_at: new Date(t0 + performance.timeOrigin).toISOString(),
+      finished_at: new Date().toISOString(),
+      backend: backend.name,
+      seed,
+      config: a,
+      fit: {
+        from: isoSeconds(snaps[0]!.ts),
+        until: isoSeconds(until ?? snaps[snaps.length - 1]!.ts + 1),
+        train_snapshots: nTrain,
+        warmup_snapshots: warm.length,
+        first_train_ts: isoSeconds(train[0]!.ts),
+        last_warmup_ts: isoSeconds(warm[warm.length - 1]!.ts),
+        warmup_ts: warm.map((w) => isoSeconds(w.ts)),
+      },
+      feature_columns: loaded.featureColumns,
+      edge_feature_columns: loaded.edgeFeatureColumns,
+      model: modelSpec(args),
+      inputs: { ...(await inputHashes(cfg)), ...(base ? { init_from: base.manifest.id } : {}) },
+      timings,
+      metrics: { final_loss: losses[losses.length - 1], threshold, flat_threshold: flatThreshold, flat_loss: flatLoss, services: nServices, mean_edges: meanEdges },
+    };
+    state.run_id = runId;
+    await produceAtomically(runDir, async (tmp) => writeRun(tmp, { manifest, stats, baselines, state, model, flat }));
+    return {
+      run_id: runId,
+      init_from: base?.manifest.id ?? null,
+      run_dir: runDir,
+      fit_from: manifest.fit.from,
+      fit_until: manifest.fit.until,
+      train_snapshots: nTrain,
+      warmup_snapshots: warm.length,
+      services: nServices,
+      mean_edges: Math.round(meanEdges * 10) / 10,
+      feature_columns: loaded.featureColumns,
+      edge_feature_columns: loaded.edgeFeatureColumns,
+      dropped_edges: loaded.droppedEdges,
+      epochs,
+      loss: losses,
+      threshold,
+      flat_threshold: flatThreshold,
+      static_baseline: staticThresholds !== null,
+      backend: backend.name,
+      seconds: Math.round(timings.total_seconds * 10) / 10,
+    };
+  } finally {
+    model.params.dispose();
+    flat.params.dispose();
+  }
+}
+
+/** Each input file with its sha256 and size, so a run can be traced to the exact data it was fitted on. */
+async function inputHashes(cfg: Config): Promise<Record<string, unknown>> {
+  const out: Record<string, unknown> = {};
+  const file = async (p: string): Promise<unknown> => (existsSync(p) ? { path: p, sha256: await hashFile(p), bytes: statSync(p).size } : { path: p });
+  if (cfg.path) out.config = await file(cfg.path);
+  for (const name of ['metrics', 'calls', 'events', 'labels'] as const) {
+    const paths = sourcePaths(cfg, name);
+    if (paths.length) out[name] = await Promise.all(paths.map(file));
+  }
+  return out;
+}
+
+function concat(parts: Float32Array[]): Float32Array {
+  const out = new Float32Array(parts.reduce((s, p) => s + p.length, 0));
+  let o = 0;
+  for (const p of parts) {
+    out.set(p, o);
+    o += p.length;
+  }
+  return out;
+}
+
+export type { FeatureStats, Snapshot };

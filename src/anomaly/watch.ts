@@ -1,0 +1,226 @@
+/**
+ * `gnnctl anomaly watch`: score snapshots as they arrive and keep going across restarts.
+ *
+ * Every `interval` it reads the snapshots newer than the last one scored — from the configured tables
+ * (re-read each poll, so appended rows or new files matching a glob are seen) or from a Prometheus HTTP
+ * API — scores them in order, and after each one writes the window state (the last W − 1 embeddings, the
+ * threshold window, suppression counters, the last time) to the state file atomically. A restarted watch
+ * restores that file and continues where it stopped: nothing re-scored, nothing lost.
+ *
+ * From tables, the newest snapshot is left for the next poll: its rows may still be being written (a
+ * scraper appends a snapshot service by service). From Prometheus, a watch whose state is older than
+ * W steps starts at now − W·step (query_range cannot return years of 15 s steps).
+ *
+ * It serves `/metrics` (Prometheus text format) on a loopback address by default, and with
+ * `--alertmanager URL` POSTs each alerting snapshot to `URL/api/v2/alerts` (and a resolution when the
+ * alert clears), as Prometheus itself does.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { Config } from '../config/load.js';
+import { selectBackend, type BackendRequest } from '../compute/backend.js';
+import { withDuck } from '../data/duck.js';
+import { ArtifactError, UsageError } from '../core/errors.js';
+import { writeJsonAtomic } from '../core/atomic.js';
+import { isoSeconds } from '../core/duration.js';
+import { info, warn } from '../core/log.js';
+import { Detector, type SnapshotScore, type WindowState } from './detector.js';
+import { eventsBetween } from './fit.js';
+import { checkPrometheusConfig, readPrometheus } from './prometheus.js';
+import { loadRun, scoringConfig } from './run.js';
+import { anomalyConfig, loadEvents, loadSnapshots, type Snapshot } from './source.js';
+
+export interface WatchOptions {
+  run: string;
+  intervalMs: number;
+  prometheus?: string;
+  alertmanager?: string;
+  port: number;
+  host: string;
+  stateFile?: string;
+  maxTicks?: number;
+  backend?: BackendRequest;
+  /** stops the loop (SIGINT/SIGTERM in the command) */
+  signal?: AbortSignal;
+  /** called once /metrics listens (tests and embedders learn the port chosen for 0) */
+  onListening?: (metricsUrl: string) => void;
+}
+
+export interface WatchResult {
+  run_id: string;
+  state_file: string;
+  restored: boolean;
+  ticks: number;
+  snapshots_scored: number;
+  alerts: number;
+  last_ts: string | null;
+  metrics_url: string;
+  alerts_posted: number;
+}
+
+export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<WatchResult> {
+  const current = anomalyConfig(cfg);
+  await selectBackend(opts.backend ?? 'auto');
+  const run = loadRun(cfg.artifactsDir, opts.run);
+  const a = scoringConfig(current, run);
+  const stateFile = opts.stateFile ?? join(run.dir, 'watch_state.json');
+  let state: WindowState = structuredClone(run.state);
+  let restored = false;
+  if (existsSync(stateFile)) {
+    let saved: WindowState;
+    try {
+      saved = JSON.parse(readFileSync(stateFile, 'utf8')) as WindowState;
+    } catch (e) {
+      throw new ArtifactError(`cannot read the watch state: ${(e as Error).message}`, { where: stateFile, hint: 'delete it to start from the end of the normal period' });
+    }
+    if (saved.version !== 1 || saved.run_id !== run.manifest.id) {
+      throw new ArtifactError(`the watch state belongs to run ${JSON.stringify(saved.run_id)}, not ${run.manifest.id}`, { where: stateFile, hint: 'pass --state-file for this run, or delete the file' });
+    }
+    state = saved;
+    restored = true;
+  }
+  const prom = opts.prometheus ? checkPrometheusConfig(a, run.manifest.feature_columns, run.manifest.edge_feature_columns) : null;
+  const detector = new Detector(run.model, run.stats, a, run.baselines.tagae, state);
+  const last: { score: SnapshotScore | null } = { score: null };
+  let alerts = 0;
+  let posted = 0;
+  let alertStart: number | null = state.alert && state.last_ts !== null ? state.last_ts : null;
+
+  const server = await listen(opts.host, opts.port, () => metricsText(run.manifest.id, state, last.score, alerts));
+  const port = (server.address() as AddressInfo).port;
+  const metricsUrl = `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}/metrics`;
+  opts.onListening?.(metricsUrl);
+  info(`anomaly watch: run ${run.manifest.id}, ${restored ? `restored ${stateFile} (last snapshot ${state.last_ts === null ? 'none' : isoSeconds(state.last_ts)})` : 'starting from the end of the normal period'}; ${metricsUrl}`);
+
+  const post = async (score: SnapshotScore, resolved: boolean): Promise<void> => {
+    if (!opts.alertmanager) return;
+    const url = new URL('api/v2/alerts', opts.alertmanager.endsWith('/') ? opts.alertmanager : `${opts.alertmanager}/`);
+    const body = [
+      {
+        labels: { alertname: 'GnnctlMeshAnomaly', severity: 'warning', run_id: run.manifest.id, source: 'gnnctl' },
+        annotations: {
+          summary: `service-graph anomaly score ${score.score.toFixed(3)} above τ ${score.threshold.toFixed(3)}`,
+          top_services: score.top_services.join(', '),
+          top_edges: score.top_edges.join(', '),
+        },
+        startsAt: new Date((alertStart ?? score.ts) * 1000).toISOString(),
+        ...(resolved ? { endsAt: new Date(score.ts * 1000).toISOString() } : {}),
+      },
+    ];
+    try {
+      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
+      if (!res.ok) warn(`Alertmanager at ${url} answered HTTP ${res.status}`);
+      else posted++;
+    } catch (e) {
+      warn(`cannot POST the alert to ${url}: ${(e as Error).message}`);
+    }
+  };
+
+  const readNew = async (): Promise<Snapshot[]> => {
+    const after = state.last_ts;
+    if (prom) {
+      const step = prom.prometheus.step;
+      const now = Math.floor(Date.now() / 1000 / step) * step - step; // the last complete step
+      const start = after === null || after < now - a.window * step ? now - a.window * step : after + step;
+      return start > now ? [] : readPrometheus(opts.prometheus!, prom, start, now);
+    }
+    return withDuck(async ({ conn }) => {
+      const loaded = await loadSnapshots(conn, cfg, { from: after === null ? undefined : after + 1e-3 }, { featureColumns: run.manifest.feature_columns, edgeFeatureColumns: run.manifest.edge_feature_columns });
+      return loaded.snapshots.slice(0, -1);
+    });
+  };
+
+  let ticks = 0;
+  try {
+    while (!opts.signal?.aborted) {
+      const fresh = await readNew();
+      if (fresh.length > 0) {
+        const events = prom ? [] : await withDuck(({ conn }) => loadEvents(conn, cfg, { from: (state.last_ts ?? fresh[0]!.ts - 1) + 1e-3, until: fresh[fresh.length - 1]!.ts + 1e-3 }));
+        const batches = eventsBetween(events, fresh, state.last_ts ?? undefined);
+        for (const [k, s] of fresh.entries()) {
+          const wasAlert = state.alert;
+          const r = detector.step(s, batches[k]!);
+          last.score = r;
+          writeJsonAtomic(stateFile, detector.exportState());
+          if (r.alert) {
+            alerts++;
+            if (!wasAlert) alertStart = r.ts;
+            await post(r, false);
+          } else if (wasAlert) {
+            await post(r, true);
+            alertStart = null;
+          }
+          info(`${isoSeconds(r.ts)} score ${r.score.toFixed(3)} τ ${r.threshold.toFixed(3)}${r.alert ? `  ALERT ${r.top_services.join(', ')}` : ''}`);
+        }
+      }
+      ticks++;
+      if (opts.maxTicks !== undefined && ticks >= opts.maxTicks) break;
+      await sleep(opts.intervalMs, opts.signal);
+    }
+  } finally {
+    await new Promise<void>((res) => server.close(() => res()));
+    server.closeAllConnections();
+    run.model.params.dispose();
+    run.flat.params.dispose();
+  }
+  return {
+    run_id: run.manifest.id,
+    state_file: stateFile,
+    restored,
+    ticks,
+    snapshots_scored: state.snapshots_scored,
+    alerts,
+    last_ts: state.last_ts === null ? null : isoSeconds(state.last_ts),
+    metrics_url: metricsUrl,
+    alerts_posted: posted,
+  };
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((res) => {
+    const t = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      res();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+function listen(host: string, port: number, render: () => string): Promise<Server> {
+  const server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && path === '/metrics') {
+      res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(render());
+    } else if (req.method === 'GET' && path === '/healthz') {
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n');
+    } else {
+      res.writeHead(404, { 'content-type': 'application/json' }).end(`${JSON.stringify({ error: `unknown route ${req.method} ${req.url}; anomaly watch serves GET /metrics and /healthz` })}\n`);
+    }
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', (e: NodeJS.ErrnoException) => reject(new UsageError(`cannot listen on ${host}:${port}: ${e.code ?? e.message}`, { where: '--port', value: port, hint: 'pick another port, or 0 for a free one' })));
+    server.listen(port, host, () => resolve(server));
+  });
+}
+
+function metricsText(runId: string, state: WindowState, s: SnapshotScore | null, alerts: number): string {
+  const run = `run_id="${runId}"`;
+  const g = (name: string, help: string, value: number, type = 'gauge'): string => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name}{${run}} ${Number.isFinite(value) ? value : value > 0 ? '+Inf' : 'NaN'}\n`;
+  let out = '';
+  out += g('gnnctl_anomaly_score', 'Anomaly score of the last snapshot (mean of the top-k relative service errors).', s?.score ?? Number.NaN);
+  out += g('gnnctl_anomaly_threshold', 'Alert threshold τ the last snapshot was judged against.', s?.threshold ?? Number.NaN);
+  out += g('gnnctl_anomaly_alert', '1 while the last snapshot alerts, else 0.', state.alert ? 1 : 0);
+  out += g('gnnctl_anomaly_last_snapshot_timestamp_seconds', 'Time of the last snapshot scored.', state.last_ts ?? Number.NaN);
+  out += g('gnnctl_anomaly_snapshots_scored_total', 'Snapshots scored by this run\'s watch (across restarts).', state.snapshots_scored, 'counter');
+  out += g('gnnctl_anomaly_alerting_snapshots_total', 'Alerting snapshots since this process started.', alerts, 'counter');
+  out += g('gnnctl_anomaly_suppressed_services', 'Services whose scores planned changes suppress.', Object.keys(state.suppressed).length);
+  if (s && s.top_services.length) {
+    out += '# HELP gnnctl_anomaly_top_service Rank of the services contributing most to the last score (1 = most).\n# TYPE gnnctl_anomaly_top_service gauge\n';
+    s.top_services.forEach((svc, i) => (out += `gnnctl_anomaly_top_service{${run},service="${svc.replace(/["\\\n]/g, '_')}"} ${i + 1}\n`));
+  }
+  return out;
+}

@@ -1,0 +1,106 @@
+/**
+ * The optional top-level `anomaly:` block: graph-autoencoder anomaly detection on a service dependency
+ * graph (`gnnctl anomaly fit | score | watch`). It is its own small pipeline beside the relational one, so
+ * a config with only `name` and `anomaly` is valid. Column names default to the data contract in the
+ * README and can be renamed per source. Relative paths resolve against `data.root` when set, else the
+ * config file's folder (a generated mesh folder works from any working directory).
+ */
+import { z } from 'zod';
+import { isoTimeSchema } from '../core/time.js';
+
+const sourceFields = {
+  path: z.union([z.string(), z.array(z.string()).min(1)]).optional().describe('CSV or Parquet file(s); globs allowed'),
+  format: z.enum(['csv', 'parquet']).optional().describe('file format (default: from the extension)'),
+  database: z.string().optional().describe('a .duckdb file to read the table from (instead of path)'),
+  table: z.string().optional().describe('the table name inside `database`'),
+  csv: z.record(z.string(), z.union([z.string(), z.number(), z.boolean(), z.array(z.string())])).optional().describe('CSV reader options passed to DuckDB read_csv (delim, header, nullstr, …)'),
+  ts_column: z.string().default('ts').describe('snapshot time column: timestamps or epoch seconds; each distinct value is one snapshot'),
+};
+
+const hasSource = (s: { path?: unknown; database?: unknown; table?: unknown }): boolean => (s.path === undefined) !== (s.database === undefined) && (s.table === undefined || s.database !== undefined);
+const sourceRule = { message: 'give exactly one of `path:` (CSV/Parquet) or `database:` (+ `table:`)' };
+
+const metricsSource = z
+  .object({
+    ...sourceFields,
+    service_column: z.string().default('service').describe('service name column'),
+    feature_columns: z.array(z.string()).min(1).optional().describe('node features (default: every numeric column other than the time and service columns)'),
+  })
+  .strict()
+  .refine(hasSource, sourceRule);
+
+const callsSource = z
+  .object({
+    ...sourceFields,
+    source_column: z.string().default('source').describe('calling service'),
+    destination_column: z.string().default('destination').describe('called service'),
+    rate_column: z.string().default('requests_per_second').describe('call rate; the edge weight is its share of the source\'s outgoing traffic'),
+    feature_columns: z.array(z.string()).optional().describe('further edge features (default: latency_ms and error_rate when present)'),
+  })
+  .strict()
+  .refine(hasSource, sourceRule);
+
+const eventsSource = z
+  .object({
+    ...sourceFields,
+    service_column: z.string().default('service').describe('service the change applies to'),
+    kind_column: z.string().default('kind').describe('event kind, e.g. deploy, pod_added, service_added'),
+    kinds: z.array(z.string()).optional().describe('event kinds that suppress scores (default: all)'),
+  })
+  .strict()
+  .refine(hasSource, sourceRule);
+
+const labelsSource = z
+  .object({
+    path: sourceFields.path,
+    format: sourceFields.format,
+    database: sourceFields.database,
+    table: sourceFields.table,
+    csv: sourceFields.csv,
+    start_column: z.string().default('start').describe('incident start (ISO time)'),
+    end_column: z.string().default('end').describe('incident end (exclusive)'),
+    kind_column: z.string().default('kind').describe('incident kind: metrics are reported per kind'),
+  })
+  .strict()
+  .refine(hasSource, sourceRule);
+
+const prometheusSchema = z
+  .object({
+    step: z.number().int().min(1).default(15).describe('seconds between snapshots requested from query_range'),
+    metrics: z.record(z.string(), z.string()).describe('node feature column → PromQL returning one series per service (labelled with service_label)'),
+    calls: z.record(z.string(), z.string()).describe('edge column → PromQL returning one series per call edge; must include the rate column'),
+    service_label: z.string().default('service').describe('label naming the service in metrics series'),
+    source_label: z.string().default('source').describe('label naming the caller in calls series'),
+    destination_label: z.string().default('destination').describe('label naming the callee in calls series'),
+  })
+  .strict();
+
+export const anomalySchema = z
+  .object({
+    metrics: metricsSource.describe('one row per (ts, service) scrape; numeric columns are the node features'),
+    calls: callsSource.describe('one row per (ts, source, destination)'),
+    events: eventsSource.optional().describe('planned changes (ts, service, kind): deploys, pods/services added or terminating'),
+    labels: labelsSource.optional().describe('labelled incidents (start, end, kind) for precision/recall in score reports'),
+    prometheus: prometheusSchema.optional().describe('`anomaly watch --prometheus URL`: how snapshots are read from a Prometheus HTTP API'),
+    fit_from: isoTimeSchema.optional().describe('ISO time: first snapshot of the period taken as normal (default: the first; --from overrides)'),
+    fit_until: isoTimeSchema.optional().describe('ISO time: the normal period ends before this (default: the last snapshot; --until overrides)'),
+    window: z.number().int().min(1).max(64).default(6).describe('W: snapshots the temporal attention looks back over (the current one included)'),
+    threshold_quantile: z.number().gt(0).lt(1).default(0.99).describe('τ is this quantile of the scores of the warm-up window, then of the sliding window'),
+    warmup_snapshots: z.number().int().min(5).default(72).describe('snapshots held out of training, spread evenly over the normal period (covering its daily cycle), that set per-service baselines and the first τ'),
+    threshold_window: z.number().int().min(5).default(288).describe('snapshots in the sliding window τ is recomputed over (an alerting snapshot enters at τ, so an incident cannot raise its own threshold)'),
+    suppress_snapshots: z.number().int().min(0).default(6).describe('snapshots an event suppresses the scores of its service and direct neighbours (default: the window, so the change has left the temporal window when scores count again)'),
+    hidden: z.number().int().min(4).max(512).default(32).describe('GATv2 width per head'),
+    heads: z.number().int().min(1).max(16).default(2).describe('GATv2 attention heads'),
+    embedding_dim: z.number().int().min(2).max(512).default(16).describe('Z width (half for the source role, half for the destination role)'),
+    epochs: z.number().int().min(1).default(15).describe('passes over the normal period\'s snapshots'),
+    lr: z.number().positive().default(0.005).describe('Adam learning rate'),
+    negative_ratio: z.number().int().min(1).max(50).default(5).describe('sampled non-edges per observed edge in the reconstruction loss'),
+    all_pairs_max_nodes: z.number().int().min(2).default(64).describe('snapshots with at most this many services use every pair instead of sampled non-edges'),
+    structure_weight: z.number().min(0).max(1).default(0.5).describe('weight of the edge reconstruction error against the node-feature reconstruction error'),
+    score_services: z.number().int().min(1).max(100).default(1).describe('the snapshot score is the mean of this many largest service errors (1: the largest)'),
+    top_k: z.number().int().min(1).max(100).default(5).describe('services and edges listed with each score and alert'),
+  })
+  .strict()
+  .refine((a) => a.embedding_dim % 2 === 0, { message: 'embedding_dim must be even (source and destination halves)', path: ['embedding_dim'] });
+
+export type AnomalyConfig = z.infer<typeof anomalySchema>;

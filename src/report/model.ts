@@ -10,7 +10,7 @@ import { OBJECTIVE_KINDS, type ObjectiveKind } from '../task/objective/objective
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
-import { ArtifactError } from '../core/errors.js';
+import { ArtifactError, NotImplementedError } from '../core/errors.js';
 import { readManifest, type RunManifestBase } from '../artifacts/run_store.js';
 
 /** JSON turns NaN (AUROC of a one-class split) into null, so every metric may be null. */
@@ -191,6 +191,12 @@ export interface LoadOptions {
 /** Reads and validates a run folder. Throws `ArtifactError` for a run that has no metrics yet or bad files. */
 export function loadReportData(runDir: string, opts: LoadOptions = {}): ReportData {
   const manifest = readManifest(runDir);
+  if ((manifest.kind as string) === 'anomaly') {
+    throw new NotImplementedError(`run ${manifest.id} is an anomaly-detection run; the HTML report covers train and distill runs`, {
+      where: runDir,
+      hint: 'see its figures with `gnnctl anomaly score --config … --run ' + manifest.id + ' --json`',
+    });
+  }
   const metricsPath = join(runDir, 'metrics.json');
   if (!existsSync(metricsPath)) {
     const why =

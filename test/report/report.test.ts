@@ -1,8 +1,8 @@
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reportCommand } from '../../src/cli/commands/report.js';
-import { ArtifactError } from '../../src/core/errors.js';
+import { ArtifactError, NotImplementedError } from '../../src/core/errors.js';
 import { countPathPoints } from '../../src/report/charts/line.js';
 import { fmtAge, fmtBytes, fmtPercent, fmtSigned } from '../../src/report/format.js';
 import { renderReport } from '../../src/report/index.js';
@@ -354,6 +354,18 @@ describe('gnnctl report', () => {
     expect(err).toBeInstanceOf(ArtifactError);
     expect((err as ArtifactError).message).toMatch(/no metrics\.json: it is still running/);
     expect(existsSync(join(fx.artifacts, 'runs', RUNNING_ID, 'report.html'))).toBe(false);
+  });
+
+  it('says an anomaly run is not covered (exit 2), instead of asking for a metrics.json', async () => {
+    const id = 'anomaly-20261125-101010-abcd';
+    const dir = join(fx.artifacts, 'runs', id);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'manifest.json'), JSON.stringify({ id, kind: 'anomaly', task: 'anomaly', status: 'complete', gnnctl: '0.2.0', created_at: '2026-11-25T10:10:10.000Z' }));
+    const err = await reportCommand({ run: id, artifacts: fx.artifacts }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(NotImplementedError);
+    expect((err as NotImplementedError).message).toMatch(/anomaly-detection run; the HTML report covers train and distill runs/);
+    expect((err as NotImplementedError).hint).toContain('gnnctl anomaly score');
+    expect(existsSync(join(dir, 'report.html'))).toBe(false);
   });
 
   it('fails clearly on a metrics.json it cannot read', async () => {

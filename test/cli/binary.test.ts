@@ -94,6 +94,8 @@ describe('bad values exit 2 before any work, naming the flag', () => {
     ['export --version', ['export', '--config', 'CONFIG', '--run', 'latest:fraud', '--version', 'five'], '--version'],
     ['pipeline --distill-epochs', ['pipeline', '--config', 'CONFIG', '--distill-epochs', '-1'], '--distill-epochs'],
     ['check --now', ['check', '--now', '2020-13-01'], '--now'],
+    ['check --drift-threshold', ['check', '--drift-threshold', '0'], '--drift-threshold'],
+    ['check --drift-window', ['check', '--drift-window', 'soon'], '--drift-window'],
     ['serve --port', ['serve', '--model-repository', 'x', '--port', '70000'], '--port'],
     ['serve --max-body-size', ['serve', '--model-repository', 'x', '--max-body-size', 'lots'], '--max-body-size'],
     ['serve --poll-interval', ['serve', '--model-repository', 'x', '--poll-interval', 'soon'], '--poll-interval'],
@@ -174,7 +176,7 @@ describe('the pipeline, command by command, through the binary', () => {
     expect(existsSync(join(repo, name, '5', 'model.onnx'))).toBe(true);
     expect(existsSync(join(repo, name, 'config.pbtxt'))).toBe(true);
 
-    const c = gnnctl(['check', '--model-repository', repo, '--now', '2020-09-23T00:00:00+00:00', '--json'], cwd);
+    const c = gnnctl(['check', '--model-repository', repo, '--now', '2020-09-23T00:00:00+00:00', '--drift-threshold', '0.3', '--drift-window', '14d', '--json'], cwd);
     expect([0, 4]).toContain(c.code);
     expect(c.json).toHaveProperty('checks');
 

@@ -1,40 +1,131 @@
 /**
- * Progress display for long loops: a single updating line with a bar, rate and ETA on a terminal
- * (stderr, via ora), silence with `--json`/`--quiet`, and one plain line per phase when stderr is not a
- * TTY (CI logs stay readable and small).
+ * Progress display for long phases. Three modes:
+ *
+ * - on a terminal (stderr is a TTY): one updating line with a bar, rate and ETA (ora), redrawn ≤ 10×/s;
+ * - without one (CI, cron, `--json`): a plain line on stderr at most every `interval` (15 s by default,
+ *   `GNNCTL_PROGRESS_SECONDS` overrides), so a log shows that a 27-minute phase is alive and when it will
+ *   end. Lines come from `update()` (a synchronous loop that reports often) and from a timer (a phase that
+ *   awaits DuckDB or worker threads between reports);
+ * - off with `--quiet` (and, for library callers, after `setQuiet(true)`).
+ *
+ * `--json` keeps stdout one JSON object: progress only ever writes to stderr.
+ * A phase without a known total (a graph build's SQL steps) passes 0 and names its step with `step()`.
  */
 import ora, { type Ora } from 'ora';
 import { info, isQuiet } from './log.js';
 
+/** `auto`: a TTY gets the live line, anything else plain lines, unless quiet; `plain`: plain lines (`--json`); `off`: nothing (`--quiet`). */
+export type ProgressMode = 'auto' | 'plain' | 'off';
+
+let mode: ProgressMode = 'auto';
+
+/** Set once by the CLI from its global flags. */
+export function setProgressMode(m: ProgressMode): void {
+  mode = m;
+}
+
+/** Seconds between plain lines: `GNNCTL_PROGRESS_SECONDS` (≥ 0; 0 = every update, for tests) or 15. */
+export function progressIntervalMs(env: NodeJS.ProcessEnv = process.env): number {
+  const raw = env.GNNCTL_PROGRESS_SECONDS;
+  if (raw === undefined || raw === '') return 15_000;
+  const s = Number(raw);
+  // A bad value must not break a CI job over a log line: fall back to the default, said once.
+  if (!Number.isFinite(s) || s < 0) {
+    if (!warnedEnv) process.stderr.write(`warning: GNNCTL_PROGRESS_SECONDS must be a number of seconds ≥ 0 (got ${JSON.stringify(raw)}); using 15\n`);
+    warnedEnv = true;
+    return 15_000;
+  }
+  return s * 1000;
+}
+let warnedEnv = false;
+
+/** What a Progress writes to and how it tells time; tests inject a fake clock and timer. */
+export interface ProgressOptions {
+  stream?: { write(s: string): unknown; isTTY?: boolean };
+  /** overrides the stream's isTTY */
+  tty?: boolean;
+  /** milliseconds, monotonic */
+  now?: () => number;
+  /** plain-line cadence in milliseconds */
+  intervalMs?: number;
+  /** starts the heartbeat; returns a function that stops it */
+  every?: (ms: number, fn: () => void) => () => void;
+}
+
+const realEvery = (ms: number, fn: () => void): (() => void) => {
+  const h = setInterval(fn, ms);
+  // The heartbeat must never keep a finished process alive.
+  h.unref();
+  return () => clearInterval(h);
+};
+
 export class Progress {
   private spinner: Ora | null = null;
+  private plain = false;
   private start = 0;
   private lastDraw = 0;
+  private lastLine = 0;
   private total = 0;
+  private done = 0;
+  private extra = '';
   private label = '';
+  private stopBeat: (() => void) | null = null;
+  private readonly stream: NonNullable<ProgressOptions['stream']>;
+  private readonly now: () => number;
+  private readonly interval: number;
+  private readonly every: NonNullable<ProgressOptions['every']>;
+  private readonly tty: boolean;
 
-  /** Starts a phase of `total` units (seeds, entities, …). */
+  constructor(o: ProgressOptions = {}) {
+    this.stream = o.stream ?? process.stderr;
+    this.tty = o.tty ?? Boolean(this.stream.isTTY);
+    this.now = o.now ?? (() => performance.now());
+    this.interval = o.intervalMs ?? progressIntervalMs();
+    this.every = o.every ?? realEvery;
+  }
+
+  /** Starts a phase of `total` units (seeds, entities, …; 0 = unknown, see `step`). */
   begin(label: string, total: number): void {
+    this.stop();
     this.label = label;
     this.total = total;
-    this.start = performance.now();
+    this.done = 0;
+    this.extra = '';
+    this.start = this.now();
     this.lastDraw = 0;
-    if (!isQuiet() && process.stderr.isTTY) {
-      this.spinner = ora({ ...spinnerOptions(), text: label, stream: process.stderr, discardStdin: false }).start();
+    this.lastLine = this.start;
+    const m = mode === 'auto' ? (isQuiet() ? 'off' : this.tty ? 'tty' : 'plain') : mode;
+    if (m === 'tty') {
+      this.spinner = ora({ ...spinnerOptions(), text: label, stream: this.stream as NodeJS.WritableStream, discardStdin: false }).start();
+    } else if (m === 'plain') {
+      this.plain = true;
+      // A timer tick a little more often than the cadence keeps the gap between lines ≤ the cadence.
+      if (this.interval > 0) this.stopBeat = this.every(Math.max(100, Math.floor(this.interval / 3)), () => this.beat());
     }
   }
 
-  /** Reports `done` of `total` units; `extra` is appended (e.g. the loss). Redraws at most 10×/s. */
+  /** Reports `done` of `total` units; `extra` is appended (e.g. the loss). */
   update(done: number, extra = ''): void {
-    if (!this.spinner) return;
-    const now = performance.now();
-    if (now - this.lastDraw < 100 && done < this.total) return;
-    this.lastDraw = now;
-    this.spinner.text = this.line(done, extra);
+    this.done = done;
+    this.extra = extra;
+    if (this.spinner) {
+      const now = this.now();
+      if (now - this.lastDraw < 100 && done < this.total) return;
+      this.lastDraw = now;
+      this.spinner.text = this.line(done, extra);
+    } else if (this.plain) {
+      this.beat();
+    }
+  }
+
+  /** Names the current step of a phase without a count (`graph build: encoding transactions`). */
+  step(what: string): void {
+    this.update(this.done, what);
   }
 
   /** Ends the phase with a summary line (printed in every mode except quiet). */
   end(summary: string): void {
+    this.stop();
     if (this.spinner) {
       this.spinner.stopAndPersist({ symbol: '✓', text: summary });
       this.spinner = null;
@@ -43,13 +134,43 @@ export class Progress {
     }
   }
 
+  /** Stops the live line and the heartbeat without a summary (a phase that failed; call in `finally`). */
+  stop(): void {
+    this.stopBeat?.();
+    this.stopBeat = null;
+    this.plain = false;
+    if (this.spinner) {
+      this.spinner.stop();
+      this.spinner = null;
+    }
+  }
+
   /** Units per second since `begin`. */
   rate(done: number): number {
-    const s = (performance.now() - this.start) / 1000;
+    const s = (this.now() - this.start) / 1000;
     return s > 0 ? done / s : 0;
   }
 
+  /** Writes a plain line when the cadence has passed since the last one (or the phase began). */
+  private beat(): void {
+    if (!this.plain) return;
+    const now = this.now();
+    if (now - this.lastLine < this.interval) return;
+    this.lastLine = now;
+    this.stream.write(`${this.plainLine(this.done, this.extra)}\n`);
+  }
+
+  private plainLine(done: number, extra: string): string {
+    const elapsed = formatSeconds((this.now() - this.start) / 1000);
+    if (this.total <= 0) return `${this.label}: ${elapsed} elapsed${extra ? ` · ${extra}` : ''}`;
+    const frac = Math.min(1, done / this.total);
+    const rate = this.rate(done);
+    const eta = rate > 0 ? formatSeconds((this.total - done) / rate) : '?';
+    return `${this.label}: ${done.toLocaleString('en-US')}/${this.total.toLocaleString('en-US')} (${(frac * 100).toFixed(0)}%) ${formatRate(rate)}/s, ${elapsed} elapsed, ETA ${eta}${extra ? ` · ${extra}` : ''}`;
+  }
+
   private line(done: number, extra: string): string {
+    if (this.total <= 0) return `${this.label} ${formatSeconds((this.now() - this.start) / 1000)}${extra ? ` · ${extra}` : ''}`;
     const frac = this.total > 0 ? Math.min(1, done / this.total) : 0;
     const width = 24;
     const filled = Math.round(frac * width);

@@ -30,7 +30,7 @@ import { Graph } from '../graph/graph.js';
 import { loadWeights, readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
 import { tempSibling, writeFileAtomic, writeJsonAtomic } from '../core/atomic.js';
 import { hashFile } from '../core/hash.js';
-import { info } from '../core/log.js';
+import { Progress } from '../core/progress.js';
 import { VERSION } from '../core/version.js';
 import { writeModelConfig, type TritonModelConfig } from '../artifacts/triton/pbtxt.js';
 import { checkParity, rawRequests, type ParityReport } from './parity.js';
@@ -89,79 +89,93 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
 
   const built = await buildGraph(cfg);
   const graph = Graph.load(built.dir);
+  // Computing missing embeddings shows its own progress (embed), so this phase starts after it.
   const sources = await embeddingSources(opts, cfg, manifest, spec);
-  const entities: EntityTable[] = spec.embeddings.map((k) => readEntityTable(sources.find((s) => s.table === k.target)!, k.type));
-  const keyVocabularies = await targetKeys(graph, [...new Set(spec.rti.flatMap((r) => r.same_keys.map((k) => k.target)))]);
-
-  const name = opts.name ?? cfg.export.name;
-  const repo = opts.out ?? join(cfg.artifactsDir, 'model_repository');
-  const modelDir = join(repo, name);
-  mkdirSync(modelDir, { recursive: true });
-  const version = opts.version ?? nextVersion(modelDir);
-  const versionDir = join(modelDir, String(version));
-  if (existsSync(versionDir)) throw new UsageError(`version ${version} of ${name} already exists`, { where: versionDir, hint: 'omit --version to use the next one' });
-
-  const g = buildStudentOnnx({
-    spec,
-    weights,
-    entities,
-    key_vocabularies: keyVocabularies,
-    kind: spec.output.kind,
-    label_mean: spec.output.label_mean,
-    label_std: spec.output.label_std,
-    metadata: { 'gnnctl.distilled_run': run.id, 'gnnctl.base_run': manifest.base_run, 'gnnctl.graph_fingerprint': manifest.graph.schema_fingerprint, 'gnnctl.version': VERSION },
-  });
-  const tmp = tempSibling(versionDir);
-  let parity: ParityReport | null = null;
+  // Steps, not rows: building the ONNX graph, writing, the parity check, hashing.
+  const progress = new Progress();
+  let stepsDone = 0;
+  const step = (what: string): void => progress.update(stepsDone++, what);
+  progress.begin(`export ${opts.name ?? cfg.export.name}`, 4);
   try {
-    mkdirSync(tmp, { recursive: true });
-    const files = g.toFiles(tmp);
-    for (const s of sources) {
-      if (s.files.length === 1) copyFileSync(s.files[0]!, join(tmp, `embeddings.${s.table}.parquet`));
-      else s.files.forEach((f, i) => copyFileSync(f, join(tmp, `embeddings.${s.table}.part-${String(i).padStart(5, '0')}.parquet`)));
+    const entities: EntityTable[] = spec.embeddings.map((k) => readEntityTable(sources.find((s) => s.table === k.target)!, k.type));
+    const keyVocabularies = await targetKeys(graph, [...new Set(spec.rti.flatMap((r) => r.same_keys.map((k) => k.target)))]);
+
+    const name = opts.name ?? cfg.export.name;
+    const repo = opts.out ?? join(cfg.artifactsDir, 'model_repository');
+    const modelDir = join(repo, name);
+    mkdirSync(modelDir, { recursive: true });
+    const version = opts.version ?? nextVersion(modelDir);
+    const versionDir = join(modelDir, String(version));
+    if (existsSync(versionDir)) throw new UsageError(`version ${version} of ${name} already exists`, { where: versionDir, hint: 'omit --version to use the next one' });
+
+    step('building the ONNX graph');
+    const g = buildStudentOnnx({
+      spec,
+      weights,
+      entities,
+      key_vocabularies: keyVocabularies,
+      kind: spec.output.kind,
+      label_mean: spec.output.label_mean,
+      label_std: spec.output.label_std,
+      metadata: { 'gnnctl.distilled_run': run.id, 'gnnctl.base_run': manifest.base_run, 'gnnctl.graph_fingerprint': manifest.graph.schema_fingerprint, 'gnnctl.version': VERSION },
+    });
+    const tmp = tempSibling(versionDir);
+    let parity: ParityReport | null = null;
+    try {
+      mkdirSync(tmp, { recursive: true });
+      step('writing the model and embeddings');
+      const files = g.toFiles(tmp);
+      for (const s of sources) {
+        if (s.files.length === 1) copyFileSync(s.files[0]!, join(tmp, `embeddings.${s.table}.parquet`));
+        else s.files.forEach((f, i) => copyFileSync(f, join(tmp, `embeddings.${s.table}.part-${String(i).padStart(5, '0')}.parquet`)));
+      }
+      const nParity = opts.parityExamples ?? 256;
+      step(`parity check on ${nParity} examples`);
+      if (nParity > 0) parity = await selfCheck(cfg, graph, spec, run.dir, files.modelPath, entities, nParity);
+      step('hashing files');
+      const hashes: Record<string, string> = {};
+      for (const f of readdirSync(tmp)) hashes[f] = await hashFile(join(tmp, f));
+      const lineage = {
+        kind: 'export',
+        gnnctl: VERSION,
+        created_at: new Date().toISOString(),
+        model: name,
+        version,
+        task: spec.task,
+        distilled_run: run.id,
+        base_run: manifest.base_run,
+        graph_fingerprint: manifest.graph.schema_fingerprint,
+        data_fingerprint: graph.manifest.fingerprint,
+        max_embedding_offset_seconds: cfg.distillation?.max_embedding_offset ?? null,
+        embeddings: sources.map((s) => ({ table: s.table, anchor_time: s.anchor, run_id: s.runId, rows: entities[spec.embeddings.findIndex((k) => k.target === s.table)]?.keys.length ?? 0, sources: s.files })),
+        inputs: requestInputs(spec).map((i) => ({ name: i.name, datatype: tritonType(i.elemType).replace('TYPE_', ''), shape: i.sequence ? [-1, -1, 1] : [-1, 1] })),
+        output: outputName(spec.output.kind),
+        parity,
+        files: hashes,
+      };
+      writeJsonAtomic(join(tmp, 'manifest.json'), lineage);
+      writeFileAtomic(join(tmp, 'README.md'), readme(spec, name, version, lineage.embeddings));
+      // config.pbtxt first, so a server that picks up the new version reads a matching config.
+      writeFileAtomic(join(modelDir, 'config.pbtxt'), writeModelConfig(modelConfig(cfg, spec, name)));
+      renameSync(tmp, versionDir);
+      progress.end(`export: ${name} version ${version} → ${versionDir}`);
+      return {
+        repository: repo,
+        model: name,
+        version,
+        dir: versionDir,
+        model_bytes: files.modelBytes + (files.dataBytes ?? 0),
+        embedding_rows: Object.fromEntries(spec.embeddings.map((k, i) => [k.target, entities[i]!.keys.length])),
+        embedding_anchor: Object.fromEntries(sources.map((s) => [s.table, s.anchor])),
+        parity,
+        seconds: Math.round((performance.now() - t0) / 10) / 100,
+      };
+    } catch (e) {
+      rmSync(tmp, { recursive: true, force: true });
+      throw e;
     }
-    const nParity = opts.parityExamples ?? 256;
-    if (nParity > 0) parity = await selfCheck(cfg, graph, spec, run.dir, files.modelPath, entities, nParity);
-    const hashes: Record<string, string> = {};
-    for (const f of readdirSync(tmp)) hashes[f] = await hashFile(join(tmp, f));
-    const lineage = {
-      kind: 'export',
-      gnnctl: VERSION,
-      created_at: new Date().toISOString(),
-      model: name,
-      version,
-      task: spec.task,
-      distilled_run: run.id,
-      base_run: manifest.base_run,
-      graph_fingerprint: manifest.graph.schema_fingerprint,
-      data_fingerprint: graph.manifest.fingerprint,
-      max_embedding_offset_seconds: cfg.distillation?.max_embedding_offset ?? null,
-      embeddings: sources.map((s) => ({ table: s.table, anchor_time: s.anchor, run_id: s.runId, rows: entities[spec.embeddings.findIndex((k) => k.target === s.table)]?.keys.length ?? 0, sources: s.files })),
-      inputs: requestInputs(spec).map((i) => ({ name: i.name, datatype: tritonType(i.elemType).replace('TYPE_', ''), shape: i.sequence ? [-1, -1, 1] : [-1, 1] })),
-      output: outputName(spec.output.kind),
-      parity,
-      files: hashes,
-    };
-    writeJsonAtomic(join(tmp, 'manifest.json'), lineage);
-    writeFileAtomic(join(tmp, 'README.md'), readme(spec, name, version, lineage.embeddings));
-    // config.pbtxt first, so a server that picks up the new version reads a matching config.
-    writeFileAtomic(join(modelDir, 'config.pbtxt'), writeModelConfig(modelConfig(cfg, spec, name)));
-    renameSync(tmp, versionDir);
-    info(`export: ${name} version ${version} → ${versionDir}`);
-    return {
-      repository: repo,
-      model: name,
-      version,
-      dir: versionDir,
-      model_bytes: files.modelBytes + (files.dataBytes ?? 0),
-      embedding_rows: Object.fromEntries(spec.embeddings.map((k, i) => [k.target, entities[i]!.keys.length])),
-      embedding_anchor: Object.fromEntries(sources.map((s) => [s.table, s.anchor])),
-      parity,
-      seconds: Math.round((performance.now() - t0) / 10) / 100,
-    };
-  } catch (e) {
-    rmSync(tmp, { recursive: true, force: true });
-    throw e;
+  } finally {
+    progress.stop();
   }
 }
 

@@ -17,6 +17,7 @@ import { produceAtomically, writeJsonAtomic } from '../core/atomic.js';
 import { isoSeconds } from '../core/duration.js';
 import { hashValue } from '../core/hash.js';
 import { info } from '../core/log.js';
+import { Progress } from '../core/progress.js';
 import { parseIsoTime, TIME_HINT } from '../core/time.js';
 import { VERSION } from '../core/version.js';
 import { degreeStats, readInt32, reverseCsr, writeTyped } from './csr.js';
@@ -63,11 +64,19 @@ export async function buildGraph(cfg: Config, opts: BuildOptions = {}): Promise<
         info(`graph: reusing cached build ${dir}`);
         return { dir, manifest, cached: true, seconds: (performance.now() - t0) / 1000 };
       }
-      const manifest = await produceAtomically(dir, async (tmp) => {
-        mkdirSync(tmp, { recursive: true });
-        return buildInto(conn, cfg, sources, fingerprint, tmp);
-      });
+      const progress = new Progress();
+      let manifest: GraphManifest;
+      try {
+        manifest = await produceAtomically(dir, async (tmp) => {
+          mkdirSync(tmp, { recursive: true });
+          return buildInto(conn, cfg, sources, fingerprint, tmp, progress);
+        });
+      } finally {
+        progress.stop();
+      }
       manifest.timings.total = round((performance.now() - t0) / 1000, 2);
+      const nodes = Object.values(manifest.tables).reduce((a, x) => a + x.rows, 0);
+      progress.end(`graph: built ${nodes.toLocaleString('en-US')} nodes in ${manifest.timings.total.toFixed(1)}s (${dir})`);
       writeJsonAtomic(join(dir, 'manifest.json'), manifest);
       return { dir, manifest, cached: false, seconds: (performance.now() - t0) / 1000 };
     },
@@ -80,13 +89,19 @@ function taskSplitsKey(cfg: Config): unknown {
   return Object.fromEntries(Object.entries(cfg.taskSpecs).map(([k, t]) => [k, { q: t.query.text, s: t.split }]));
 }
 
-async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<string, SourceFile[]>, fingerprint: string, out: string): Promise<GraphManifest> {
+async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<string, SourceFile[]>, fingerprint: string, out: string, progress: Progress): Promise<GraphManifest> {
   const timings: Record<string, number> = {};
   const warnings: string[] = [];
   const tick = (name: string, t: number): void => {
     timings[name] = round((performance.now() - t) / 1000, 2);
   };
   const specs = Object.values(cfg.tableSpecs);
+  // Progress in steps (read, number, encode each table; reverse each foreign key): DuckDB gives no row
+  // count inside one statement, so the ETA is per step and rough, but a CI log sees which step is running.
+  const fkCount = specs.reduce((a, sp) => a + Object.keys(sp.foreign_keys).length, 0);
+  let stepsDone = 0;
+  progress.begin('graph build', specs.length * 3 + fkCount);
+  const step = (what: string): void => progress.update(stepsDone++, what);
 
   // 1. Sources and the checks that need only column names.
   let t = performance.now();
@@ -114,6 +129,7 @@ async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<st
   t = performance.now();
   for (const plan of Object.values(plans)) {
     const { spec } = plan;
+    step(`reading ${spec.name}`);
     try {
       await conn.run(`CREATE TABLE ${q(`raw_${spec.name}`)} AS SELECT * FROM ${q(`src_${spec.name}`)}`);
     } catch (e) {
@@ -140,6 +156,7 @@ async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<st
   // Dense node ids: time order, then primary key, then source order (deterministic whatever the file order).
   for (const plan of Object.values(plans)) {
     const { spec } = plan;
+    step(`numbering ${spec.name}`);
     const order = [plan.timeExpr ? '__t' : null, spec.primary_key ? q(spec.primary_key) : null, 'rowid'].filter(Boolean).join(', ');
     await conn.run(
       `CREATE TABLE ${q(`n_${spec.name}`)} AS SELECT (row_number() OVER (ORDER BY ${order}) - 1)::INTEGER AS __node, * FROM ` +
@@ -165,6 +182,7 @@ async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<st
   const schema: GraphSchema = { tables: {} };
   const tables: Record<string, TableManifest> = {};
   for (const plan of Object.values(plans)) {
+    step(`encoding ${plan.spec.name}`);
     const r = await encodeTable(conn, cfg, plan, plans, fitUntil, out, warnings);
     schema.tables[plan.spec.name] = r.schema;
     tables[plan.spec.name] = r.manifest;
@@ -176,6 +194,7 @@ async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<st
   const edges: EdgeManifest[] = [];
   for (const [name, tm] of Object.entries(tables)) {
     for (const fk of tm.foreign_keys) {
+      step(`reversing ${name}.${fk.column}`);
       const parents = readInt32(join(out, fk.file));
       const nParent = tables[fk.target]!.rows;
       const { indptr, indices } = reverseCsr(parents, nParent);

@@ -1,7 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { spinnerOptions } from '../../src/core/progress.js';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { pipelineConfig } from '../helpers/pipeline.js';
+import { tinySynth, type SynthFixture } from '../helpers/synth.js';
+import { Progress, progressIntervalMs, setProgressMode, spinnerOptions } from '../../src/core/progress.js';
+import { setQuiet } from '../../src/core/log.js';
 
 describe('spinnerOptions', () => {
   it('turns colour off when NO_COLOR is set and not empty (no-color.org)', () => {
@@ -22,5 +26,153 @@ describe('spinnerOptions', () => {
     expect(frame({})).toMatch(/\u001b\[36m/);
     expect(frame({ NO_COLOR: '1' })).not.toMatch(/\u001b\[/);
     expect(frame({ NO_COLOR: '1' })).toMatch(/ x$/);
+  });
+});
+
+/** A Progress writing plain lines (no TTY) to an array, on a clock and heartbeat the test drives. */
+function plainProgress(intervalMs = 30_000) {
+  const lines: string[] = [];
+  let now = 0;
+  let beat: (() => void) | null = null;
+  let beatMs = 0;
+  const p = new Progress({
+    stream: { write: (s: string) => lines.push(...s.split('\n').filter(Boolean)) },
+    tty: false,
+    now: () => now,
+    intervalMs,
+    every: (ms, fn) => {
+      beatMs = ms;
+      beat = fn;
+      return () => {
+        beat = null;
+      };
+    },
+  });
+  return {
+    p,
+    lines,
+    advance: (ms: number) => (now += ms),
+    tick: () => beat?.(),
+    beating: () => beat !== null,
+    beatMs: () => beatMs,
+  };
+}
+
+describe('Progress without a terminal', () => {
+  beforeEach(() => {
+    setQuiet(false);
+    setProgressMode('auto');
+  });
+  afterEach(() => {
+    setQuiet(false);
+    setProgressMode('auto');
+  });
+
+  it('a synchronous loop that reports often prints one plain line per interval, with count, rate and ETA', () => {
+    const f = plainProgress(30_000);
+    f.p.begin('epoch 1/3', 1000);
+    // 100 s of work in 1 s steps: lines at 30, 60 and 90 s, never more often.
+    for (let i = 1; i <= 100; i++) {
+      f.advance(1000);
+      f.p.update(i * 10, `loss 0.${i}`);
+    }
+    expect(f.lines).toHaveLength(3);
+    expect(f.lines[0]).toBe('epoch 1/3: 300/1,000 (30%) 10/s, 30s elapsed, ETA 1:10 · loss 0.30');
+    expect(f.lines[2]).toMatch(/^epoch 1\/3: 900\/1,000 \(90%\) 10\/s, 1:30 elapsed, ETA 10s/);
+  });
+
+  it('a phase that awaits (no update calls) still prints from the heartbeat, and the heartbeat beats more often than the interval', () => {
+    const f = plainProgress(30_000);
+    f.p.begin('graph build', 0);
+    f.p.step('reading transactions');
+    expect(f.beatMs()).toBeLessThan(30_000);
+    let t = 0;
+    for (; t < 95_000; t += f.beatMs()) {
+      f.advance(f.beatMs());
+      f.tick();
+    }
+    // Every gap between lines ≤ 30 s: at least three lines in 95 s, each naming the step.
+    expect(f.lines.length).toBeGreaterThanOrEqual(3);
+    expect(f.lines[0]).toMatch(/^graph build: 30s elapsed · reading transactions$/);
+  });
+
+  it('end() stops the heartbeat; a stopped phase prints nothing more', () => {
+    const f = plainProgress(30_000);
+    f.p.begin('baseline fit', 0);
+    f.p.end('baseline: done');
+    expect(f.beating()).toBe(false);
+    f.advance(60_000);
+    f.tick();
+    f.p.update(5);
+    expect(f.lines).toEqual([]);
+  });
+
+  it('prints nothing when quiet in auto mode (library callers) or when mode is off (--quiet), and plain lines in plain mode (--json) even when quiet', () => {
+    setQuiet(true);
+    const q = plainProgress(0);
+    q.p.begin('x', 10);
+    q.p.update(5);
+    expect(q.lines).toEqual([]);
+    setProgressMode('plain');
+    const j = plainProgress(0);
+    j.p.begin('x', 10);
+    j.p.update(5);
+    expect(j.lines).toEqual(['x: 5/10 (50%) 0/s, 0s elapsed, ETA ?']);
+    setProgressMode('off');
+    setQuiet(false);
+    const o = plainProgress(0);
+    o.p.begin('x', 10);
+    o.p.update(5);
+    expect(o.lines).toEqual([]);
+  });
+
+  it('GNNCTL_PROGRESS_SECONDS sets the cadence; a bad value falls back to 15 s', () => {
+    expect(progressIntervalMs({})).toBe(15_000);
+    expect(progressIntervalMs({ GNNCTL_PROGRESS_SECONDS: '0' })).toBe(0);
+    expect(progressIntervalMs({ GNNCTL_PROGRESS_SECONDS: '2.5' })).toBe(2500);
+    expect(progressIntervalMs({ GNNCTL_PROGRESS_SECONDS: 'soon' })).toBe(15_000);
+    expect(progressIntervalMs({ GNNCTL_PROGRESS_SECONDS: '-1' })).toBe(15_000);
+  });
+});
+
+describe('progress through the binary without a terminal (CI, cron, --json)', () => {
+  const BIN = join(import.meta.dirname, '..', '..', 'bin', 'gnnctl.js');
+  let fx: SynthFixture;
+  const run = (args: string[], env: Record<string, string> = {}) =>
+    spawnSync(process.execPath, [BIN, ...args, '--config', fx.config, '--artifacts', fx.artifacts], {
+      cwd: fx.dir,
+      encoding: 'utf8',
+      timeout: 170_000,
+      // The cadence of 0 s makes every update print: periodic lines without waiting 15 s of real time.
+      env: { ...process.env, NO_COLOR: '1', GNNCTL_PROGRESS_SECONDS: '0', ...env },
+    });
+  beforeAll(async () => {
+    fx = await tinySynth(pipelineConfig());
+  });
+  afterAll(() => fx.cleanup());
+
+  it('graph build and train --json print plain progress lines on stderr, stdout stays one JSON object', () => {
+    const g = run(['graph', 'build', '--json']);
+    expect(g.status, g.stderr).toBe(0);
+    expect(JSON.parse(g.stdout)).toMatchObject({ dir: expect.any(String) });
+    expect(g.stderr).toMatch(/^graph build: \d+\/\d+ \(\d+%\) .* elapsed, ETA .* · reading transactions$/m);
+    expect(g.stderr).toMatch(/^graph build: .* · reversing transactions\.customer_id$/m);
+
+    const t = run(['train', '--task', 'fraud', '--epochs', '1', '--backend', 'wasm', '--json']);
+    expect(t.status, t.stderr).toBe(0);
+    expect(t.stdout.trim().split('\n')).toHaveLength(1);
+    expect(JSON.parse(t.stdout)).toMatchObject({ status: 'complete' });
+    expect(t.stderr).toMatch(/^epoch 1\/1: \d[\d,]*\/[\d,]+ \(\d+%\) .*/m);
+    expect(t.stderr).toMatch(/^epoch 1\/1 validation: /m);
+    expect(t.stderr).toMatch(/^evaluation: test: /m);
+    expect(t.stderr).toMatch(/^baseline fit \([\d,]+ rows\): .* elapsed · [\d,]+ rows seen/m);
+    // No ANSI control sequences (spinner redraws) in a log.
+    expect(t.stderr).not.toMatch(/\u001b\[/);
+  });
+
+  it('--quiet prints no progress at all', () => {
+    const t = run(['train', '--task', 'fraud', '--epochs', '1', '--backend', 'wasm', '--quiet']);
+    expect(t.status, t.stderr).toBe(0);
+    expect(t.stderr).not.toMatch(/^(epoch|evaluation|baseline fit|graph build)/m);
   });
 });

@@ -75,6 +75,12 @@ const splitSchema = z
     val_anchor: isoTimeSchema.optional().describe('ISO time of the validation anchor (default: test anchor − window)'),
     train_anchors: z.number().int().min(1).default(10).describe('entity tasks: number of train anchors stepping back from val by the window'),
     max_train_examples: z.number().int().positive().optional().describe('subsample training examples to at most this many (seeded)'),
+    baseline_max_train_examples: z
+      .number()
+      .int()
+      .positive()
+      .default(250000)
+      .describe('the no-graph baseline fits on at most this many of the training examples (a seeded sample; its val/test are scored in full): an MLP of ~10k weights gains nothing from more, and fitting it was the slowest single-threaded part of a large run'),
   })
   .strict();
 
@@ -112,7 +118,7 @@ export type ModelConfig = z.infer<typeof modelSchema>;
 export const taskSchema = z
   .object({
     query: z.string().describe('predictive query, e.g. PREDICT COUNT(transactions.*, 0, 7, days) = 0 FOR EACH customers.customer_id'),
-    split: splitSchema.default({ train_anchors: 10 }),
+    split: splitSchema.default({ train_anchors: 10, baseline_max_train_examples: 250000 }),
     model: modelSchema.partial().optional().describe('overrides of the top-level model block for this task'),
   })
   .strict();

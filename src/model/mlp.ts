@@ -20,6 +20,8 @@ export interface MlpOptions {
   patience?: number;
   dropout?: number;
   seed: number;
+  /** called after every optimizer step and each validation pass: rows seen so far of `epochs × n` at most, and a note (epoch, val score) */
+  onProgress?: (rowsSeen: number, rowsMax: number, note: string) => void;
 }
 
 export interface MlpResult {
@@ -106,6 +108,8 @@ export function fitMlp(
   let bestSnap = params.snapshot();
   let stale = 0;
   let steps = 0;
+  let seen = 0;
+  let note = '';
   try {
     for (let epoch = 0; epoch < epochs; epoch++) {
       rng.shuffle(order);
@@ -123,8 +127,12 @@ export function fitMlp(
         }, true);
         cost?.dispose();
         steps++;
+        seen += m;
+        opts.onProgress?.(seen, epochs * n, note);
       }
       const v = evalVal();
+      note = `epoch ${epoch + 1}, val ${objective.mainMetric.name} ${Math.abs(v).toFixed(4)}`;
+      opts.onProgress?.(seen, epochs * n, note);
       if (v > best + 1e-5) {
         best = v;
         bestEpoch = epoch;

@@ -27,7 +27,7 @@ const trainMetricsSchema = z.object({
   main_metric: z.string().optional(),
   val: metricsSchema,
   test: metricsSchema,
-  baseline: z.object({ val: metricsSchema, test: metricsSchema, features: z.array(z.string()).default([]) }).nullable().default(null),
+  baseline: z.object({ val: metricsSchema, test: metricsSchema, features: z.array(z.string()).default([]), train_rows: z.number().optional() }).nullable().default(null),
   lift: value.default(null),
   best_epoch: z.number(),
   epochs: z.array(

@@ -4,46 +4,127 @@
  * deep model, so the lift is measured against a tuned tabular model.
  */
 import type { TrainingTables } from './examples.js';
-import type { DeepModel } from '../model/deep_model.js';
 import type { TableFeatures } from '../model/features.js';
 import { fitMlp, standardizeColumns } from '../model/mlp.js';
-import type { TaskSpec } from '../config/load.js';
 import type { Metrics } from '../task/metrics.js';
 import { objectiveFor, type ObjectiveKind } from '../task/objective/objective.js';
 import type { Examples } from '../task/task_spec.js';
+import { Rng } from '../core/rng.js';
 
 /** The objective's metrics of predictions against labels. */
 export function evaluate(kind: ObjectiveKind, labels: Float32Array, preds: Float32Array): Metrics {
   return objectiveFor(kind).metrics(labels, preds);
 }
 
-/** The no-graph baseline on the same examples: own features (numeric encoding + small categoricals one-hot) + DuckDB aggregates. */
-export function fitBaseline(model: DeepModel, task: TaskSpec, tables: TrainingTables, kind: ObjectiveKind, seed: number) {
+/**
+ * Rows of the training split the baseline fits on: all of them up to `max`, else a seeded uniform sample
+ * of `max` (ascending). Why a sample is sound: the baseline is an MLP of ~10k weights on a few dozen
+ * features; its validation metric stops moving long before a million rows (on the medium fraud task,
+ * 250k of 1.86M rows are > 20 rows per weight), while fitting on all of them was the largest
+ * single-threaded part of a run (docs/scale.md). Validation and test are always scored in full, so the
+ * lift is measured on exactly the examples the deep model is measured on.
+ */
+export function baselineRows(n: number, max: number, seed: number): Int32Array | null {
+  if (n <= max) return null;
+  const idx = Int32Array.from({ length: n }, (_, i) => i);
+  const rng = new Rng((seed ^ 0x5bd1e995) >>> 0);
+  // Partial Fisher-Yates: the first `max` slots are a uniform sample without replacement.
+  for (let i = 0; i < max; i++) {
+    const j = i + rng.int(n - i);
+    const t = idx[i]!;
+    idx[i] = idx[j]!;
+    idx[j] = t;
+  }
+  return idx.subarray(0, max).sort();
+}
+
+/**
+ * What the baseline fits on: the training examples (a seeded sample above `maxTrainRows`), validation
+ * and test in full, with their DuckDB aggregates row-aligned. Small enough to post to a worker thread.
+ */
+export interface BaselineInputs {
+  train: Examples;
+  val: Examples;
+  test: Examples;
+  /** aggregate names and, per split, [rows × names.length] */
+  names: string[];
+  trainAgg: Float32Array;
+  valAgg: Float32Array;
+  testAgg: Float32Array;
+}
+
+export function baselineInputs(tables: TrainingTables, maxTrainRows: number, seed: number): BaselineInputs {
   const sql = tables.baseline!;
-  const own = model.features[task.query.entity.table]!;
+  const rows = baselineRows(tables.train.nodes.length, maxTrainRows, seed);
+  if (!rows) return { train: tables.train, val: tables.val, test: tables.test, names: sql.names, trainAgg: sql.train, valAgg: sql.val, testAgg: sql.test };
+  const k = sql.names.length;
+  const trainAgg = new Float32Array(rows.length * k);
+  for (let i = 0; i < rows.length; i++) trainAgg.set(sql.train.subarray(rows[i]! * k, (rows[i]! + 1) * k), i * k);
+  const ex = tables.train;
+  return {
+    train: { nodes: pick(ex.nodes, rows), anchors: pick(ex.anchors, rows), labels: pick(ex.labels, rows) },
+    val: tables.val,
+    test: tables.test,
+    names: sql.names,
+    trainAgg,
+    valAgg: sql.val,
+    testAgg: sql.test,
+  };
+}
+
+export interface BaselineResult {
+  val: Metrics;
+  test: Metrics;
+  testPred: Float32Array;
+  features: string[];
+  /** training examples it was fitted on */
+  train_rows: number;
+  /** seconds the fit took (where it ran: a worker thread or this one) */
+  seconds: number;
+}
+
+/** The no-graph baseline on the same examples: own features (numeric encoding + small categoricals one-hot) + DuckDB aggregates. */
+export function fitBaseline(
+  own: TableFeatures,
+  x: BaselineInputs,
+  kind: ObjectiveKind,
+  seed: number,
+  onProgress?: (rowsSeen: number, rowsMax: number, note: string) => void,
+): BaselineResult {
+  const t0 = performance.now();
+  const k = x.names.length;
   const build = (ex: Examples, agg: Float32Array) => {
     const o = ownMatrix(own, ex);
-    const d = o.d + sql.names.length;
+    const d = o.d + k;
     const n = ex.nodes.length;
     const X = new Float32Array(n * d);
     for (let i = 0; i < n; i++) {
       X.set(o.X.subarray(i * o.d, (i + 1) * o.d), i * d);
-      X.set(agg.subarray(i * sql.names.length, (i + 1) * sql.names.length), i * d + o.d);
+      X.set(agg.subarray(i * k, (i + 1) * k), i * d + o.d);
     }
     return { X, d };
   };
-  const tr = build(tables.train, sql.train);
-  const va = build(tables.val, sql.val);
-  const te = build(tables.test, sql.test);
+  const tr = build(x.train, x.trainAgg);
+  const va = build(x.val, x.valAgg);
+  const te = build(x.test, x.testAgg);
   standardizeColumns(tr.X, tr.d, [va.X, te.X]);
-  const r = fitMlp(tr.d, { X: tr.X, y: tables.train.labels }, { X: va.X, y: tables.val.labels }, [va.X, te.X], { kind, seed });
+  const r = fitMlp(tr.d, { X: tr.X, y: x.train.labels }, { X: va.X, y: x.val.labels }, [va.X, te.X], { kind, seed, onProgress });
   const [valPred, testPred] = r.predictions as [Float32Array, Float32Array];
   return {
-    val: evaluate(kind, tables.val.labels, valPred),
-    test: evaluate(kind, tables.test.labels, testPred),
+    val: evaluate(kind, x.val.labels, valPred),
+    test: evaluate(kind, x.test.labels, testPred),
     testPred,
-    features: [...ownFeatureNames(own), ...sql.names],
+    features: [...ownFeatureNames(own), ...x.names],
+    train_rows: x.train.nodes.length,
+    seconds: (performance.now() - t0) / 1000,
   };
+}
+
+function pick<T extends Int32Array | Float64Array | Float32Array>(a: T, rows: Int32Array): T {
+  const C = a.constructor as { new (n: number): T };
+  const out = new C(rows.length);
+  for (let i = 0; i < rows.length; i++) out[i] = a[rows[i]!]!;
+  return out;
 }
 
 const ONE_HOT_MAX = 50;

@@ -25,8 +25,12 @@ export interface StepResult {
 export interface GradientEngine {
   readonly workers: number;
   step(weights: Float32Array, rows: Int32Array, rngSeed: number): Promise<StepResult>;
-  /** raw head outputs (logits / standardized values) for examples [lo, hi) of a split */
-  predict(weights: Float32Array, split: 'val' | 'test', seed: number): Promise<Float32Array>;
+  /**
+   * Raw head outputs (logits / standardized values) for every example of a split, in chunks of
+   * PREDICT_CHUNK rows seeded by their position (the same outputs whatever the number of workers);
+   * `onProgress` gets the rows done so far.
+   */
+  predict(weights: Float32Array, split: 'val' | 'test', seed: number, onProgress?: (done: number) => void): Promise<Float32Array>;
   close(): Promise<void>;
 }
 
@@ -34,6 +38,14 @@ export interface EngineData {
   train: Examples;
   val: Examples;
   test: Examples;
+}
+
+/** Rows per prediction chunk: small enough to spread over workers and report progress, large enough that a message per chunk costs nothing. */
+export const PREDICT_CHUNK = 16384;
+
+/** The sampling seed of the prediction chunk starting at row `lo`. */
+export function chunkSeed(seed: number, lo: number): number {
+  return (Math.imul(seed, 0x9e3779b1) + lo) >>> 0;
 }
 
 /** One step's loss and gradients on `rows` of the training examples. */
@@ -87,9 +99,17 @@ export class LocalEngine implements GradientEngine {
     return r;
   }
 
-  async predict(weights: Float32Array, split: 'val' | 'test', seed: number): Promise<Float32Array> {
+  async predict(weights: Float32Array, split: 'val' | 'test', seed: number, onProgress?: (done: number) => void): Promise<Float32Array> {
     this.model.params.assignBlob(weights);
-    return this.model.predictRaw(this.data[split], 2048, seed);
+    const ex = this.data[split];
+    const out = new Float32Array(ex.nodes.length);
+    for (let lo = 0; lo < out.length; lo += PREDICT_CHUNK) {
+      const hi = Math.min(out.length, lo + PREDICT_CHUNK);
+      out.set(this.model.predictRaw({ nodes: ex.nodes.subarray(lo, hi), anchors: ex.anchors.subarray(lo, hi) }, 2048, chunkSeed(seed, lo)), lo);
+      onProgress?.(hi);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    return out;
   }
 
   async close(): Promise<void> {}

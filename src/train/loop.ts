@@ -30,6 +30,8 @@ export interface LoopResult {
   best: Float32Array;
   bestEpoch: number;
   epochs: EpochRecord[];
+  /** the best epoch's raw validation outputs: the final evaluation reuses them instead of a second pass */
+  bestValRaw: Float32Array | null;
 }
 
 export async function trainLoop(
@@ -54,6 +56,7 @@ export async function trainLoop(
   let best = weights.slice();
   let bestScore = -Infinity;
   let bestEpoch = -1;
+  let bestValRaw: Float32Array | null = null;
   let stale = 0;
   const progress = new Progress();
   for (let epoch = 0; epoch < mc.epochs && !stop.requested; epoch++) {
@@ -77,7 +80,9 @@ export async function trainLoop(
     }
     const seconds = (performance.now() - tEpoch) / 1000;
     if (seen === 0) break;
-    const val = objective.metrics(tables.val.labels, model.toOutput(await engine.predict(weights, 'val', 1234)));
+    progress.begin(`epoch ${epoch + 1}/${mc.epochs} validation`, tables.val.nodes.length);
+    const valRaw = await engine.predict(weights, 'val', 1234, (done) => progress.update(done));
+    const val = objective.metrics(tables.val.labels, model.toOutput(valRaw));
     const score = objective.score(val);
     const record: EpochRecord = {
       epoch: epoch + 1,
@@ -97,6 +102,7 @@ export async function trainLoop(
       bestScore = score;
       bestEpoch = epoch + 1;
       best = weights.slice();
+      bestValRaw = valRaw;
       save(best);
       stale = 0;
     } else if (++stale >= mc.patience) {
@@ -106,5 +112,5 @@ export async function trainLoop(
   }
   // Interrupted before the first epoch ended: keep the current weights so the run is still loadable.
   if (bestEpoch < 0) save((best = weights.slice()));
-  return { best, bestEpoch, epochs: records };
+  return { best, bestEpoch, epochs: records, bestValRaw };
 }

@@ -14,7 +14,7 @@ import { Worker } from 'node:worker_threads';
 import type { BackendRequest } from '../compute/backend.js';
 import type { Graph } from '../graph/graph.js';
 import { warn } from '../core/log.js';
-import type { EngineData, GradientEngine, StepResult } from './engine.js';
+import { chunkSeed, PREDICT_CHUNK, type EngineData, type GradientEngine, type StepResult } from './engine.js';
 import type { Examples } from '../task/task_spec.js';
 import type { FeatureSpec } from '../model/features.js';
 import type { ModelSpec } from '../model/hetero_gnn.js';
@@ -119,17 +119,23 @@ export class WorkerEngine implements GradientEngine {
     return { loss, count: rows.length, grads, timing };
   }
 
-  async predict(weights: Float32Array, split: 'val' | 'test', seed: number): Promise<Float32Array> {
+  /** Chunks handed out from one queue: a worker slowed by another process on its core takes fewer. */
+  async predict(weights: Float32Array, split: 'val' | 'test', seed: number, onProgress?: (done: number) => void): Promise<Float32Array> {
     const total = this.data[split].nodes.length;
-    const n = this.pool.length;
     const out = new Float32Array(total);
+    let next = 0;
+    let done = 0;
     await Promise.all(
-      this.pool.map(async (w, i) => {
-        const lo = Math.floor((total * i) / n);
-        const hi = Math.floor((total * (i + 1)) / n);
-        if (hi <= lo) return;
-        const r = await this.call(w, { type: 'predict', weights, split, lo, hi, seed: (seed * 31 + i) >>> 0 });
-        out.set(r.out!, lo);
+      this.pool.map(async (w) => {
+        while (next < total) {
+          const lo = next;
+          const hi = Math.min(total, lo + PREDICT_CHUNK);
+          next = hi;
+          const r = await this.call(w, { type: 'predict', weights, split, lo, hi, seed: chunkSeed(seed, lo) });
+          out.set(r.out!, lo);
+          done += hi - lo;
+          onProgress?.(done);
+        }
       }),
     );
     return out;

@@ -17,6 +17,7 @@ import { writeJsonAtomic } from '../core/atomic.js';
 import { hashValue } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
 import { info, warn } from '../core/log.js';
+import { Progress } from '../core/progress.js';
 import { VERSION } from '../core/version.js';
 import { taskSplit, type TaskSplit } from '../task/split.js';
 import { targetExclusions } from '../task/task_spec.js';
@@ -29,7 +30,8 @@ import { convLayout, type ModelSpec } from '../model/hetero_gnn.js';
 import { buildPlan } from '../model/plan.js';
 import { LocalEngine, type GradientEngine } from './engine.js';
 import { WorkerEngine } from './parallel.js';
-import { fitBaseline } from './baseline_model.js';
+import { baselineInputs, type BaselineResult } from './baseline_model.js';
+import { BaselineJob } from './baseline_job.js';
 import { trainLoop, type EpochRecord } from './loop.js';
 import { availableParallelism } from 'node:os';
 
@@ -51,7 +53,8 @@ export interface TrainMetrics {
   main_metric: string;
   val: Metrics;
   test: Metrics;
-  baseline: { val: Metrics; test: Metrics; features: string[] } | null;
+  /** `train_rows`: the training examples it was fitted on (a seeded sample above split.baseline_max_train_examples) */
+  baseline: { val: Metrics; test: Metrics; features: string[]; train_rows: number } | null;
   /** test main metric minus the baseline's (for MAE: baseline minus model, so positive is better) */
   lift: number | null;
   /** the same on the validation split: what model choice can see (negative: the graph model lost) */
@@ -202,7 +205,15 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   const workers = mc.workers === 'auto' ? (availableParallelism() >= 2 && (backend.name === 'wasm' || backend.name === 'cpu') ? 2 : 1) : mc.workers;
   const data = { train: tables.train, val: tables.val, test: tables.test };
   let engine: GradientEngine | null = null;
+  let baselineJob: BaselineJob | null = null;
+  let baselineRowCount = 0;
   try {
+    if (tables.baseline) {
+      const inputs = baselineInputs(tables, task.split.baseline_max_train_examples, seed);
+      baselineRowCount = inputs.train.nodes.length;
+      const entity = task.query.entity.table;
+      baselineJob = BaselineJob.start({ featureSpec, table: entity, inputs, kind, seed, backend: opts.backend ?? 'auto' }, graph, model.features[entity]!);
+    }
     engine = workers > 1 ? await WorkerEngine.start(workers, graph, spec, featureSpec, data, opts.backend ?? 'auto') : null;
     engine ??= new LocalEngine(model, data);
     manifest.workers = engine.workers;
@@ -213,17 +224,43 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
 
     tStage = performance.now();
     model.params.assignBlob(loop.best);
-    const valPred = model.toOutput(await engine.predict(loop.best, 'val', 1234));
-    const testPred = model.toOutput(await engine.predict(loop.best, 'test', 1234));
+    const evalProgress = new Progress();
+    // The best epoch's validation outputs were computed with the same weights and seed: no second pass.
+    let valRaw = loop.bestValRaw;
+    if (!valRaw) {
+      evalProgress.begin('evaluation: validation', tables.val.nodes.length);
+      valRaw = await engine.predict(loop.best, 'val', 1234, (done) => evalProgress.update(done));
+    }
+    evalProgress.begin('evaluation: test', tables.test.nodes.length);
+    const testRaw = await engine.predict(loop.best, 'test', 1234, (done) => evalProgress.update(done));
+    const valPred = model.toOutput(valRaw);
+    const testPred = model.toOutput(testRaw);
     const val = objective.metrics(tables.val.labels, valPred);
     const test = objective.metrics(tables.test.labels, testPred);
     manifest.timings.evaluation = round((performance.now() - tStage) / 1000, 2);
+    evalProgress.end(`evaluation: ${tables.test.nodes.length.toLocaleString('en-US')} test examples in ${manifest.timings.evaluation.toFixed(1)}s`);
     await engine.close();
     engine = null;
 
     tStage = performance.now();
-    const baseline = tables.baseline ? fitBaseline(model, task, tables, kind, seed) : null;
-    if (baseline) manifest.timings.baseline = round((performance.now() - tStage) / 1000, 2);
+    let baseline: BaselineResult | null = null;
+    if (baselineJob) {
+      const bp = new Progress();
+      const n = baselineRowCount;
+      bp.begin(`baseline fit (${n.toLocaleString('en-US')}${n < tables.train.nodes.length ? ` of ${tables.train.nodes.length.toLocaleString('en-US')}` : ''} rows)`, 0);
+      // At most `epochs × rows` (early stopping usually ends sooner), so the count goes without a total.
+      baselineJob.listen((seen, note) => bp.update(seen, `${seen.toLocaleString('en-US')} rows seen${note ? `, ${note}` : ''}`));
+      try {
+        baseline = await baselineJob.result();
+      } finally {
+        baselineJob.listen(null);
+        bp.stop();
+      }
+      // `baseline`: the fit's own time (beside the epochs when on a worker); `baseline_wait`: what the run waited for it after evaluation.
+      manifest.timings.baseline = round(baseline.seconds, 2);
+      manifest.timings.baseline_wait = round((performance.now() - tStage) / 1000, 2);
+      bp.end(`baseline: no-graph MLP on ${baseline.train_rows.toLocaleString('en-US')} rows in ${baseline.seconds.toFixed(1)}s${baselineJob.onWorker ? ` (beside training; waited ${manifest.timings.baseline_wait.toFixed(1)}s)` : ''}`);
+    }
 
     const mm = objective.mainMetric;
     const testMain = (test as unknown as Record<string, number>)[mm.name]!;
@@ -234,7 +271,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       main_metric: mm.name,
       val,
       test,
-      baseline: baseline ? { val: baseline.val, test: baseline.test, features: baseline.features } : null,
+      baseline: baseline ? { val: baseline.val, test: baseline.test, features: baseline.features, train_rows: baseline.train_rows } : null,
       lift: baseMain === null ? null : round(mm.higherIsBetter ? testMain - baseMain : baseMain - testMain, 4),
       val_lift: baseline ? round(objective.score(val) - objective.score(baseline.val), 4) : null,
       best_epoch: loop.bestEpoch,
@@ -267,6 +304,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   } finally {
     process.off('SIGINT', onSigint);
     await engine?.close();
+    await baselineJob?.close();
     model.dispose();
   }
 }

@@ -66,7 +66,9 @@ export function detailsSection(d: TrainReport | DistillReport): string {
   }
   if (d.kind === 'train' && d.metrics.baseline) {
     const f = d.metrics.baseline.features;
-    parts.push(`<h3>No-graph baseline features (${esc(fmtInt(f.length))})</h3><p class="small muted">An MLP on the example's own row only, trained on the same examples.</p>${chips(f, 60)}`);
+    const rows = d.metrics.baseline.train_rows;
+    const fitted = rows !== undefined && rows < d.metrics.counts.train ? `trained on a seeded sample of ${esc(fmtInt(rows))} of the ${esc(fmtInt(d.metrics.counts.train))} training examples (split.baseline_max_train_examples), scored on the same validation and test examples` : 'trained on the same examples';
+    parts.push(`<h3>No-graph baseline features (${esc(fmtInt(f.length))})</h3><p class="small muted">An MLP on the example's own row only, ${fitted}.</p>${chips(f, 60)}`);
   }
   const config = `<details class="config"><summary>Resolved config recorded in the manifest</summary><pre>${esc(JSON.stringify(h.config, null, 2) ?? 'null')}</pre></details>`;
   return section('details', 'Run details', grid([timingTable, `<div>${parts.join('')}</div>`]) + config);

@@ -210,7 +210,8 @@ export async function convertToParquet<T extends string>(
   schemas: Record<T, readonly (readonly [string, string])[]>,
   cleanup: string[],
 ): Promise<void> {
-  const db = await DuckDBInstance.create(':memory:');
+  // The same cap as every stage's DuckDB (src/data/duck.ts) when the user set one.
+  const db = await DuckDBInstance.create(':memory:', process.env.GNNCTL_DUCKDB_MEMORY ? { memory_limit: process.env.GNNCTL_DUCKDB_MEMORY } : undefined);
   try {
     const conn = await db.connect();
     try {

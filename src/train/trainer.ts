@@ -104,7 +104,15 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   const excludedSet = new Set(exclusions.map((e) => `${e.table}.${e.column}`));
 
   let tStage = performance.now();
-  const tables = await buildTrainingTables(built.dir, graph.manifest, task, split, { seed, baselineExcluding: opts.skip_baseline ? undefined : excludedSet });
+  // DuckDB SQL with no count to report: the heartbeat says how long it has been running.
+  const tp = new Progress();
+  tp.begin(`training tables for ${task.name}`, 0);
+  let tables: TrainingTables;
+  try {
+    tables = await buildTrainingTables(built.dir, graph.manifest, task, split, { seed, baselineExcluding: opts.skip_baseline ? undefined : excludedSet });
+  } finally {
+    tp.stop();
+  }
   const tablesSeconds = (performance.now() - tStage) / 1000;
   checkTables(task, tables, split);
   const kind = task.query.taskType;

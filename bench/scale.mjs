@@ -1,0 +1,167 @@
+#!/usr/bin/env node
+/**
+ * The bundled pipeline end to end at a size, each stage through the real binary in its own process:
+ * graph → train churn → train fraud → embed all customers and all articles (fraud run, exact) → predict
+ * churn for every customer → distill (fraud, on the fraud run's embeddings) → export → one served
+ * request. Prints one JSON line: per stage wall seconds, peak RSS of that stage's process (MB; worker
+ * threads, TF.js heaps and DuckDB included) and its key figure; the high-water stage; the total.
+ *
+ *   npm run build && node bench/scale.mjs --size medium|large [--duckdb-memory 4GB]
+ *       [--churn-epochs N] [--fraud-epochs N] [--max-steps N] [--distill-epochs N] [--cache DIR]
+ *
+ * Epoch caps (the bundled config trains churn 10 epochs, fraud 5, distillation 25; an end-to-end
+ * figure with those is hours at `large`, so the bench caps them and says so in `caps`):
+ *   medium: churn 2 epochs, fraud 1 epoch, distillation 3 epochs;
+ *   large:  churn 1 epoch, fraud 1 epoch, each at most 2,000 steps of 512 seeds (1.02M seeds), distillation 2 epochs.
+ * The figures measure the pipeline's machinery at that scale, not the quality of a fully trained model.
+ *
+ * Memory: `--duckdb-memory` sets GNNCTL_DUCKDB_MEMORY for every stage (DuckDB's cap; default 40% of RAM).
+ * The cap bounds DuckDB only: the JS heap, typed arrays of the graph and TF.js's wasm heaps come on top,
+ * which is why peak RSS is measured per process and not assumed.
+ *
+ * The synthetic data is generated once per size into the cache folder (not timed as a stage; `synth`
+ * reports it when it happened in this run). Runs on a shared machine must say so next to the figures.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { arg, CACHE, dataset, ROOT } from './common.mjs';
+
+const size = arg('size', 'medium');
+if (!['tiny', 'small', 'medium', 'large'].includes(size)) {
+  console.error(`--size must be tiny, small, medium or large (got ${JSON.stringify(size)})`);
+  process.exit(2);
+}
+const defaults = {
+  tiny: { churn_epochs: 1, fraud_epochs: 1, max_steps_per_epoch: null, distill_epochs: 1 },
+  small: { churn_epochs: 2, fraud_epochs: 1, max_steps_per_epoch: null, distill_epochs: 3 },
+  medium: { churn_epochs: 2, fraud_epochs: 1, max_steps_per_epoch: null, distill_epochs: 3 },
+  large: { churn_epochs: 1, fraud_epochs: 1, max_steps_per_epoch: 2000, distill_epochs: 2 },
+}[size];
+const num = (name, fallback) => {
+  const v = arg(name, null);
+  if (v === null) return fallback;
+  if (!/^\d+$/.test(v) || Number(v) < 1) {
+    console.error(`--${name} must be a whole number ≥ 1 (got ${JSON.stringify(v)})`);
+    process.exit(2);
+  }
+  return Number(v);
+};
+const caps = {
+  churn_epochs: num('churn-epochs', defaults.churn_epochs),
+  fraud_epochs: num('fraud-epochs', defaults.fraud_epochs),
+  max_steps_per_epoch: num('max-steps', defaults.max_steps_per_epoch),
+  distill_epochs: num('distill-epochs', defaults.distill_epochs),
+};
+const duckdbMemory = arg('duckdb-memory', process.env.GNNCTL_DUCKDB_MEMORY ?? null);
+
+const loadBefore = loadavg()[0];
+let synth = null;
+{
+  const t = performance.now();
+  const existed = existsSync(join(CACHE, `data-${size}`, 'transactions.csv'));
+  await dataset(size);
+  if (!existed) synth = { seconds: Math.round((performance.now() - t) / 100) / 10 };
+}
+const data = join(CACHE, `data-${size}`);
+
+// The bundled config on this data, with the caps, in a fresh artifacts folder (no reused stage).
+const artifacts = join(CACHE, `scale-${size}`);
+rmSync(artifacts, { recursive: true, force: true });
+mkdirSync(artifacts, { recursive: true });
+const cfg = parse(readFileSync(join(ROOT, 'configs', 'retail.yaml'), 'utf8'));
+for (const t of Object.values(cfg.data.tables)) t.path = t.path.replace('datasets/retail', data);
+if (caps.max_steps_per_epoch) {
+  for (const name of ['churn', 'fraud']) cfg.tasks[name].model = { ...(cfg.tasks[name].model ?? {}), max_steps_per_epoch: caps.max_steps_per_epoch };
+}
+const configPath = join(CACHE, `scale-${size}.yaml`);
+writeFileSync(configPath, stringify(cfg));
+const common = ['--config', configPath, '--artifacts', artifacts, '--json'];
+
+const env = { ...process.env, ...(duckdbMemory ? { GNNCTL_DUCKDB_MEMORY: duckdbMemory } : {}) };
+const stages = [];
+const rssFile = join(tmpdir(), `gnnctl-scale-rss-${process.pid}`);
+
+/** Runs one stage in its own process; progress goes to this process's stderr as the stage prints it. */
+function stage(name, script, args, figure) {
+  rmSync(rssFile, { force: true });
+  const t = performance.now();
+  const r = spawnSync(process.execPath, [join(ROOT, 'bench', script), ...args], {
+    cwd: ROOT,
+    env: { ...env, GNNCTL_BENCH_RSS_FILE: rssFile },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+    maxBuffer: 1 << 26,
+  });
+  const seconds = Math.round((performance.now() - t) / 100) / 10;
+  let peak = null;
+  try {
+    peak = Math.round(Number(readFileSync(rssFile, 'utf8')) / 1024);
+  } catch {
+    // the process died before its exit handler ran; the stage fails below
+  }
+  const last = (r.stdout ?? '').trim().split('\n').pop() ?? '';
+  let json = null;
+  try {
+    json = JSON.parse(last);
+  } catch {
+    // reported below
+  }
+  if (r.status !== 0 || !json) {
+    stages.push({ stage: name, seconds, peak_rss_mb: peak, error: json?.message ?? `exit ${r.status}` });
+    finish();
+    process.exit(1);
+  }
+  stages.push({ stage: name, seconds, peak_rss_mb: peak, ...figure(json) });
+  return json;
+}
+
+const g = stage('graph', 'gnnctl_rss.mjs', ['graph', 'build', ...common], (j) => ({ nodes: Object.values(j.tables).reduce((a, b) => a + b, 0), edges: Object.values(j.edges).reduce((a, b) => a + b, 0) }));
+void g;
+// The run's own record: epochs and where the rest of the time went (tables, evaluation, baseline).
+const trainFigure = (j) => {
+  const m = JSON.parse(readFileSync(join(j.run_dir, 'metrics.json'), 'utf8'));
+  const manifest = JSON.parse(readFileSync(join(j.run_dir, 'manifest.json'), 'utf8'));
+  return {
+    run: j.run_id,
+    train_examples: j.counts.train,
+    epoch_seconds: m.epochs.map((e) => e.seconds),
+    seeds_per_s: j.seeds_per_s,
+    timings: manifest.timings,
+    test_auroc: j.metrics.test.auroc ?? null,
+    baseline_test_auroc: j.metrics.baseline?.test?.auroc ?? null,
+    baseline_train_rows: m.baseline?.train_rows ?? null,
+  };
+};
+const churn = stage('train churn', 'gnnctl_rss.mjs', ['train', '-t', 'churn', '--epochs', String(caps.churn_epochs), ...common], trainFigure);
+const fraud = stage('train fraud', 'gnnctl_rss.mjs', ['train', '-t', 'fraud', '--epochs', String(caps.fraud_epochs), ...common], trainFigure);
+const embedFigure = (j) => ({ rows: j.rows, entities_per_s: j.entities_per_s, compute_seconds: j.compute_seconds });
+const customers = stage('embed customers', 'gnnctl_rss.mjs', ['embed', '--run', fraud.run_id, '--table', 'customers', ...common], embedFigure);
+const articles = stage('embed articles', 'gnnctl_rss.mjs', ['embed', '--run', fraud.run_id, '--table', 'articles', ...common], embedFigure);
+stage('predict churn', 'gnnctl_rss.mjs', ['predict', '--run', churn.run_id, ...common], embedFigure);
+const distilled = stage('distill', 'gnnctl_rss.mjs', ['distill', '--base', fraud.run_id, '--epochs', String(caps.distill_epochs), ...common], (j) => ({ run: j.run_id, test_auroc: j.metrics.test?.auroc ?? null, teacher_test_auroc: j.metrics.teacher?.test?.auroc ?? null, train_rows: j.counts?.train ?? null }));
+const exported = stage('export', 'gnnctl_rss.mjs', ['export', '--run', distilled.run_id, '--embeddings', customers.path, articles.path, ...common], (j) => ({ version: j.version, model_mb: Math.round((j.model_bytes / 2 ** 20) * 10) / 10 }));
+stage('serve request', 'serve_request.mjs', ['--repository', exported.repository, '--model', exported.model], (j) => ({ status: j.status, request_ms: Math.round(j.ms * 10) / 10 }));
+finish();
+
+function finish() {
+  rmSync(rssFile, { force: true });
+  const withRss = stages.filter((s) => s.peak_rss_mb !== null);
+  const high = withRss.reduce((a, s) => (a === null || s.peak_rss_mb > a.peak_rss_mb ? s : a), null);
+  console.log(
+    JSON.stringify({
+      bench: 'scale',
+      size,
+      caps,
+      duckdb_memory: duckdbMemory ?? 'default (40% of RAM)',
+      machine: { cores: availableParallelism(), ram_gb: Math.round(totalmem() / 2 ** 30), load_avg_1m_at_start: Math.round(loadBefore * 100) / 100, load_avg_1m_at_end: Math.round(loadavg()[0] * 100) / 100 },
+      synth,
+      stages,
+      total_seconds: Math.round(stages.reduce((a, s) => a + s.seconds, 0) * 10) / 10,
+      high_water: high ? { stage: high.stage, peak_rss_mb: high.peak_rss_mb } : null,
+      node: process.version,
+    }),
+  );
+}

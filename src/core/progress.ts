@@ -69,6 +69,7 @@ export class Progress {
   private done = 0;
   private extra = '';
   private label = '';
+  private steps = false;
   private stopBeat: (() => void) | null = null;
   private readonly stream: NonNullable<ProgressOptions['stream']>;
   private readonly now: () => number;
@@ -84,10 +85,14 @@ export class Progress {
     this.every = o.every ?? realEvery;
   }
 
-  /** Starts a phase of `total` units (seeds, entities, …; 0 = unknown, see `step`). */
-  begin(label: string, total: number): void {
+  /**
+   * Starts a phase of `total` units (seeds, entities, …; 0 = unknown, see `step`). `steps`: the units are
+   * a few unequal steps (a graph build's tables), so lines say "3/11 steps" and show no rate.
+   */
+  begin(label: string, total: number, opts: { steps?: boolean } = {}): void {
     this.stop();
     this.label = label;
+    this.steps = Boolean(opts.steps);
     this.total = total;
     this.done = 0;
     this.extra = '';
@@ -166,6 +171,7 @@ export class Progress {
     const frac = Math.min(1, done / this.total);
     const rate = this.rate(done);
     const eta = rate > 0 ? formatSeconds((this.total - done) / rate) : '?';
+    if (this.steps) return `${this.label}: step ${Math.min(done + 1, this.total)}/${this.total}, ${elapsed} elapsed, ETA ${eta}${extra ? ` · ${extra}` : ''}`;
     return `${this.label}: ${done.toLocaleString('en-US')}/${this.total.toLocaleString('en-US')} (${(frac * 100).toFixed(0)}%) ${formatRate(rate)}/s, ${elapsed} elapsed, ETA ${eta}${extra ? ` · ${extra}` : ''}`;
   }
 
@@ -177,7 +183,8 @@ export class Progress {
     const bar = `${'█'.repeat(filled)}${' '.repeat(width - filled)}`;
     const rate = this.rate(done);
     const eta = rate > 0 ? (this.total - done) / rate : 0;
-    return `${this.label} ▕${bar}▏ ${(frac * 100).toFixed(0).padStart(3)}% ${formatRate(rate)}/s ETA ${formatSeconds(eta)}${extra ? ` · ${extra}` : ''}`;
+    const speed = this.steps ? `step ${Math.min(done + 1, this.total)}/${this.total}` : `${formatRate(rate)}/s`;
+    return `${this.label} ▕${bar}▏ ${(frac * 100).toFixed(0).padStart(3)}% ${speed} ETA ${formatSeconds(eta)}${extra ? ` · ${extra}` : ''}`;
   }
 }
 

@@ -95,7 +95,7 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   const progress = new Progress();
   let stepsDone = 0;
   const step = (what: string): void => progress.update(stepsDone++, what);
-  progress.begin(`export ${opts.name ?? cfg.export.name}`, 4);
+  progress.begin(`export ${opts.name ?? cfg.export.name}`, 4, { steps: true });
   try {
     const entities: EntityTable[] = spec.embeddings.map((k) => readEntityTable(sources.find((s) => s.table === k.target)!, k.type));
     const keyVocabularies = await targetKeys(graph, [...new Set(spec.rti.flatMap((r) => r.same_keys.map((k) => k.target)))]);

@@ -100,7 +100,7 @@ async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<st
   // count inside one statement, so the ETA is per step and rough, but a CI log sees which step is running.
   const fkCount = specs.reduce((a, sp) => a + Object.keys(sp.foreign_keys).length, 0);
   let stepsDone = 0;
-  progress.begin('graph build', specs.length * 3 + fkCount);
+  progress.begin('graph build', specs.length * 3 + fkCount, { steps: true });
   const step = (what: string): void => progress.update(stepsDone++, what);
 
   // 1. Sources and the checks that need only column names.

@@ -155,7 +155,7 @@ describe('progress through the binary without a terminal (CI, cron, --json)', ()
     const g = run(['graph', 'build', '--json']);
     expect(g.status, g.stderr).toBe(0);
     expect(JSON.parse(g.stdout)).toMatchObject({ dir: expect.any(String) });
-    expect(g.stderr).toMatch(/^graph build: \d+\/\d+ \(\d+%\) .* elapsed, ETA .* · reading transactions$/m);
+    expect(g.stderr).toMatch(/^graph build: step \d+\/\d+, \d+s elapsed, ETA .* · reading transactions$/m);
     expect(g.stderr).toMatch(/^graph build: .* · reversing transactions\.customer_id$/m);
 
     const t = run(['train', '--task', 'fraud', '--epochs', '1', '--backend', 'wasm', '--json']);
@@ -174,5 +174,17 @@ describe('progress through the binary without a terminal (CI, cron, --json)', ()
     const t = run(['train', '--task', 'fraud', '--epochs', '1', '--backend', 'wasm', '--quiet']);
     expect(t.status, t.stderr).toBe(0);
     expect(t.stderr).not.toMatch(/^(epoch|evaluation|baseline fit|graph build)/m);
+  });
+});
+
+describe('Progress in steps', () => {
+  it('a phase of a few unequal steps says which step and shows no rate', () => {
+    setProgressMode('plain');
+    const f = plainProgress(0);
+    f.p.begin('graph build', 4, { steps: true });
+    f.advance(2000);
+    f.p.update(1, 'numbering transactions');
+    expect(f.lines).toEqual(['graph build: step 2/4, 2s elapsed, ETA 6s · numbering transactions']);
+    setProgressMode('auto');
   });
 });

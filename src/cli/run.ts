@@ -4,7 +4,6 @@
  */
 import { ExitCode, GnnctlError, QualityGateError } from '../core/errors.js';
 import { setQuiet, takeWarnings } from '../core/log.js';
-import { setProgressMode } from '../core/progress.js';
 
 export interface CommandOutput<T = unknown> {
   /** What `--json` prints: one object. */
@@ -19,9 +18,7 @@ export interface GlobalOptions {
 }
 
 export async function runCommand(opts: GlobalOptions, impl: () => Promise<CommandOutput>): Promise<number> {
-  setQuiet(Boolean(opts.json || opts.quiet));
-  // --json silences the informational lines but not progress: a CI job still sees a long phase is alive.
-  setProgressMode(opts.quiet ? 'off' : opts.json ? 'plain' : 'auto');
+  setQuiet(Boolean(opts.json || opts.quiet), Boolean(opts.quiet));
   try {
     const out = await impl();
     const warnings = takeWarnings();

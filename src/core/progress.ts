@@ -6,23 +6,13 @@
  *   `GNNCTL_PROGRESS_SECONDS` overrides), so a log shows that a 27-minute phase is alive and when it will
  *   end. Lines come from `update()` (a synchronous loop that reports often) and from a timer (a phase that
  *   awaits DuckDB or worker threads between reports);
- * - off with `--quiet` (and, for library callers, after `setQuiet(true)`).
+ * - off with `--quiet` (`setQuiet(q, progress)`: progress quiet; library callers' `setQuiet(true)` too).
  *
  * `--json` keeps stdout one JSON object: progress only ever writes to stderr.
  * A phase without a known total (a graph build's SQL steps) passes 0 and names its step with `step()`.
  */
 import ora, { type Ora } from 'ora';
-import { info, isQuiet } from './log.js';
-
-/** `auto`: a TTY gets the live line, anything else plain lines, unless quiet; `plain`: plain lines (`--json`); `off`: nothing (`--quiet`). */
-export type ProgressMode = 'auto' | 'plain' | 'off';
-
-let mode: ProgressMode = 'auto';
-
-/** Set once by the CLI from its global flags. */
-export function setProgressMode(m: ProgressMode): void {
-  mode = m;
-}
+import { info, isProgressQuiet, isQuiet } from './log.js';
 
 /** Seconds between plain lines: `GNNCTL_PROGRESS_SECONDS` (≥ 0; 0 = every update, for tests) or 15. */
 export function progressIntervalMs(env: NodeJS.ProcessEnv = process.env): number {
@@ -77,7 +67,9 @@ export class Progress {
   private readonly every: NonNullable<ProgressOptions['every']>;
   private readonly tty: boolean;
 
-  constructor(o: ProgressOptions = {}) {
+  /** `o`: a number is the plain-line cadence in seconds (0: every update). */
+  constructor(o: ProgressOptions | number = {}) {
+    if (typeof o === 'number') o = { intervalMs: o * 1000 };
     this.stream = o.stream ?? process.stderr;
     this.tty = o.tty ?? Boolean(this.stream.isTTY);
     this.now = o.now ?? (() => performance.now());
@@ -99,7 +91,8 @@ export class Progress {
     this.start = this.now();
     this.lastDraw = 0;
     this.lastLine = this.start;
-    const m = mode === 'auto' ? (isQuiet() ? 'off' : this.tty ? 'tty' : 'plain') : mode;
+    // `--json` on a terminal gets plain lines too: whoever reads its stdout wants no redraws on stderr.
+    const m = isProgressQuiet() ? 'off' : this.tty && !isQuiet() ? 'tty' : 'plain';
     if (m === 'tty') {
       this.spinner = ora({ ...spinnerOptions(), text: label, stream: this.stream as NodeJS.WritableStream, discardStdin: false }).start();
     } else if (m === 'plain') {
@@ -158,7 +151,7 @@ export class Progress {
 
   /** Writes a plain line when the cadence has passed since the last one (or the phase began). */
   private beat(): void {
-    if (!this.plain) return;
+    if (!this.plain || isProgressQuiet()) return;
     const now = this.now();
     if (now - this.lastLine < this.interval) return;
     this.lastLine = now;
@@ -172,7 +165,7 @@ export class Progress {
     const rate = this.rate(done);
     const eta = rate > 0 ? formatSeconds((this.total - done) / rate) : '?';
     if (this.steps) return `${this.label}: step ${Math.min(done + 1, this.total)}/${this.total}, ${elapsed} elapsed, ETA ${eta}${extra ? ` · ${extra}` : ''}`;
-    return `${this.label}: ${done.toLocaleString('en-US')}/${this.total.toLocaleString('en-US')} (${(frac * 100).toFixed(0)}%) ${formatRate(rate)}/s, ${elapsed} elapsed, ETA ${eta}${extra ? ` · ${extra}` : ''}`;
+    return `${this.label}: ${done.toLocaleString('en-US')}/${this.total.toLocaleString('en-US')} (${(frac * 100).toFixed(0)}%), ${formatRate(rate)}/s, ETA ${eta}, ${elapsed} elapsed${extra ? ` · ${extra}` : ''}`;
   }
 
   private line(done: number, extra: string): string {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { pipelineConfig } from '../helpers/pipeline.js';
 import { tinySynth, type SynthFixture } from '../helpers/synth.js';
-import { Progress, progressIntervalMs, setProgressMode, spinnerOptions } from '../../src/core/progress.js';
+import { Progress, progressIntervalMs, spinnerOptions } from '../../src/core/progress.js';
 import { setQuiet } from '../../src/core/log.js';
 
 describe('spinnerOptions', () => {
@@ -59,14 +59,8 @@ function plainProgress(intervalMs = 30_000) {
 }
 
 describe('Progress without a terminal', () => {
-  beforeEach(() => {
-    setQuiet(false);
-    setProgressMode('auto');
-  });
-  afterEach(() => {
-    setQuiet(false);
-    setProgressMode('auto');
-  });
+  beforeEach(() => setQuiet(false));
+  afterEach(() => setQuiet(false));
 
   it('a synchronous loop that reports often prints one plain line per interval, with count, rate and ETA', () => {
     const f = plainProgress(30_000);
@@ -77,8 +71,8 @@ describe('Progress without a terminal', () => {
       f.p.update(i * 10, `loss 0.${i}`);
     }
     expect(f.lines).toHaveLength(3);
-    expect(f.lines[0]).toBe('epoch 1/3: 300/1,000 (30%) 10/s, 30s elapsed, ETA 1:10 · loss 0.30');
-    expect(f.lines[2]).toMatch(/^epoch 1\/3: 900\/1,000 \(90%\) 10\/s, 1:30 elapsed, ETA 10s/);
+    expect(f.lines[0]).toBe('epoch 1/3: 300/1,000 (30%), 10/s, ETA 1:10, 30s elapsed · loss 0.30');
+    expect(f.lines[2]).toMatch(/^epoch 1\/3: 900\/1,000 \(90%\), 10\/s, ETA 10s, 1:30 elapsed/);
   });
 
   it('a phase that awaits (no update calls) still prints from the heartbeat, and the heartbeat beats more often than the interval', () => {
@@ -107,23 +101,20 @@ describe('Progress without a terminal', () => {
     expect(f.lines).toEqual([]);
   });
 
-  it('prints nothing when quiet in auto mode (library callers) or when mode is off (--quiet), and plain lines in plain mode (--json) even when quiet', () => {
+  it('--quiet (and a library caller\'s setQuiet(true)) prints nothing; --json (quiet info, progress on) prints plain lines; quiet mid-phase stops them', () => {
     setQuiet(true);
     const q = plainProgress(0);
     q.p.begin('x', 10);
     q.p.update(5);
     expect(q.lines).toEqual([]);
-    setProgressMode('plain');
+    setQuiet(true, false); // what --json sets
     const j = plainProgress(0);
     j.p.begin('x', 10);
     j.p.update(5);
-    expect(j.lines).toEqual(['x: 5/10 (50%) 0/s, 0s elapsed, ETA ?']);
-    setProgressMode('off');
-    setQuiet(false);
-    const o = plainProgress(0);
-    o.p.begin('x', 10);
-    o.p.update(5);
-    expect(o.lines).toEqual([]);
+    expect(j.lines).toEqual(['x: 5/10 (50%), 0/s, ETA ?, 0s elapsed']);
+    setQuiet(true, true); // --quiet
+    j.p.update(6);
+    expect(j.lines).toHaveLength(1);
   });
 
   it('GNNCTL_PROGRESS_SECONDS sets the cadence; a bad value falls back to 15 s', () => {
@@ -162,7 +153,7 @@ describe('progress through the binary without a terminal (CI, cron, --json)', ()
     expect(t.status, t.stderr).toBe(0);
     expect(t.stdout.trim().split('\n')).toHaveLength(1);
     expect(JSON.parse(t.stdout)).toMatchObject({ status: 'complete' });
-    expect(t.stderr).toMatch(/^epoch 1\/1: \d[\d,]*\/[\d,]+ \(\d+%\) .*/m);
+    expect(t.stderr).toMatch(/^epoch 1\/1: \d[\d,]*\/[\d,]+ \(\d+%\), .*\/s, ETA .*, .* elapsed · loss /m);
     expect(t.stderr).toMatch(/^epoch 1\/1 validation: /m);
     expect(t.stderr).toMatch(/^evaluation: test: /m);
     expect(t.stderr).toMatch(/^baseline fit \([\d,]+ rows\): .* elapsed · [\d,]+ rows seen/m);
@@ -179,12 +170,38 @@ describe('progress through the binary without a terminal (CI, cron, --json)', ()
 
 describe('Progress in steps', () => {
   it('a phase of a few unequal steps says which step and shows no rate', () => {
-    setProgressMode('plain');
+    setQuiet(true, false);
     const f = plainProgress(0);
     f.p.begin('graph build', 4, { steps: true });
     f.advance(2000);
     f.p.update(1, 'numbering transactions');
     expect(f.lines).toEqual(['graph build: step 2/4, 2s elapsed, ETA 6s · numbering transactions']);
-    setProgressMode('auto');
+    setQuiet(false);
+  });
+});
+
+describe('Progress without a terminal (the distill branch\'s API: a heartbeat in seconds, setQuiet(q, progress))', () => {
+  it('prints a plain line with the count and an ETA at each heartbeat (--json keeps it; --quiet silences it)', async () => {
+    const { Progress } = await import('../../src/core/progress.js');
+    const { setQuiet } = await import('../../src/core/log.js');
+    const lines: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    const tty = process.stderr.isTTY;
+    Object.defineProperty(process.stderr, 'isTTY', { value: false, configurable: true });
+    process.stderr.write = ((s: string) => (lines.push(String(s)), true)) as typeof process.stderr.write;
+    try {
+      setQuiet(true, false); // what --json sets
+      const p = new Progress(0);
+      p.begin('pairs', 100);
+      p.update(40);
+      setQuiet(true, true); // --quiet
+      p.update(60);
+    } finally {
+      process.stderr.write = write;
+      Object.defineProperty(process.stderr, 'isTTY', { value: tty, configurable: true });
+      setQuiet(false);
+    }
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^pairs: 40\/100 \(40%\), .*\/s, ETA .+\n$/);
   });
 });

@@ -109,6 +109,13 @@ export const METRICS: Record<TaskKind, MetricSpec[]> = {
     { key: 'r2', label: 'R²', higherIsBetter: true, format: 'metric' },
     { key: 'n', label: 'Examples', higherIsBetter: true, format: 'count' },
   ],
+  ranking: [
+    { key: 'map_at_k', label: 'MAP@k', higherIsBetter: true, format: 'metric' },
+    { key: 'recall_at_k', label: 'Recall@k', higherIsBetter: true, format: 'metric' },
+    { key: 'ndcg_at_k', label: 'NDCG@k', higherIsBetter: true, format: 'metric' },
+    { key: 'k', label: 'k', higherIsBetter: true, format: 'count' },
+    { key: 'n', label: 'Examples', higherIsBetter: true, format: 'count' },
+  ],
 };
 
 /** The metric early stopping, lift and the teacher ratio are about (as in `train/metrics.ts`). */

@@ -33,7 +33,7 @@ import { fitBaseline } from './baseline_model.js';
 import { trainLoop, type EpochRecord } from './loop.js';
 import { fitRanking } from './ranking_trainer.js';
 import type { RankingBaseline } from './ranking_baselines.js';
-import { rankingEdges, type RankingSpec } from '../model/recommender.js';
+import { MIN_HISTORY, rankingEdges, type RankingSpec } from '../model/recommender.js';
 import type { Plan } from '../model/plan.js';
 import { availableParallelism } from 'node:os';
 
@@ -319,7 +319,7 @@ function rankingSpec(graph: Graph, task: TaskSpec, plan: Plan): RankingSpec {
     ...edges,
     item_count: graph.tables[edges.item_table]!.rows,
     fact_table: t.aggregate.table,
-    history: firstHop?.fanout ?? 10,
+    history: Math.max(firstHop?.fanout ?? 0, MIN_HISTORY),
     window: t.aggregate.end - t.aggregate.start,
     top_k: t.top_k,
     pair_hidden: 16,

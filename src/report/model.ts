@@ -45,6 +45,9 @@ const trainMetricsSchema = z.object({
   curves: curvesSchema.optional(),
   baseline_curves: curvesSchema.omit({ calibration: true }).optional(),
   parameters: z.object({ total: z.number(), without_embeddings: z.number() }).optional(),
+  /** ranking runs: popularity, repeat and co-occurrence, and the one with the best validation MAP@k */
+  baselines: z.record(z.string(), z.object({ val: metricsSchema, test: metricsSchema })).optional(),
+  best_baseline: z.string().optional(),
 });
 
 const studentMetricsSchema = z.object({ val: metricsSchema, test: metricsSchema, best_epoch: z.number().optional() });

@@ -9,12 +9,13 @@
  *
  * --run skips training and reads that run's metrics; --max-steps caps optimizer steps per epoch (medium).
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { arg, benchConfig, CACHE, dataset, peakRssMb } from './common.mjs';
 
 const size = arg('size', 'small');
 const data = arg('data', null) ?? (await dataset(size));
+mkdirSync(CACHE, { recursive: true });
 const { loadConfig } = await import('../dist/config/load.js');
 const { train } = await import('../dist/train/trainer.js');
 const { predict } = await import('../dist/predict/predict.js');

@@ -7,7 +7,7 @@
  * exit 2 naming the flag.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
@@ -97,6 +97,18 @@ describe.skipIf(!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))('the real bin
     const items = await sqlRows(`SELECT count(*) AS n, min(len(embedding)) AS d FROM read_parquet(${sqlPath(res.item_embeddings!)})`);
     const articles = await sqlRows(`SELECT count(*) AS n FROM read_csv(${sqlPath(join(fx.dir, 'articles.csv'))})`);
     expect(items[0]).toEqual({ n: articles[0]!.n, d: 8n });
+  });
+
+  it('report on the ranking run shows MAP@k, recall@k, NDCG@k and the three baselines', () => {
+    const path = join(out, 'report.html');
+    const r = run(['report', trained.run_dir, '--artifacts', fx.artifacts, '--out', path, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const html = readFileSync(path, 'utf8');
+    const m = trained.metrics as { test: Record<string, number> };
+    expect(html).toContain(`data-metric="test.map_at_k" data-value="${m.test.map_at_k}"`);
+    expect(html).toContain('id="ranking-baselines"');
+    for (const name of ['popularity', 'repeat', 'cooccurrence', 'Recall@k', 'NDCG@k']) expect(html).toContain(name);
+    expect(html).not.toContain('no-graph MLP');
   });
 
   it.each([

@@ -5,7 +5,7 @@
  * then time `predict`'s exact top-12 over the whole catalogue for every customer (median of --repeats).
  *
  *   npm run build && node bench/recommend.mjs --size small|medium [--data DIR] [--run RUN]
- *     [--epochs N] [--max-steps N] [--train-anchors N] [--repeats 3]
+ *     [--epochs N] [--max-steps N] [--train-anchors N] [--repeats 3] [--verbose]
  *
  * --run skips training and reads that run's metrics; --max-steps caps optimizer steps per epoch (medium).
  */
@@ -21,7 +21,7 @@ const { train } = await import('../dist/train/trainer.js');
 const { predict } = await import('../dist/predict/predict.js');
 const { resolveRun } = await import('../dist/artifacts/run_store.js');
 const { setQuiet } = await import('../dist/core/log.js');
-setQuiet(true);
+setQuiet(!process.argv.includes('--verbose'));
 
 const cfg = loadConfig(benchConfig(`${size}-recommend`, data));
 const task = cfg.taskSpecs.next_purchases;

@@ -25,6 +25,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { Graph, EdgeType } from '../graph/graph.js';
+import { ArtifactError } from '../core/errors.js';
 import { Rng } from '../core/rng.js';
 import type { ParamStore } from './params.js';
 import { upperBound } from './sampler.js';
@@ -48,6 +49,8 @@ export interface RankingSpec {
   top_k: number;
   /** hidden units of the pair-wise MLP */
   pair_hidden: number;
+  /** inputs of the pair-wise MLP (PAIR_FEATURES when the run was trained): a run with others is refused */
+  pair_features: number;
 }
 
 export const PAIR_FEATURES = 4;
@@ -155,6 +158,9 @@ export class RankingHead {
   readonly gateb: tf.Variable;
 
   constructor(params: ParamStore, readonly rs: RankingSpec, readonly channels: number) {
+    if (rs.pair_features !== PAIR_FEATURES) {
+      throw new ArtifactError(`the ranking run's pair-wise scores read ${rs.pair_features} features per (user, item); this gnnctl computes ${PAIR_FEATURES}`, { hint: 'retrain the ranking task with this gnnctl (gnnctl train --task …)' });
+    }
     // Small initial item vectors: at the start the GNN part decides, the ID part learns what it misses.
     this.itemVectors = params.normal('rank/item_vectors', [Math.max(1, rs.item_count), channels], 0.01);
     this.popWeight = params.ones('rank/pop_weight', [1]);

@@ -46,7 +46,7 @@ describe('topK', () => {
 describe('rankCatalogue ranks as the training scores do', () => {
   it('random head, 37 users × 23 items, histories with repeats: identical top-6 and scores within 1e-4', () => {
     const C = 8;
-    const rs: RankingSpec = { item_table: 'items', item_count: 23, fact_table: 'f', user_edge: '', item_fk_edge: '', item_edge: '', history: 50, window: 7 * 86400, top_k: 6, pair_hidden: 5 };
+    const rs: RankingSpec = { item_table: 'items', item_count: 23, fact_table: 'f', user_edge: '', item_fk_edge: '', item_edge: '', history: 50, window: 7 * 86400, top_k: 6, pair_hidden: 5, pair_features: PAIR_FEATURES };
     const params = new ParamStore(11);
     const head = new RankingHead(params, rs, C);
     // Non-trivial gate and popularity weight, so both paths must apply them the same way.

@@ -100,6 +100,16 @@ describe.skipIf(!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))('the real bin
     expect(items[0]).toEqual({ n: articles[0]!.n, d: 8n });
   });
 
+  it('embed keeps working on a ranking run: customers (the user side h_u) and articles (the item tree, at depth 0)', async () => {
+    for (const table of ['customers', 'articles']) {
+      const path = join(out, `embed-${table}.parquet`);
+      const r = run(['embed', '-c', fx.config, '-r', trained.run_dir, '--artifacts', fx.artifacts, '--backend', 'wasm', '--table', table, '--out', path, '--json']);
+      expect(r.status, r.stderr).toBe(0);
+      const rows = await sqlRows(`SELECT count(*) AS n FROM read_csv(${sqlPath(join(fx.dir, `${table}.csv`))})`);
+      expect(JSON.parse(r.stdout)).toMatchObject({ rows: Number(rows[0]!.n), dim: 8, table });
+    }
+  });
+
   it('report on the ranking run shows MAP@k, recall@k, NDCG@k and the three baselines', () => {
     const path = join(out, 'report.html');
     const r = run(['report', trained.run_dir, '--artifacts', fx.artifacts, '--out', path, '--json']);

@@ -21,7 +21,8 @@
 import type { AnomalyConfig } from '../config/anomaly_schema.js';
 import { buildGraph, type SnapshotGraph } from './graph.js';
 import type { FeatureStats } from './features.js';
-import type { PastEmbedding, Tagae } from './model.js';
+import type { PastEmbedding } from './model.js';
+import type { SnapshotScorer } from './scorer.js';
 import type { PlannedEvent, Snapshot } from './source.js';
 import { SlidingThreshold } from './threshold.js';
 
@@ -71,7 +72,7 @@ export class Detector {
   private previous: SnapshotGraph | null = null;
 
   constructor(
-    private readonly model: Tagae,
+    private readonly model: SnapshotScorer,
     private readonly stats: FeatureStats,
     private readonly cfg: AnomalyConfig,
     private readonly baselines: ServiceBaselines | null,
@@ -82,9 +83,9 @@ export class Detector {
   }
 
   /** Scores one snapshot (newer than the last); `events` are the planned changes since the last one. */
-  step(snapshot: Snapshot, events: PlannedEvent[], opts: { keepRaw?: boolean; prime?: boolean } = {}): SnapshotScore {
+  async step(snapshot: Snapshot, events: PlannedEvent[], opts: { keepRaw?: boolean; prime?: boolean } = {}): Promise<SnapshotScore> {
     const g = buildGraph(snapshot, this.stats);
-    const rec = this.model.reconstruct(g, this.ring);
+    const rec = await this.model.reconstruct(g, this.ring);
     const { structure, feature } = serviceErrors(g, rec.adjacency, rec.features, this.stats.node.length);
 
     // Suppression: count down, then add this interval's events (service + neighbours, now or just before).

@@ -112,3 +112,36 @@ export class OnnxScorer implements SnapshotScorer {
     return this.session.release();
   }
 }
+
+/**
+ * onnxruntime's answers, with TF.js run beside it on the first `checks` snapshots: `fit` scores its
+ * warm-up this way, so a run whose ONNX model disagrees with the trained one is never written.
+ */
+export class CheckedScorer implements SnapshotScorer {
+  readonly runtime = 'onnx' as const;
+  /** largest |Δ| of Â, X̂ and Z over the checked snapshots */
+  maxAbsDiff = 0;
+  checked = 0;
+
+  constructor(
+    private readonly onnx: OnnxScorer,
+    private readonly tfjs: TfjsScorer,
+    private readonly checks: number,
+  ) {}
+
+  async reconstruct(now: SnapshotGraph, past: PastEmbedding[]): Promise<Reconstruction> {
+    const b = await this.onnx.reconstruct(now, past);
+    if (this.checked < this.checks) {
+      const a = await this.tfjs.reconstruct(now, past);
+      for (const [x, y] of [[a.adjacency, b.adjacency], [a.features, b.features], [a.z, b.z]] as const) {
+        for (let i = 0; i < x.length; i++) this.maxAbsDiff = Math.max(this.maxAbsDiff, Math.abs(x[i]! - y[i]!) || (Number.isNaN(y[i]!) ? Infinity : 0));
+      }
+      this.checked++;
+    }
+    return b;
+  }
+
+  close(): Promise<void> {
+    return this.onnx.close();
+  }
+}

@@ -66,7 +66,7 @@ const EXAMPLES: Record<string, string[]> = {
   doctor: ['gnnctl doctor', 'gnnctl doctor --backend wasm --json'],
   'datasets synth-mesh': ['gnnctl datasets synth-mesh --out datasets/mesh', 'gnnctl datasets synth-mesh --out datasets/mesh-500 --services 500 --hours 96 --seed 7'],
   'anomaly fit': ['gnnctl anomaly fit --config datasets/mesh/config.yaml', 'gnnctl anomaly fit --config mesh.yaml --from 2026-01-05 --until 2026-01-06 --json'],
-  'anomaly score': ['gnnctl anomaly score --config datasets/mesh/config.yaml --run latest', 'gnnctl anomaly score --config mesh.yaml --run <run-id> --from 2026-01-06 --to 2026-01-07 --out scores.parquet --json'],
+  'anomaly score': ['gnnctl anomaly score --config datasets/mesh/config.yaml --run latest', 'gnnctl anomaly score --config mesh.yaml --run <run-id> --from 2026-01-06 --to 2026-01-07 --out scores.parquet --json', 'gnnctl anomaly score --config mesh.yaml --run latest --runtime tfjs'],
   'anomaly watch': ['gnnctl anomaly watch --config datasets/mesh/config.yaml --run latest --interval 15s', 'gnnctl anomaly watch --config mesh.yaml --run <run-id> --prometheus http://127.0.0.1:9090 --alertmanager http://127.0.0.1:9093 --port 9464'],
 };
 
@@ -382,6 +382,7 @@ export function buildProgram(): Command {
     .addOption(typed('--from <time>', 'first snapshot scored (default: the end of the run\'s normal period)', timeFlag('--from')))
     .addOption(typed('--to <time>', 'score snapshots before this time (default: all)', timeFlag('--to')))
     .option('--out <file>', 'output Parquet file (default: <run dir>/scores.parquet)')
+    .addOption(typed('--runtime <runtime>', 'onnx: the run\'s model/tagae.onnx in onnxruntime (default, a few ms per snapshot); tfjs: the TF.js model', choiceFlag('--runtime', ['onnx', 'tfjs'] as const)))
     .addOption(opt.backend())
     .addOption(opt.artifacts())
     .addOption(opt.json())
@@ -399,6 +400,7 @@ export function buildProgram(): Command {
     .option('--host <host>', 'address /metrics listens on', '127.0.0.1')
     .option('--state-file <file>', 'window state file (default: <run dir>/watch_state.json)')
     .addOption(typed('--max-ticks <n>', 'stop after this many polls (default: run until SIGINT/SIGTERM)', intFlag('--max-ticks', 1)))
+    .addOption(typed('--runtime <runtime>', 'onnx: the run\'s model/tagae.onnx in onnxruntime (default, a few ms per snapshot); tfjs: the TF.js model', choiceFlag('--runtime', ['onnx', 'tfjs'] as const)))
     .addOption(opt.backend())
     .addOption(opt.artifacts())
     .addOption(opt.json())

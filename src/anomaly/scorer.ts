@@ -97,8 +97,8 @@ export class OnnxScorer implements SnapshotScorer {
     const E = now.mpAttr.length / Math.max(1, m);
     const feeds: Record<string, ort.Tensor> = {
       x: new ort.Tensor('float32', now.x, [n, this.args.featDim]),
-      mp_src: new ort.Tensor('int64', BigInt64Array.from(now.mpSrc, (v) => BigInt(v)), [m]),
-      mp_dst: new ort.Tensor('int64', BigInt64Array.from(now.mpDst, (v) => BigInt(v)), [m]),
+      mp_src: new ort.Tensor('int32', now.mpSrc, [m]),
+      mp_dst: new ort.Tensor('int32', now.mpDst, [m]),
       mp_attr: new ort.Tensor('float32', now.mpAttr, [m, E]),
       past: new ort.Tensor('float32', pastZ, [P, n, D]),
       past_fallback: new ort.Tensor('float32', fallback, [P, n, 1]),

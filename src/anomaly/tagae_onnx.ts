@@ -5,7 +5,7 @@
  * Inputs (n services, m message-passing edges, W the window, P = W − 1 past lags, D embedding width):
  *
  *     x              FLOAT [n, F]      standardised node features
- *     mp_src, mp_dst INT64 [m]         message-passing edges j → i (self-loops included)
+ *     mp_src, mp_dst INT32 [m]         message-passing edges j → i (self-loops included)
  *     mp_attr        FLOAT [m, E]      their edge features
  *     past           FLOAT [P, n, D]   past embeddings aligned to today's services (zeros for a missing lag)
  *     past_fallback  FLOAT [P, n, 1]   1 where a service has no history at that lag (it takes its current Z)
@@ -32,6 +32,7 @@ const OPSET = 17;
 const IR_VERSION = 8;
 const FLOAT = onnx.TensorProto.DataType.FLOAT;
 const INT64 = onnx.TensorProto.DataType.INT64;
+const INT32 = onnx.TensorProto.DataType.INT32;
 /** What a masked lag adds to its attention logit. */
 const MASKED = -1e9;
 
@@ -89,7 +90,8 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
 
   const src = 'mp_src';
   const dst = 'mp_dst';
-  const dstIdx = g.op('Unsqueeze', [dst, g.ints('axes_1', [1])]); // [m, 1] scatter indices
+  // Gather takes the INT32 indices as they come; ScatterND wants INT64 ones.
+  const dstIdx = g.op('Cast', [g.op('Unsqueeze', [dst, g.ints('axes_1', [1])])], { to: { i: INT64 } }); // [m, 1]
   const nRows = g.op('Slice', [g.op('Shape', ['x']), g.ints('zero_1', [0]), g.ints('one_1', [1])]); // [n]
   const zeros = (cols: number, tag: string): string => g.op('ConstantOfShape', [g.op('Concat', [nRows, g.ints(`${tag}.cols`, [cols])], { axis: { i: 0 } })]);
 
@@ -99,15 +101,19 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
     const ws = g.floats(`${name}.w_s`, w(`${name}.w_s`), [inDim, hc]);
     const wt = g.floats(`${name}.w_t`, w(`${name}.w_t`), [inDim, hc]);
     const we = g.floats(`${name}.w_e`, w(`${name}.w_e`), [E, hc]);
-    const att = g.floats(`${name}.att`, w(`${name}.att`), [1, heads, channels]);
+    // a^h · g^h for every head at once: one MatMul with the block-diagonal [H·C, H] matrix of the att
+    // vectors, instead of a broadcast Mul and a ReduceSum over [m, H, C] (two more passes over the edges).
+    const attW = w(`${name}.att`);
+    const block = new Float32Array(hc * heads);
+    for (let h = 0; h < heads; h++) for (let c = 0; c < channels; c++) block[(h * channels + c) * heads + h] = attW[h * channels + c]!;
+    const att = g.floats(`${name}.att_block`, block, [hc, heads]);
     const bias = g.floats(`${name}.bias`, w(`${name}.bias`), [concat ? hc : channels]);
     const mhc = g.ints(`${name}.shape_mhc`, [-1, heads, channels]);
     const xs = g.op('MatMul', [x, ws]);
     const xt = g.op('MatMul', [x, wt]);
     const xsj = g.op('Gather', [xs, src], { axis: { i: 0 } });
     const pre = g.op('Add', [g.op('Add', [g.op('Gather', [xt, dst], { axis: { i: 0 } }), xsj]), g.op('MatMul', ['mp_attr', we])]);
-    const gg = g.op('Reshape', [g.op('LeakyRelu', [pre], { alpha: { f: 0.2 } }), mhc]);
-    const raw = g.op('ReduceSum', [g.op('Mul', [gg, att]), g.ints(`${name}.axes_last`, [-1])], { keepdims: { i: 0 } }); // [m, H]
+    const raw = g.op('MatMul', [g.op('LeakyRelu', [pre], { alpha: { f: 0.2 } }), att]); // [m, H]
     const thirty = g.floats(`${name}.thirty`, [30], []);
     const logits = g.op('Mul', [g.op('Tanh', [g.op('Div', [raw, thirty])]), thirty]);
     const ex = g.op('Exp', [logits]);
@@ -158,8 +164,8 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
       initializer: g.initializers,
       input: [
         valueInfo('x', FLOAT, ['n', F]),
-        valueInfo('mp_src', INT64, ['m']),
-        valueInfo('mp_dst', INT64, ['m']),
+        valueInfo('mp_src', INT32, ['m']),
+        valueInfo('mp_dst', INT32, ['m']),
         valueInfo('mp_attr', FLOAT, ['m', E]),
         valueInfo('past', FLOAT, [P, 'n', D]),
         valueInfo('past_fallback', FLOAT, [P, 'n', 1]),

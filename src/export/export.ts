@@ -58,10 +58,10 @@ export interface ExportOptions {
   backend?: BackendRequest;
   /** examples for the built-in TF.js ↔ onnxruntime check (0 skips it) */
   parityExamples?: number;
-  /** entity table storage (default `'none'`: FLOAT32) */
+  /** entity table storage (default: the config's `export.quantize`, `'none'`: FLOAT32) */
   quantize?: Quantize;
   /**
-   * When entity tables go to `model.onnx.data`: `'auto'` (default) once they reach
+   * When entity tables go to `model.onnx.data` (default: the config's `export.external_data`): `'auto'` once they reach
    * {@link EXTERNAL_DATA_AUTO_BYTES} or the model nears the 2 GiB protobuf limit, `'always'`, `'never'`
    * (refused for a model past the limit), or a byte size (every initializer of at least that size).
    */
@@ -134,7 +134,7 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   const versionDir = join(modelDir, String(version));
   if (existsSync(versionDir)) throw new UsageError(`version ${version} of ${name} already exists`, { where: versionDir, hint: 'omit --version to use the next one' });
 
-  const quantize = opts.quantize ?? 'none';
+  const quantize = opts.quantize ?? cfg.export.quantize;
   const onnxInputs: StudentOnnxInputs = {
     spec,
     weights,
@@ -146,7 +146,7 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
     metadata: { 'gnnctl.distilled_run': run.id, 'gnnctl.base_run': manifest.base_run, 'gnnctl.graph_fingerprint': manifest.graph.schema_fingerprint, 'gnnctl.version': VERSION, 'gnnctl.quantize': quantize },
   };
   const g = buildStudentOnnx({ ...onnxInputs, quantize });
-  const toFilesOptions = externalDataOptions(g, opts.externalData ?? 'auto');
+  const toFilesOptions = externalDataOptions(g, opts.externalData ?? cfg.export.external_data);
   const tmp = tempSibling(versionDir);
   // int8: the same graph in FLOAT32, outside the version folder, for the strict parity and the report.
   const refDir = quantize === 'none' ? null : `${tmp}.fp32`;

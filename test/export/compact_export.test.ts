@@ -6,13 +6,13 @@
  */
 import * as ort from 'onnxruntime-node';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportCommand } from '../../src/cli/commands/export.js';
 import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig, type Config } from '../../src/config/load.js';
-import { UsageError } from '../../src/core/errors.js';
+import { ConfigError, UsageError } from '../../src/core/errors.js';
 import { hashFile } from '../../src/core/hash.js';
 import { setQuiet } from '../../src/core/log.js';
 import { distill, type DistillResult } from '../../src/distill/distill.js';
@@ -197,6 +197,28 @@ describe('--quantize int8', () => {
     expect(m.quantize).toBe('int8');
     expect(m.quantization).toEqual(q);
     expect(readdirSync(join(repo, 'int8')).sort()).toEqual(['1', 'config.pbtxt']); // the FLOAT32 reference is gone
+  });
+
+  it('follows export.quantize and export.external_data from the config (what refresh and pipeline export with); flags override', async () => {
+    const c = { ...cfg, export: { ...cfg.export, quantize: 'int8' as const, external_data: 'always' as const } };
+    const r = await exportModel({ cfg: c, run: distilled.runId, out: repo, name: 'from-config', embeddings: [join(fx.artifacts, 'embeddings', base.runId)], parityExamples: 0, backend: 'wasm' });
+    expect(r.quantize).toBe('int8');
+    expect(r.files.external_tensors.length).toBe(2 * spec.embeddings.length);
+    const o = await exportModel({ cfg: c, run: distilled.runId, out: repo, name: 'from-config', embeddings: [join(fx.artifacts, 'embeddings', base.runId)], quantize: 'none', externalData: 'never', parityExamples: 0, backend: 'wasm' });
+    expect([o.quantize, o.quantization, o.files.external_tensors]).toEqual(['none', null, []]);
+  });
+
+  it('a bad export.quantize in the config is a config error naming the key', () => {
+    const bad = join(fx.dir, 'bad_quantize.yaml');
+    writeFileSync(bad, `${readFileSync(fx.config, 'utf8').replace(/^export:\n/m, 'export:\n  quantize: int4\n')}`);
+    let err: unknown;
+    try {
+      loadConfig(bad, { cwd: fx.dir, artifacts: fx.artifacts });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).describe()).toMatch(/export\.quantize.*\n?.*(none|int8)/);
   });
 
   it('refuses bad values before any work (exit 2 as UsageError)', async () => {

@@ -103,7 +103,7 @@ export const modelSchema = z
     batch_size: z.number().int().min(1).default(512),
     lr: z.number().positive().default(0.002).describe('Adam learning rate'),
     patience: z.number().int().min(1).default(3).describe('early stopping: epochs without val improvement'),
-    loss: z.enum(['bce', 'l1', 'mse']).optional().describe('default: bce for binary, l1 for regression'),
+    loss: z.enum(['bce', 'l1', 'mse', 'sampled_softmax']).optional().describe('default: bce for binary, l1 for regression, sampled_softmax for ranking'),
     max_steps_per_epoch: z.number().int().positive().optional().describe('cap on optimizer steps per epoch'),
     workers: z
       .union([z.literal('auto'), z.number().int().min(1).max(16)])
@@ -165,6 +165,11 @@ export const exportSchema = z
     max_batch_size: z.number().int().min(1).max(65536).default(256),
     max_queue_delay_microseconds: z.number().int().min(0).default(500),
     instances: z.number().int().min(1).default(1).describe('instance_group count (KIND_CPU)'),
+    quantize: z.enum(['none', 'int8']).default('none').describe('entity tables as FLOAT32 (none) or INT8 with a scale per row (~4x smaller; export reports the score and AUROC change); `export --quantize` overrides, and `refresh` and `pipeline` follow it'),
+    external_data: z
+      .union([z.enum(['auto', 'always', 'never']), z.number().int().min(0)])
+      .default('auto')
+      .describe('entity tables in model.onnx.data beside model.onnx (ONNX external data): auto from 64 MiB or near the 2 GiB protobuf limit, always, never, or a size in bytes (every initializer at least that large); `export --external-data` overrides'),
   })
   .strict();
 

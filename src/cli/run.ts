@@ -18,7 +18,7 @@ export interface GlobalOptions {
 }
 
 export async function runCommand(opts: GlobalOptions, impl: () => Promise<CommandOutput>): Promise<number> {
-  setQuiet(Boolean(opts.json || opts.quiet));
+  setQuiet(Boolean(opts.json || opts.quiet), Boolean(opts.quiet));
   try {
     const out = await impl();
     const warnings = takeWarnings();

@@ -3,10 +3,20 @@
  * silences info lines (warnings still print: a CI log should show dropped edges and the like).
  */
 let quiet = false;
+let progressQuiet = false;
 const warnings: string[] = [];
 
-export function setQuiet(q: boolean): void {
+/**
+ * @param progress silences the non-TTY progress heartbeat too (default: same as `q`). `--json` keeps it:
+ * a CI job that prints JSON on stdout still shows on stderr, every 30 s, that it is alive and its ETA.
+ */
+export function setQuiet(q: boolean, progress = q): void {
   quiet = q;
+  progressQuiet = progress;
+}
+
+export function isProgressQuiet(): boolean {
+  return progressQuiet;
 }
 
 export function isQuiet(): boolean {

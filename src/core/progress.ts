@@ -1,10 +1,11 @@
 /**
  * Progress display for long loops: a single updating line with a bar, rate and ETA on a terminal
- * (stderr, via ora), silence with `--json`/`--quiet`, and one plain line per phase when stderr is not a
- * TTY (CI logs stay readable and small).
+ * (stderr, via ora), silence with `--quiet`, and when stderr is not a TTY (CI logs, `--json` runs) a plain
+ * line with the same figures at most every `heartbeat` seconds (30 by default) plus one per phase: small
+ * logs, yet a job that runs for minutes shows it is alive and when it will end.
  */
 import ora, { type Ora } from 'ora';
-import { info, isQuiet } from './log.js';
+import { info, isProgressQuiet, isQuiet } from './log.js';
 
 export class Progress {
   private spinner: Ora | null = null;
@@ -12,6 +13,10 @@ export class Progress {
   private lastDraw = 0;
   private total = 0;
   private label = '';
+  private lastBeat = 0;
+
+  /** @param heartbeat seconds between plain progress lines when stderr is not a TTY */
+  constructor(private readonly heartbeat = 30) {}
 
   /** Starts a phase of `total` units (seeds, entities, …). */
   begin(label: string, total: number): void {
@@ -19,6 +24,7 @@ export class Progress {
     this.total = total;
     this.start = performance.now();
     this.lastDraw = 0;
+    this.lastBeat = this.start;
     if (!isQuiet() && process.stderr.isTTY) {
       this.spinner = ora({ ...spinnerOptions(), text: label, stream: process.stderr, discardStdin: false }).start();
     }
@@ -26,8 +32,14 @@ export class Progress {
 
   /** Reports `done` of `total` units; `extra` is appended (e.g. the loss). Redraws at most 10×/s. */
   update(done: number, extra = ''): void {
-    if (!this.spinner) return;
     const now = performance.now();
+    if (!this.spinner) {
+      if (!isProgressQuiet() && done < this.total && now - this.lastBeat >= this.heartbeat * 1000) {
+        this.lastBeat = now;
+        process.stderr.write(`${this.plainLine(done, extra)}\n`);
+      }
+      return;
+    }
     if (now - this.lastDraw < 100 && done < this.total) return;
     this.lastDraw = now;
     this.spinner.text = this.line(done, extra);
@@ -47,6 +59,14 @@ export class Progress {
   rate(done: number): number {
     const s = (performance.now() - this.start) / 1000;
     return s > 0 ? done / s : 0;
+  }
+
+  /** The non-TTY line: no bar, no carriage returns, so a CI log shows one readable line per beat. */
+  private plainLine(done: number, extra: string): string {
+    const frac = this.total > 0 ? Math.min(1, done / this.total) : 0;
+    const rate = this.rate(done);
+    const eta = rate > 0 ? (this.total - done) / rate : Infinity;
+    return `${this.label}: ${done.toLocaleString('en-US')}/${this.total.toLocaleString('en-US')} (${(frac * 100).toFixed(0)}%), ${formatRate(rate)}/s, ETA ${formatSeconds(eta)}${extra ? ` · ${extra}` : ''}`;
   }
 
   private line(done: number, extra: string): string {

@@ -30,6 +30,7 @@ import { writeJsonAtomic } from '../core/atomic.js';
 import { hashValue } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
 import { info } from '../core/log.js';
+import { Progress } from '../core/progress.js';
 import { Rng } from '../core/rng.js';
 import { VERSION } from '../core/version.js';
 import { computedEmbeddings, embeddingFiles, entityRtiElements, fileEmbeddings, rtiElements, type EntityEmbeddings } from './data.js';
@@ -148,7 +149,9 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
       const targetKey = graph.manifest.schema.tables[k.target]!.primary_key!.column;
       embeddings.push(await embeddingsForExamples(graph, files, spec.fact_table, k.column, targetKey, all, { min: d.min_embedding_offset, max: d.max_embedding_offset }, k.dim));
     } else {
-      embeddings.push(computedEmbeddings(teacherModel, exParents, all.anchors, k.target, { min: d.min_embedding_offset, max: d.max_embedding_offset, cadence }, baseManifestCap(cfg, baseManifest)));
+      embeddings.push(
+        computedEmbeddings(teacherModel, exParents, all.anchors, k.target, { min: d.min_embedding_offset, max: d.max_embedding_offset, cadence }, baseManifestCap(cfg, baseManifest), { progress: new Progress() }),
+      );
     }
   }
   timings.embeddings = secs(t);

@@ -24,3 +24,29 @@ describe('spinnerOptions', () => {
     expect(frame({ NO_COLOR: '1' })).toMatch(/ x$/);
   });
 });
+
+describe('Progress without a terminal', () => {
+  it('prints a plain line with the count and an ETA at each heartbeat (--json keeps it; --quiet silences it)', async () => {
+    const { Progress } = await import('../../src/core/progress.js');
+    const { setQuiet } = await import('../../src/core/log.js');
+    const lines: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    const tty = process.stderr.isTTY;
+    Object.defineProperty(process.stderr, 'isTTY', { value: false, configurable: true });
+    process.stderr.write = ((s: string) => (lines.push(String(s)), true)) as typeof process.stderr.write;
+    try {
+      setQuiet(true, false); // what --json sets
+      const p = new Progress(0);
+      p.begin('pairs', 100);
+      p.update(40);
+      setQuiet(true, true); // --quiet
+      p.update(60);
+    } finally {
+      process.stderr.write = write;
+      Object.defineProperty(process.stderr, 'isTTY', { value: tty, configurable: true });
+      setQuiet(false);
+    }
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^pairs: 40\/100 \(40%\), .*\/s, ETA .+\n$/);
+  });
+});

@@ -292,3 +292,66 @@ export async function fileEmbeddings(
 export function denseValues(e: EntityEmbeddings): Float32Array {
   return e.values instanceof Float32Array ? e.values : (e.values as PairValues).dense();
 }
+
+/**
+ * Embeddings from snapshot files for entity-task examples (entity node, anchor): the entity's own key
+ * ASOF-joined with the snapshots at anchor − min_offset, rejected when older than anchor − max_offset —
+ * the rule `fileEmbeddings` applies to fact rows, with the example's anchor as its time. The examples go
+ * to DuckDB through an appender (one row each), since an entity appears once per anchor.
+ */
+export async function entityFileEmbeddings(
+  graph: Graph,
+  files: string[],
+  table: string,
+  keyColumn: string,
+  nodes: Int32Array,
+  anchors: Float64Array,
+  offsets: { min: number; max: number },
+  dim: number,
+): Promise<EntityEmbeddings & { values: Float32Array }> {
+  const n = nodes.length;
+  const values = new Float32Array(n * dim);
+  const missing = new Float32Array(n).fill(1);
+  if (n === 0) return { values, missing, anchors: [] };
+  return withDuck(async ({ conn }) => {
+    const list = `[${files.map(lit).join(', ')}]`;
+    const cols = await queryRows<{ name: string }>(conn, `SELECT column_name AS name FROM (DESCRIBE SELECT * FROM read_parquet(${list}, union_by_name = true))`);
+    if (!cols.some((c) => c.name === keyColumn) || !cols.some((c) => c.name === 'embedding')) {
+      throw new DataError(`the embedding files lack a "${keyColumn}" or "embedding" column`, { where: files[0], hint: `pass files written by \`gnnctl embed --table ${table}\`` });
+    }
+    await conn.run(`CREATE TEMP TABLE e AS SELECT CAST(${q(keyColumn)} AS VARCHAR) AS k, embedding, epoch_us(anchor_time) / 1e6 AS a FROM read_parquet(${list}, union_by_name = true)`);
+    const dims = await queryRows<{ d: number }>(conn, 'SELECT DISTINCT len(embedding)::INTEGER AS d FROM e');
+    if (dims.length !== 1 || dims[0]!.d !== dim) {
+      throw new ArtifactError(`the embedding files have dimension ${dims.map((x) => x.d).join('/')}, the base run ${dim}`, { where: files[0], hint: 'use embeddings written with the base run' });
+    }
+    await conn.run('CREATE TEMP TABLE x (ex INTEGER, node INTEGER, t DOUBLE)');
+    const app = await conn.createAppender('x');
+    try {
+      for (let i = 0; i < n; i++) {
+        app.appendInteger(i);
+        app.appendInteger(nodes[i]!);
+        app.appendDouble(anchors[i]!);
+        app.endRow();
+      }
+      app.flushSync();
+    } finally {
+      app.closeSync();
+    }
+    await conn.run(
+      `CREATE TEMP TABLE f AS SELECT x.ex, x.t, CAST(r.${q(keyColumn)} AS VARCHAR) AS k FROM x JOIN read_parquet(${lit(rowsPath(graph.dir, graph.manifest, table))}) r ON r.__node = x.node`,
+    );
+    const sql =
+      `SELECT f.ex, ${Array.from({ length: dim }, (_, j) => `e.embedding[${j + 1}]::DOUBLE`).join(', ')} ` +
+      `FROM f ASOF JOIN e ON f.k = e.k AND f.t - ${offsets.min} >= e.a WHERE e.a >= f.t - ${offsets.max} ORDER BY f.ex`;
+    const count = Number(await queryValue(conn, `SELECT count(*) FROM (${sql})`));
+    const arrays = await readColumns(conn, sql, count, ['i32', ...Array.from({ length: dim }, () => 'f32' as const)]);
+    const ex = arrays[0] as Int32Array;
+    for (let i = 0; i < count; i++) {
+      const r = ex[i]!;
+      for (let j = 0; j < dim; j++) values[r * dim + j] = (arrays[j + 1] as Float32Array)[i]!;
+      missing[r] = 0;
+    }
+    const anchorsSeen = (await queryRows<{ a: number }>(conn, 'SELECT DISTINCT a FROM e ORDER BY a')).map((r) => r.a);
+    return { values, missing, anchors: anchorsSeen };
+  });
+}

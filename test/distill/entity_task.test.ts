@@ -253,10 +253,11 @@ describe('config and flags', () => {
     const graph = Graph.load((await buildGraph(cfg)).dir);
     const model = DeepModel.load(base.runDir, graph);
     try {
-      // Customers at three anchors a week apart, including ones created after some of them (missing).
-      const last = graph.manifest.time_range![1];
-      const nodes = Int32Array.from({ length: 3 * 200 }, (_, i) => i % 200);
-      const times = Float64Array.from(nodes, (_, i) => last - Math.floor(i / 200) * 7 * 86400);
+      // 200 customers three days after each snapshot the run used (its grid anchor is that snapshot);
+      // customers created later are missing in both.
+      const snaps = anchors.map((a) => Date.parse(a) / 1000);
+      const nodes = Int32Array.from({ length: snaps.length * 200 }, (_, i) => i % 200);
+      const times = Float64Array.from(nodes, (_, i) => snaps[Math.floor(i / 200)]! + 3 * 86400);
       const offsets = { min: 0, max: 14 * 86400 };
       const computed = computedEmbeddings(model, nodes, times, 'customers', { ...offsets, cadence: 7 * 86400 }, 1000);
       const fromFiles = await entityFileEmbeddings(graph, embeddingFiles(snapshotDir), 'customers', 'customer_id', nodes, times, offsets, model.spec.channels);

@@ -103,6 +103,12 @@ export async function prepareDistill(opts: DistillOptions) {
   const taskName = opts.task ?? d.task;
   const task = cfg.taskSpecs[taskName];
   if (!task) throw new ConfigError(`unknown task "${taskName}"`, [], { where: '--task', hint: suggest(taskName, Object.keys(cfg.taskSpecs)) });
+  if (task.query.taskType === 'ranking') {
+    throw new NotImplementedError(`distilling the ranking task "${taskName}": the session-aware recommender is not part of this distillation`, {
+      where: opts.task ? '--task' : 'distillation.task',
+      hint: 'serve its batch top-k (gnnctl predict on the ranking run), or distil a binary/regression task',
+    });
+  }
   const backend = await selectBackend(opts.backend ?? 'auto');
   const baseRef = opts.base ?? `latest:${d.base}`;
   const base = resolveRun(cfg.artifactsDir, baseRef, { kind: 'train', cwd: opts.cwd });

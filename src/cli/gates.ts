@@ -20,10 +20,15 @@ export function parseGates(specs: string[] | undefined): Gate[] {
   });
 }
 
-export function checkQualityGates(gates: Gate[], metrics: unknown, result: unknown): void {
+/**
+ * @param stage a command that is one stage of `pipeline` (e.g. 'distill') also accepts the pipeline's
+ * path for the same metric (`distill.teacher_ap_ratio`), so one CI gate line works for both commands.
+ */
+export function checkQualityGates(gates: Gate[], metrics: unknown, result: unknown, stage?: string): void {
   const failures: string[] = [];
   for (const g of gates) {
-    const v = g.path.split('.').reduce<unknown>((o, k) => (o && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), metrics);
+    const path = stage && g.path.startsWith(`${stage}.`) ? g.path.slice(stage.length + 1) : g.path;
+    const v = path.split('.').reduce<unknown>((o, k) => (o && typeof o === 'object' ? (o as Record<string, unknown>)[k] : undefined), metrics);
     if (typeof v !== 'number') {
       throw new UsageError(`--fail-under: no numeric metric "${g.path}"`, { hint: 'use a path into the metrics object, e.g. test.auroc or lift' });
     }

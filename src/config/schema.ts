@@ -137,6 +137,8 @@ export const distillationSchema = z
       .describe('hop path → max length, e.g. transactions.customer_id->customers.customer_id->transactions.customer_id: 32 (fact-row task) or customers.customer_id->transactions.customer_id: 32 (entity task)'),
     embedding_cadence: durationSchema.optional().describe('spacing of embedding anchors (default: min(7 days, half the offset range))'),
     kd_weight: z.number().min(0).max(1).default(0.5).describe('knowledge-distillation weight when the base task is the serving task'),
+    kd_temperature: z.number().min(0.1).max(20).default(1).describe('temperature of the knowledge-distillation term (binary): the student matches sigmoid(teacher logit / T), loss scaled by T²'),
+    positive_weight: z.number().min(0.01).max(1000).default(1).describe('weight of positive examples in the hard-label loss (binary): > 1 spends more of the student on the top of the ranking'),
     exclude_columns: z
       .array(z.string())
       .default([])

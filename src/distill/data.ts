@@ -14,6 +14,7 @@ import type { Graph } from '../graph/graph.js';
 import { rowsPath } from '../artifacts/graph_manifest.js';
 import type { DeepModel } from '../model/deep_model.js';
 import { info } from '../core/log.js';
+import type { Progress } from '../core/progress.js';
 
 /**
  * RTI element node ids per example, most recent first: [examples × maxLength], −1 where there is none.
@@ -90,9 +91,15 @@ export function entityRtiElements(graph: Graph, hop: HopPath, nodes: Int32Array,
   return out;
 }
 
+/** What the student reads of an example's vector: one row at a time. */
+export interface ExampleVectors {
+  readonly length: number;
+  subarray(begin: number, end: number): Float32Array;
+}
+
 export interface EntityEmbeddings {
-  /** [examples × dim] */
-  values: Float32Array;
+  /** [examples × dim]: dense from files, a view over distinct pairs when computed */
+  values: ExampleVectors;
   /** 1 where no usable embedding exists (the model uses its learned fallback) */
   missing: Float32Array;
   /** snapshot anchors used (epoch seconds) */
@@ -105,9 +112,14 @@ export function gridAnchor(t: number, cadence: number): number {
 }
 
 /**
- * Embeddings computed in memory with the base run's model: example i uses the grid snapshot
- * a = grid(t_i − min_offset), valid when a ≥ t_i − max_offset and the entity existed at a. Each snapshot
- * embeds only the entities its examples need (exact layer-wise inference).
+ * As-of embeddings computed in memory with the base run's model, for exactly the (entity, snapshot) pairs
+ * the examples read: example i uses the grid snapshot a = grid(t_i − min_offset), valid when
+ * a ≥ t_i − max_offset and the entity existed at a. A daily `embed` would compute every entity at every
+ * anchor (112 full passes for sixteen weeks of rows); here each anchor embeds only the distinct entities
+ * its examples need, in chunks of at most `chunkSize` entities (exact layer-wise inference, so a vector
+ * does not depend on which other entities share its chunk: it equals the full snapshot's row, a tested
+ * property). Vectors are stored once per distinct pair, not per example (`index`), so memory follows the
+ * pairs, and a progress line with an ETA counts them.
  */
 export function computedEmbeddings(
   model: DeepModel,
@@ -116,6 +128,7 @@ export function computedEmbeddings(
   target: string,
   offsets: { min: number; max: number; cadence: number },
   degreeCap: number,
+  opts: { chunkSize?: number; progress?: Progress } = {},
 ): EntityEmbeddings {
   const depth = tableDepth(model, target);
   if (depth === null) {
@@ -125,35 +138,83 @@ export function computedEmbeddings(
   }
   const C = model.spec.channels;
   const n = parents.length;
-  const values = new Float32Array(n * C);
-  const missing = new Float32Array(n).fill(1);
   const entityTime = model.graph.table(target).time;
-  const byAnchor = new Map<number, number[]>();
+  // Each example's snapshot, then the distinct (anchor, entity) pairs sorted by anchor and entity.
+  const anchorOf = new Float64Array(n).fill(NaN);
   for (let i = 0; i < n; i++) {
     const p = parents[i]!;
     if (p < 0) continue;
     const a = gridAnchor(times[i]! - offsets.min, offsets.cadence);
     if (a < times[i]! - offsets.max) continue;
     if (entityTime && entityTime[p]! > a) continue;
-    let list = byAnchor.get(a);
-    if (!list) byAnchor.set(a, (list = []));
-    list.push(i);
+    anchorOf[i] = a;
   }
-  const anchors = [...byAnchor.keys()].sort((x, y) => x - y);
-  for (const a of anchors) {
-    const rows = byAnchor.get(a)!;
-    const unique = Int32Array.from(new Set(rows.map((i) => parents[i]!))).sort();
-    const emb = embedExact(model, target, depth, unique, a, degreeCap);
-    const rowOf = new Map<number, number>();
-    unique.forEach((v, k) => rowOf.set(v, k));
-    for (const i of rows) {
-      const k = rowOf.get(parents[i]!)!;
-      values.set(emb.subarray(k * C, (k + 1) * C), i * C);
-      missing[i] = 0;
+  const used = Int32Array.from({ length: n }, (_, i) => i).filter((i) => !Number.isNaN(anchorOf[i]!));
+  used.sort((x, y) => anchorOf[x]! - anchorOf[y]! || parents[x]! - parents[y]!);
+  const index = new Int32Array(n).fill(-1);
+  const pairAnchor: number[] = [];
+  const pairEntity: number[] = [];
+  for (const i of used) {
+    const k = pairAnchor.length - 1;
+    if (k < 0 || pairAnchor[k] !== anchorOf[i] || pairEntity[k] !== parents[i]) {
+      pairAnchor.push(anchorOf[i]!);
+      pairEntity.push(parents[i]!);
     }
+    index[i] = pairAnchor.length - 1;
   }
-  info(`distill: ${anchors.length} embedding snapshots of ${target} computed (${n - missing.reduce((s, x) => s + x, 0)} of ${n} examples have one)`);
-  return { values, missing, anchors };
+  const P = pairAnchor.length;
+  const table = new Float32Array(P * C);
+  const chunkSize = opts.chunkSize ?? 16384;
+  const progress = opts.progress;
+  progress?.begin(`distill: ${target} embeddings`, P);
+  const anchors: number[] = [];
+  for (let s = 0; s < P; ) {
+    const a = pairAnchor[s]!;
+    anchors.push(a);
+    let e = s;
+    while (e < P && pairAnchor[e] === a) e++;
+    // One anchor's entities, chunk by chunk (they are sorted, so each chunk is ascending and distinct).
+    for (let c = s; c < e; c += chunkSize) {
+      const stop = Math.min(e, c + chunkSize);
+      const emb = embedExact(model, target, depth, Int32Array.from(pairEntity.slice(c, stop)), a, degreeCap);
+      table.set(emb, c * C);
+      progress?.update(stop, `snapshot ${anchors.length}`);
+    }
+    s = e;
+  }
+  const missing = new Float32Array(n);
+  for (let i = 0; i < n; i++) missing[i] = index[i]! < 0 ? 1 : 0;
+  const summary = `distill: ${P.toLocaleString('en-US')} (${target}, snapshot) pairs over ${anchors.length} snapshots computed (${used.length} of ${n} examples have one)`;
+  if (progress) progress.end(summary);
+  else info(summary);
+  return { values: new PairValues(table, index, C), missing, anchors };
+}
+
+/**
+ * Example → vector view over a table of distinct (entity, snapshot) pairs: `subarray(i·dim, (i+1)·dim)`
+ * is example i's vector (zeros when it has none), as on a dense [examples × dim] array, without the copy.
+ */
+export class PairValues {
+  private readonly zeros: Float32Array;
+  constructor(readonly table: Float32Array, readonly index: Int32Array, readonly dim: number) {
+    this.zeros = new Float32Array(dim);
+  }
+  get length(): number {
+    return this.index.length * this.dim;
+  }
+  /** Example i's vector (the begin offset must be a multiple of dim). */
+  subarray(begin: number, end: number): Float32Array {
+    const i = begin / this.dim;
+    const k = this.index[i]!;
+    if (end - begin !== this.dim || !Number.isInteger(i)) throw new RangeError('PairValues.subarray reads one example vector at a time');
+    return k < 0 ? this.zeros : this.table.subarray(k * this.dim, (k + 1) * this.dim);
+  }
+  /** The dense [examples × dim] array (tests, small data). */
+  dense(): Float32Array {
+    const out = new Float32Array(this.length);
+    for (let i = 0; i < this.index.length; i++) out.set(this.subarray(i * this.dim, (i + 1) * this.dim), i * this.dim);
+    return out;
+  }
 }
 
 /** The Parquet files of `--embeddings PATH|DIR` (a file, a folder of snapshots, or a glob). */
@@ -188,7 +249,7 @@ export async function fileEmbeddings(
   nodes: Int32Array,
   offsets: { min: number; max: number },
   dim: number,
-): Promise<EntityEmbeddings> {
+): Promise<EntityEmbeddings & { values: Float32Array }> {
   const n = nodes.length;
   const values = new Float32Array(n * dim);
   const missing = new Float32Array(n).fill(1);
@@ -223,6 +284,74 @@ export async function fileEmbeddings(
       for (let j = 0; j < dim; j++) values[r * dim + j] = (arrays[j + 1] as Float32Array)[i]!;
       missing[r] = 0;
     }
+    return { values, missing, anchors: anchorsSeen };
+  });
+}
+
+/** An EntityEmbeddings' values as a dense [examples × dim] array. */
+export function denseValues(e: EntityEmbeddings): Float32Array {
+  return e.values instanceof Float32Array ? e.values : (e.values as PairValues).dense();
+}
+
+/**
+ * Embeddings from snapshot files for entity-task examples (entity node, anchor): the entity's own key
+ * ASOF-joined with the snapshots at anchor − min_offset, rejected when older than anchor − max_offset —
+ * the rule `fileEmbeddings` applies to fact rows, with the example's anchor as its time. The examples go
+ * to DuckDB through an appender (one row each), since an entity appears once per anchor.
+ */
+export async function entityFileEmbeddings(
+  graph: Graph,
+  files: string[],
+  table: string,
+  keyColumn: string,
+  nodes: Int32Array,
+  anchors: Float64Array,
+  offsets: { min: number; max: number },
+  dim: number,
+): Promise<EntityEmbeddings & { values: Float32Array }> {
+  const n = nodes.length;
+  const values = new Float32Array(n * dim);
+  const missing = new Float32Array(n).fill(1);
+  if (n === 0) return { values, missing, anchors: [] };
+  return withDuck(async ({ conn }) => {
+    const list = `[${files.map(lit).join(', ')}]`;
+    const cols = await queryRows<{ name: string }>(conn, `SELECT column_name AS name FROM (DESCRIBE SELECT * FROM read_parquet(${list}, union_by_name = true))`);
+    if (!cols.some((c) => c.name === keyColumn) || !cols.some((c) => c.name === 'embedding')) {
+      throw new DataError(`the embedding files lack a "${keyColumn}" or "embedding" column`, { where: files[0], hint: `pass files written by \`gnnctl embed --table ${table}\`` });
+    }
+    await conn.run(`CREATE TEMP TABLE e AS SELECT CAST(${q(keyColumn)} AS VARCHAR) AS k, embedding, epoch_us(anchor_time) / 1e6 AS a FROM read_parquet(${list}, union_by_name = true)`);
+    const dims = await queryRows<{ d: number }>(conn, 'SELECT DISTINCT len(embedding)::INTEGER AS d FROM e');
+    if (dims.length !== 1 || dims[0]!.d !== dim) {
+      throw new ArtifactError(`the embedding files have dimension ${dims.map((x) => x.d).join('/')}, the base run ${dim}`, { where: files[0], hint: 'use embeddings written with the base run' });
+    }
+    await conn.run('CREATE TEMP TABLE x (ex INTEGER, node INTEGER, t DOUBLE)');
+    const app = await conn.createAppender('x');
+    try {
+      for (let i = 0; i < n; i++) {
+        app.appendInteger(i);
+        app.appendInteger(nodes[i]!);
+        app.appendDouble(anchors[i]!);
+        app.endRow();
+      }
+      app.flushSync();
+    } finally {
+      app.closeSync();
+    }
+    await conn.run(
+      `CREATE TEMP TABLE f AS SELECT x.ex, x.t, CAST(r.${q(keyColumn)} AS VARCHAR) AS k FROM x JOIN read_parquet(${lit(rowsPath(graph.dir, graph.manifest, table))}) r ON r.__node = x.node`,
+    );
+    const sql =
+      `SELECT f.ex, ${Array.from({ length: dim }, (_, j) => `e.embedding[${j + 1}]::DOUBLE`).join(', ')} ` +
+      `FROM f ASOF JOIN e ON f.k = e.k AND f.t - ${offsets.min} >= e.a WHERE e.a >= f.t - ${offsets.max} ORDER BY f.ex`;
+    const count = Number(await queryValue(conn, `SELECT count(*) FROM (${sql})`));
+    const arrays = await readColumns(conn, sql, count, ['i32', ...Array.from({ length: dim }, () => 'f32' as const)]);
+    const ex = arrays[0] as Int32Array;
+    for (let i = 0; i < count; i++) {
+      const r = ex[i]!;
+      for (let j = 0; j < dim; j++) values[r * dim + j] = (arrays[j + 1] as Float32Array)[i]!;
+      missing[r] = 0;
+    }
+    const anchorsSeen = (await queryRows<{ a: number }>(conn, 'SELECT DISTINCT a FROM e ORDER BY a')).map((r) => r.a);
     return { values, missing, anchors: anchorsSeen };
   });
 }

@@ -30,9 +30,10 @@ import { writeJsonAtomic } from '../core/atomic.js';
 import { hashValue } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
 import { info } from '../core/log.js';
+import { Progress } from '../core/progress.js';
 import { Rng } from '../core/rng.js';
 import { VERSION } from '../core/version.js';
-import { computedEmbeddings, embeddingFiles, entityRtiElements, fileEmbeddings, rtiElements, type EntityEmbeddings } from './data.js';
+import { computedEmbeddings, embeddingFiles, entityFileEmbeddings, entityRtiElements, fileEmbeddings, rtiElements, type EntityEmbeddings } from './data.js';
 import { StudentFeatures, type StudentData } from '../model/student/features.js';
 import type { StudentSpec } from '../model/student/spec.js';
 import { measureLatency, summarize, trainStudent, type StudentMetrics } from './student_training.js';
@@ -89,9 +90,13 @@ export interface DistillResult {
   seconds: number;
 }
 
-export async function distill(opts: DistillOptions): Promise<DistillResult> {
-  const t0 = performance.now();
-  const startedAt = new Date().toISOString();
+/**
+ * Everything the students train on, computed once: the examples (train rows restricted to the window and
+ * subsampled), their RTI element lists, their as-of embeddings, the teacher's predictions and the
+ * student spec. `distill` trains the main student and the ablations on it; bench/distill.mjs trains
+ * variants on the same data.
+ */
+export async function prepareDistill(opts: DistillOptions) {
   const { cfg } = opts;
   const d = cfg.distillation;
   if (!d) throw new ConfigError('the config has no `distillation` block', [], { hint: 'add distillation: { task, base, embedding_keys, real_time_interactions, … } (see the README)' });
@@ -102,12 +107,6 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
     throw new NotImplementedError(`distilling the ranking task "${taskName}": the session-aware recommender is not part of this distillation`, {
       where: opts.task ? '--task' : 'distillation.task',
       hint: 'serve its batch top-k (gnnctl predict on the ranking run), or distil a binary/regression task',
-    });
-  }
-  if (task.query.target.kind === 'entity' && opts.embeddings) {
-    throw new NotImplementedError(`--embeddings with the entity task "${taskName}": snapshot files are joined to fact rows only`, {
-      where: '--embeddings',
-      hint: 'leave --embeddings out: the base run computes the as-of embeddings of each (entity, anchor) example',
     });
   }
   const backend = await selectBackend(opts.backend ?? 'auto');
@@ -149,12 +148,22 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
     const own = k.target === spec.fact_table && k.column === spec.primary_key?.column;
     const parents = own ? null : graph.edges.find((e) => e.kind === 'fk' && e.src === spec.fact_table && e.meta.column === k.column)!.parent!;
     const exParents = parents ? Int32Array.from(all.nodes, (v) => parents[v]!) : all.nodes;
-    if (opts.embeddings) {
+    if (opts.embeddings && own) {
+      // An entity task's own key: the example's (entity, anchor) reads the snapshot as of its anchor.
+      embeddings.push(await entityFileEmbeddings(graph, embeddingFiles(opts.embeddings), k.target, k.column, all.nodes, all.anchors, { min: d.min_embedding_offset, max: d.max_embedding_offset }, k.dim));
+    } else if (opts.embeddings && task.query.target.kind === 'entity') {
+      throw new NotImplementedError(`--embeddings with the entity task "${taskName}" and the foreign key ${spec.fact_table}.${k.column}: snapshot files are read for the entity's own key only`, {
+        where: 'distillation.embedding_keys',
+        hint: `leave --embeddings out (the base run computes the as-of embeddings), or use only ${spec.fact_table}.${spec.primary_key?.column ?? '<key>'}`,
+      });
+    } else if (opts.embeddings) {
       const files = embeddingFiles(opts.embeddings);
       const targetKey = graph.manifest.schema.tables[k.target]!.primary_key!.column;
       embeddings.push(await embeddingsForExamples(graph, files, spec.fact_table, k.column, targetKey, all, { min: d.min_embedding_offset, max: d.max_embedding_offset }, k.dim));
     } else {
-      embeddings.push(computedEmbeddings(teacherModel, exParents, all.anchors, k.target, { min: d.min_embedding_offset, max: d.max_embedding_offset, cadence }, baseManifestCap(cfg, baseManifest)));
+      embeddings.push(
+        computedEmbeddings(teacherModel, exParents, all.anchors, k.target, { min: d.min_embedding_offset, max: d.max_embedding_offset, cadence }, baseManifestCap(cfg, baseManifest), { progress: new Progress() }),
+      );
     }
   }
   timings.embeddings = secs(t);
@@ -171,11 +180,21 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
     timings.teacher = secs(t);
   }
   const features = new StudentFeatures(graph, spec);
-  const labels = all.labels;
-  const runStudent = (variant: Partial<StudentSpec>, epochs: number, kdWeight: number) =>
-    trainStudent({ ...spec, ...variant }, features, data, labels, ranges, objective, teacherPred, kdWeight, { epochs, batchSize: d.batch_size, lr: d.lr, patience: d.patience, dropout: d.dropout, seed });
+  return { d, cfg, taskName, task, backend, base, baseManifest, built, graph, split, seed, tables, teacherModel, spec, all, ranges, embeddings, data, kind, objective, sameTask, teacherPred, features, labels: all.labels, timings };
+}
 
-  t = performance.now();
+export type PreparedDistill = Awaited<ReturnType<typeof prepareDistill>>;
+
+export async function distill(opts: DistillOptions): Promise<DistillResult> {
+  const t0 = performance.now();
+  const startedAt = new Date().toISOString();
+  const p = await prepareDistill(opts);
+  const { d, cfg, taskName, task, backend, base, baseManifest, built, graph, split, seed, tables, teacherModel, spec, ranges, embeddings, data, kind, objective, sameTask, teacherPred, features, labels, timings } = p;
+  let t = performance.now();
+
+  const runStudent = (variant: Partial<StudentSpec>, epochs: number, kdWeight: number) =>
+    trainStudent({ ...spec, ...variant }, features, data, labels, ranges, objective, teacherPred, kdWeight, { epochs, batchSize: d.batch_size, lr: d.lr, patience: d.patience, dropout: d.dropout, seed, kdTemperature: d.kd_temperature, positiveWeight: objective.softTargets ? d.positive_weight : 1 });
+
   const epochs = opts.epochs ?? d.epochs;
   const main = runStudent({}, epochs, sameTask && objective.softTargets ? d.kd_weight : 0);
   timings.student = secs(t);

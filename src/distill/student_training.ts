@@ -44,8 +44,13 @@ export function trainStudent(
   objective: Objective,
   teacher: Float32Array | null,
   kdWeight: number,
-  o: { epochs: number; batchSize: number; lr: number; patience: number; dropout: number; seed: number },
+  o: { epochs: number; batchSize: number; lr: number; patience: number; dropout: number; seed: number; kdTemperature?: number; positiveWeight?: number },
 ): TrainedStudent {
+  const T = o.kdTemperature ?? 1;
+  const posWeight = o.positiveWeight ?? 1;
+  // The teacher's logits softened by T (Hinton et al. 2015): at T > 1 the student also learns how the
+  // teacher orders the many confident negatives, which is where a rare-positive ranking's precision is won.
+  const softTarget = teacher && T !== 1 ? teacher.map((p) => 1 / (1 + Math.exp(-logit(p) / T))) : teacher;
   const model = new StudentModel(spec, o.seed, o.dropout);
   const optimizer = new Adam(model.params.vars, o.lr);
   const rng = new Rng(o.seed);
@@ -68,6 +73,7 @@ export function trainStudent(
   const evaluate = (lo: number, hi: number, p: Float32Array): Metrics => objective.metrics(labels.subarray(lo, hi), p);
   const y = new Float32Array(o.batchSize);
   const soft = new Float32Array(o.batchSize);
+  const weight = new Float32Array(o.batchSize);
   let best = model.params.snapshot();
   let bestScore = -Infinity;
   let bestEpoch = 0;
@@ -84,16 +90,21 @@ export function trainStudent(
       const m = rows.length;
       for (let k = 0; k < m; k++) {
         y[k] = objective.target(labels[rows[k]!]!, output);
-        soft[k] = teacher ? teacher[rows[k]!]! : 0;
+        soft[k] = softTarget ? softTarget[rows[k]!]! : 0;
+        weight[k] = posWeight !== 1 && labels[rows[k]!]! > 0.5 ? posWeight : 1;
       }
       const batch = features.batch(data, rows);
       const loss = optimizer.minimize(() => {
         const logits = model.forward(batch, true);
         const yt = tf.tensor1d(y.subarray(0, m));
-        const hard = objective.loss(lossName, logits, yt);
+        // Positives weighted up (binary only, hard-label term): the loss then spends more of its capacity on
+        // separating the rare positives from their nearest negatives, the top of the ranking.
+        const hard = posWeight !== 1 ? weightedBce(logits, yt, tf.tensor1d(weight.subarray(0, m))) : objective.loss(lossName, logits, yt);
         if (!teacher || kdWeight === 0) return hard;
-        // The teacher's predictions as soft targets (only objectives with softTargets get a kdWeight > 0).
-        return hard.mul(1 - kdWeight).add(objective.loss(lossName, logits, tf.tensor1d(soft.subarray(0, m))).mul(kdWeight)) as tf.Scalar;
+        // The teacher's predictions as soft targets (only objectives with softTargets get a kdWeight > 0),
+        // matched at temperature T and scaled by T² so the gradient's size does not depend on T.
+        const softLoss = T === 1 ? objective.loss(lossName, logits, tf.tensor1d(soft.subarray(0, m))) : objective.loss(lossName, logits.div(T), tf.tensor1d(soft.subarray(0, m))).mul(T * T);
+        return hard.mul(1 - kdWeight).add(softLoss.mul(kdWeight)) as tf.Scalar;
       });
       lossSum += loss * m;
       progress.update(i + m, `loss ${(lossSum / (i + m)).toFixed(4)}`);
@@ -114,6 +125,17 @@ export function trainStudent(
   model.params.restore(best);
   const testPred = predict(ranges.test[0], ranges.test[1]);
   return { model, best, val: bestVal!, test: evaluate(ranges.test[0], ranges.test[1], testPred), testPred, bestEpoch, epochs };
+}
+
+function logit(p: number): number {
+  const q = Math.min(1 - 1e-6, Math.max(1e-6, p));
+  return Math.log(q / (1 - q));
+}
+
+/** Σ w · BCE(logits, y) / Σ w. */
+function weightedBce(logits: tf.Tensor1D, y: tf.Tensor1D, w: tf.Tensor1D): tf.Scalar {
+  const per = tf.relu(logits).sub(logits.mul(y)).add(tf.log1p(tf.exp(tf.neg(tf.abs(logits)))));
+  return per.mul(w).sum().div(w.sum()) as tf.Scalar;
 }
 
 /** Single-example latency of the TF.js student (features included), p50/p99 over a few hundred calls. */

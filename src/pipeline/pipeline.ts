@@ -44,7 +44,7 @@ export interface PipelineResult {
   stages: StageSummary[];
   metrics: {
     train: Record<string, { val: unknown; test: unknown; baseline: unknown; lift: number | null }>;
-    distill: { val: unknown; test: unknown; teacher: unknown; ablations: unknown } | null;
+    distill: { val: unknown; test: unknown; teacher: unknown; teacher_ratio: number | null; teacher_ap_ratio: number | null; ablations: unknown } | null;
   };
   runs: Record<string, string>;
   model_repository: string | null;
@@ -119,7 +119,7 @@ export async function runPipeline(opts: PipelineOptions): Promise<PipelineResult
   const distilled = await stage('distill', async () => {
     const prev = opts.force ? undefined : listRuns(cfg.artifactsDir).reverse().find((r) => r.manifest.kind === 'distill' && r.manifest.status === 'complete' && (r.manifest as DistillManifest).run_key === distillKey);
     const dir = prev?.dir ?? (await distill({ cfg, base: baseRun, backend: opts.backend, epochs: opts.distillEpochs, cwd: opts.cwd })).runDir;
-    const m = JSON.parse(readFileSync(join(dir, 'metrics.json'), 'utf8')) as { test: Record<string, number>; val: unknown; teacher: { test: Record<string, number> } | null; ablations: Record<string, { test: Record<string, number> }> };
+    const m = JSON.parse(readFileSync(join(dir, 'metrics.json'), 'utf8')) as { test: Record<string, number>; val: unknown; teacher: { test: Record<string, number> } | null; teacher_ratio?: number | null; teacher_ap_ratio?: number | null; ablations: Record<string, { test: Record<string, number> }> };
     const id = dir.split('/').pop()!;
     runs[`${d.task} (distilled)`] = id;
     const auc = (x?: Record<string, number>): string => (x?.auroc ?? x?.mae)?.toFixed(4) ?? '-';
@@ -148,7 +148,16 @@ export async function runPipeline(opts: PipelineOptions): Promise<PipelineResult
   }
   return {
     stages,
-    metrics: { train: trainMetrics, distill: { val: distilled.metrics.val, test: distilled.metrics.test, teacher: distilled.metrics.teacher, ablations: distilled.metrics.ablations } },
+    metrics: { train: trainMetrics, distill: {
+        val: distilled.metrics.val,
+        test: distilled.metrics.test,
+        teacher: distilled.metrics.teacher,
+        // CI gates on these (`--fail-under distill.teacher_ap_ratio=0.9`)
+        teacher_ratio: distilled.metrics.teacher_ratio ?? null,
+        teacher_ap_ratio: distilled.metrics.teacher_ap_ratio ?? null,
+        ablations: distilled.metrics.ablations,
+      },
+    },
     runs,
     model_repository: exported.repo,
     model: cfg.export.name,

@@ -103,6 +103,11 @@ export const METRICS: Record<TaskKind, MetricSpec[]> = {
     { key: 'ap', label: 'Average precision', higherIsBetter: true, format: 'metric' },
     { key: 'accuracy', label: 'Accuracy @0.5', higherIsBetter: true, format: 'metric' },
     { key: 'f1', label: 'F1 @0.5', higherIsBetter: true, format: 'metric' },
+    // The top of the ranking, where a fraud team works: recall and precision at fixed low false-positive rates.
+    { key: 'recall_at_fpr_1', label: 'Recall @ FPR 1%', higherIsBetter: true, format: 'metric' },
+    { key: 'precision_at_fpr_1', label: 'Precision @ FPR 1%', higherIsBetter: true, format: 'metric' },
+    { key: 'recall_at_fpr_5', label: 'Recall @ FPR 5%', higherIsBetter: true, format: 'metric' },
+    { key: 'precision_at_fpr_5', label: 'Precision @ FPR 5%', higherIsBetter: true, format: 'metric' },
     { key: 'positive_rate', label: 'Positive rate', higherIsBetter: true, format: 'rate' },
     { key: 'n', label: 'Examples', higherIsBetter: true, format: 'count' },
   ],

@@ -164,9 +164,12 @@ describe('the pipeline, command by command, through the binary', () => {
     expect(d.code, d.stderr).toBe(0);
     expect(typeof (d.json.metrics as { teacher_ap_ratio: unknown }).teacher_ap_ratio).toBe('number');
     // A CI gate on the top of the ranking: an impossible bar fails the job with exit 4 and the result.
-    const gated = gnnctl(['distill', ...cfg(), '--base', 'latest:fraud', '--epochs', '1', '--backend', 'wasm', '--fail-under', 'teacher_ap_ratio=100', '--json'], cwd);
+    const gated = gnnctl(['distill', ...cfg(), '--base', 'latest:fraud', '--epochs', '1', '--backend', 'wasm', '--fail-under', 'distill.teacher_ap_ratio=100', '--json'], cwd);
     expect(gated.code, gated.stderr).toBe(4);
-    expect(gated.stderr).toContain('teacher_ap_ratio');
+    expect(gated.stderr).toContain('distill.teacher_ap_ratio');
+    // --json: the failed gate's result (with the figure that failed) on stdout
+    expect(gated.json.exit_code).toBe(4);
+    expect(typeof (gated.json.result as { metrics: { teacher_ap_ratio: unknown } }).metrics.teacher_ap_ratio).toBe('number');
     const repo = join(fx.artifacts, 'repo');
     const x = gnnctl(['export', ...cfg(), '--run', String(d.json.run_id), '--out', repo, '--version', '5', '--json'], cwd);
     expect(x.code, x.stderr).toBe(0);

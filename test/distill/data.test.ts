@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig, parseHopPath, type Config } from '../../src/config/load.js';
 import type { HopPath } from '../../src/task/task_spec.js';
-import { computedEmbeddings, embeddingFiles, fileEmbeddings, gridAnchor, rtiElements } from '../../src/distill/data.js';
+import { computedEmbeddings, denseValues, embeddingFiles, fileEmbeddings, gridAnchor, rtiElements } from '../../src/distill/data.js';
 import { embedExact, tableDepth } from '../../src/embed/layerwise.js';
 import { ArtifactError, DataError } from '../../src/core/errors.js';
 import { buildGraph } from '../../src/graph/build.js';
@@ -221,14 +221,14 @@ describe('computedEmbeddings: the grid snapshot an example reads', () => {
     const C = model.spec.channels;
     if (anchor === null) {
       expect(Array.from(r.missing)).toEqual([1]);
-      expect(Array.from(r.values)).toEqual(new Array(C).fill(0));
+      expect(Array.from(denseValues(r))).toEqual(new Array(C).fill(0));
       expect(r.anchors).toEqual([]);
       return;
     }
     expect(Array.from(r.missing)).toEqual([0]);
     expect(r.anchors).toEqual([anchor]);
     const depth = tableDepth(model, 'customers')!;
-    expect(maxAbsDiff(r.values, embedExact(model, 'customers', depth, Int32Array.of(p), anchor, 1000))).toBeLessThanOrEqual(1e-6);
+    expect(maxAbsDiff(denseValues(r), embedExact(model, 'customers', depth, Int32Array.of(p), anchor, 1000))).toBeLessThanOrEqual(1e-6);
   });
 
   it('the snapshots differ, so the checks above tell them apart (c1 before and after its 2020-01-02 and -03 rows)', () => {
@@ -253,6 +253,38 @@ describe('computedEmbeddings: the grid snapshot an example reads', () => {
       expect(maxAbsDiff(r.values.subarray(i * C, (i + 1) * C), embedExact(model, 'customers', depth, Int32Array.of(p[i]!), c.anchor, 1000)), c.name).toBeLessThanOrEqual(1e-6);
     });
   });
+
+  it.each([{ chunkSize: 1 }, { chunkSize: 2 }, { chunkSize: 16384 }])(
+    'as-of pairs in chunks of $chunkSize equal the rows of the full daily snapshot (every fact row, customers and articles, 2-day max)',
+    ({ chunkSize }) => {
+      const C = model.spec.channels;
+      const rows = graph.table('transactions').rows;
+      const nodes = Int32Array.from({ length: rows }, (_, i) => i);
+      const times = Float64Array.from(graph.table('transactions').time!);
+      const o = offsets(2 * DAY);
+      for (const [target, column] of [['customers', 'customer_id'], ['articles', 'article_id']] as const) {
+        const fk = graph.edges.find((e) => e.kind === 'fk' && e.src === 'transactions' && e.meta.column === column)!.parent!;
+        const parents = Int32Array.from(nodes, (v) => fk[v]!);
+        const r = computedEmbeddings(model, parents, times, target, o, 1000, { chunkSize });
+        const depth = tableDepth(model, target)!;
+        const entityTime = graph.table(target).time;
+        let checked = 0;
+        for (const a of r.anchors) {
+          // What a daily `embed` at anchor a computes: every entity existing at a, in one pass.
+          const existing = Int32Array.from({ length: graph.table(target).rows }, (_, v) => v).filter((v) => !entityTime || entityTime[v]! <= a);
+          const full = embedExact(model, target, depth, existing, a, 1000);
+          for (let i = 0; i < rows; i++) {
+            if (r.missing[i] || Math.floor((times[i]! - o.min) / DAY) * DAY !== a) continue;
+            const k = existing.indexOf(parents[i]!);
+            expect(Array.from(r.values.subarray(i * C, (i + 1) * C)), `${target} of row ${i} at ${a}`).toEqual(Array.from(full.subarray(k * C, (k + 1) * C)));
+            checked++;
+          }
+        }
+        expect(checked).toBe(rows - r.missing.reduce((x, m) => x + m, 0));
+        expect(checked).toBeGreaterThan(5);
+      }
+    },
+  );
 
   it('a target the model does not reach above its input layer is an ArtifactError', () => {
     const shallow = randomDeepModel(graph, 'transactions', [1]);

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { distillCommand } from '../../src/cli/commands/distill.js';
 import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig, type Config } from '../../src/config/load.js';
-import { computedEmbeddings, embeddingFiles, fileEmbeddings } from '../../src/distill/data.js';
+import { computedEmbeddings, denseValues, embeddingFiles, fileEmbeddings } from '../../src/distill/data.js';
 import { defaultCadence, distill, type DistillManifest, type DistillMetrics } from '../../src/distill/distill.js';
 import type { StudentSpec } from '../../src/model/student/spec.js';
 import { embed } from '../../src/embed/embed.js';
@@ -106,7 +106,8 @@ describe('embeddings from files', () => {
     anchors = cmd.metrics.embeddings.snapshots;
     for (const anchorTime of anchors) for (const table of ['customers', 'articles']) await embed({ cfg, run: base.runId, table, anchorTime, backend: 'wasm' });
     snapshotDir = join(fx.artifacts, 'embeddings', base.runId);
-  });
+    // two `embed` calls per daily snapshot (about 30): minutes when other jobs share the two cores
+  }, 600_000);
 
   it('the snapshot folder holds one embeddings.parquet per anchor and table', () => {
     expect(embeddingFiles(snapshotDir)).toHaveLength(2 * anchors.length);
@@ -125,7 +126,7 @@ describe('embeddings from files', () => {
       const fromFiles = await fileEmbeddings(graph, files, 'transactions', 'customer_id', 'customer_id', nodes, offsets, model.spec.channels);
       expect(Array.from(fromFiles.missing)).toEqual(Array.from(computed.missing));
       expect(fromFiles.missing.reduce((a, b) => a + b, 0)).toBeLessThan(nodes.length);
-      expect(maxAbsDiff(fromFiles.values, computed.values)).toBeLessThanOrEqual(1e-6);
+      expect(maxAbsDiff(denseValues(fromFiles), denseValues(computed))).toBeLessThanOrEqual(1e-6);
     } finally {
       model.dispose();
     }
@@ -139,5 +140,26 @@ describe('embeddings from files', () => {
     expect(readManifest<DistillManifest>(r.runDir).embeddings_source).toBe(snapshotDir);
     expect(isProbabilityMetric(auroc(r.metrics.test))).toBe(true);
     expect(Math.abs(auroc(r.metrics.test) - auroc(cmd.metrics.test))).toBeLessThanOrEqual(1e-3);
+  });
+});
+
+describe('trainStudent: KD temperature and positive weight', () => {
+  it('T changes the student only through the KD term (kd_weight 0: identical); a positive weight changes it', async () => {
+    const { prepareDistill } = await import('../../src/distill/distill.js');
+    const { trainStudent } = await import('../../src/distill/student_training.js');
+    const p = await prepareDistill({ cfg, base: base.runId, backend: 'wasm', cwd: fx.dir });
+    try {
+      const run = (kdWeight: number, extra: { kdTemperature?: number; positiveWeight?: number }) => {
+        const s = trainStudent(p.spec, p.features, p.data, p.labels, p.ranges, p.objective, p.teacherPred, kdWeight, { epochs: 1, batchSize: 64, lr: 0.003, patience: 1, dropout: 0, seed: 0, ...extra });
+        s.model.dispose();
+        return Array.from(s.testPred);
+      };
+      expect(p.teacherPred).not.toBeNull();
+      expect(run(0, { kdTemperature: 3 })).toEqual(run(0, { kdTemperature: 1 }));
+      expect(maxAbsDiff(run(0.5, { kdTemperature: 3 }), run(0.5, { kdTemperature: 1 }))).toBeGreaterThan(1e-5);
+      expect(maxAbsDiff(run(0, { positiveWeight: 5 }), run(0, {}))).toBeGreaterThan(1e-5);
+    } finally {
+      p.teacherModel.dispose();
+    }
   });
 });

@@ -7,17 +7,20 @@
  * Config validation guards the new grammar; the one unsupported combination says so.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig, type Config } from '../../src/config/load.js';
-import { ConfigError, ExitCode, NotImplementedError } from '../../src/core/errors.js';
+import { ConfigError } from '../../src/core/errors.js';
 import { setQuiet } from '../../src/core/log.js';
 import { distill, type DistillResult } from '../../src/distill/distill.js';
-import { entityRtiElements } from '../../src/distill/data.js';
+import { computedEmbeddings, denseValues, embeddingFiles, entityFileEmbeddings, entityRtiElements } from '../../src/distill/data.js';
+import { embed } from '../../src/embed/embed.js';
+import { DeepModel } from '../../src/model/deep_model.js';
 import { exportModel, type ExportResult } from '../../src/export/export.js';
 import { feeds, rawRequests } from '../../src/export/parity.js';
 import { requestInputs } from '../../src/export/student_onnx.js';
@@ -25,7 +28,7 @@ import { buildGraph } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
 import type { StudentSpec } from '../../src/model/student/spec.js';
 import { train, type TrainResult } from '../../src/train/trainer.js';
-import { pipelineConfig, sqlPath, sqlRows } from '../helpers/pipeline.js';
+import { maxAbsDiff, pipelineConfig, sqlPath, sqlRows } from '../helpers/pipeline.js';
 import { tinySynth, type SynthFixture } from '../helpers/synth.js';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'gnnctl.js');
@@ -242,10 +245,41 @@ describe('config and flags', () => {
     expect(bad.stderr).toContain('--epochs');
   });
 
-  it('distill --embeddings with an entity task: NotImplementedError (exit 2) naming --embeddings', async () => {
-    const err = await distill({ cfg, base: base.runId, embeddings: fx.dir, backend: 'wasm', cwd: fx.dir }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(NotImplementedError);
-    expect((err as NotImplementedError).exitCode).toBe(ExitCode.config);
-    expect((err as NotImplementedError).describe()).toContain('--embeddings');
+  it('distill --embeddings with an entity task reads the snapshot files as of each (customer, anchor): the same vectors, snapshots and coverage as the computed run', async () => {
+    const anchors = student.metrics.embeddings.snapshots;
+    expect(anchors.length).toBeGreaterThan(0);
+    for (const anchorTime of anchors) await embed({ cfg, run: base.runId, table: 'customers', anchorTime, backend: 'wasm' });
+    const snapshotDir = join(fx.artifacts, 'embeddings', base.runId);
+    const graph = Graph.load((await buildGraph(cfg)).dir);
+    const model = DeepModel.load(base.runDir, graph);
+    try {
+      // 200 customers three days after each snapshot the run used (its grid anchor is that snapshot);
+      // customers created later are missing in both.
+      const snaps = anchors.map((a) => Date.parse(a) / 1000);
+      const nodes = Int32Array.from({ length: snaps.length * 200 }, (_, i) => i % 200);
+      const times = Float64Array.from(nodes, (_, i) => snaps[Math.floor(i / 200)]! + 3 * 86400);
+      const offsets = { min: 0, max: 14 * 86400 };
+      const computed = computedEmbeddings(model, nodes, times, 'customers', { ...offsets, cadence: 7 * 86400 }, 1000);
+      const fromFiles = await entityFileEmbeddings(graph, embeddingFiles(snapshotDir), 'customers', 'customer_id', nodes, times, offsets, model.spec.channels);
+      expect(Array.from(fromFiles.missing)).toEqual(Array.from(computed.missing));
+      expect(fromFiles.missing.reduce((a, b) => a + b, 0)).toBeLessThan(nodes.length);
+      expect(maxAbsDiff(fromFiles.values, denseValues(computed))).toBeLessThanOrEqual(1e-6);
+    } finally {
+      model.dispose();
+    }
+    const r = await distill({ cfg, base: base.runId, embeddings: snapshotDir, backend: 'wasm', cwd: fx.dir });
+    expect(r.metrics.embeddings.source).toBe('files');
+    expect(r.metrics.embeddings.coverage).toEqual(student.metrics.embeddings.coverage);
+  });
+
+  it('gnnctl distill --embeddings with a folder holding no snapshot files exits 3 naming --embeddings', () => {
+    const empty = mkdtempSync(join(tmpdir(), 'gnnctl-noemb-'));
+    try {
+      const r = spawnSync(process.execPath, [BIN, 'distill', '-c', fx.config, '--base', base.runDir, '--task', 'churn', '--artifacts', fx.artifacts, '--backend', 'wasm', '--embeddings', empty, '--json'], { cwd: fx.dir, encoding: 'utf8', timeout: 300_000 });
+      expect(r.status).toBe(3);
+      expect(r.stderr).toContain('--embeddings');
+    } finally {
+      rmSync(empty, { recursive: true, force: true });
+    }
   });
 });

@@ -39,7 +39,7 @@ export async function distillCommand(opts: DistillCommandOptions): Promise<Comma
     metrics: { val: m.val, test: m.test, teacher: m.teacher, teacher_ratio: m.teacher_ratio, teacher_ap_ratio: m.teacher_ap_ratio, ablations: m.ablations, student: m.student, teacher_model: m.teacher_model, embeddings: m.embeddings },
     counts: m.counts,
   };
-  checkQualityGates(gates, result.metrics, result);
+  checkQualityGates(gates, result.metrics, result, 'distill');
   const f = (x: unknown): string => {
     const v = (x as Record<string, number> | null | undefined)?.auroc ?? (x as Record<string, number> | null | undefined)?.mae;
     return v === undefined ? '-' : v.toFixed(4);

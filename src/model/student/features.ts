@@ -35,8 +35,8 @@ export interface StudentData {
   nodes: Int32Array;
   /** example time (epoch seconds) = the request's anchor_time */
   anchors: Float64Array;
-  /** per embedding key: [examples × dim] values and missing flags */
-  embeddings: { values: Float32Array; missing: Float32Array }[];
+  /** per embedding key: [examples × dim] values (read one example's row at a time) and missing flags */
+  embeddings: { values: { subarray(begin: number, end: number): Float32Array }; missing: Float32Array }[];
   /** per hop path: element nodes [examples × maxLength], −1 none */
   rti: Int32Array[];
 }

@@ -126,7 +126,9 @@ function distillHeadline(d: DistillReport): string {
       subHtml: m.teacher_ratio === null ? 'no teacher metrics recorded' : `ratio ${esc(m.teacher_ratio.toFixed(4))} of test ${esc(main.label)}`,
       tone: ratioTone,
     }),
-    card({ label: `Test ${second.label}`, valueHtml: metricValue(second, m.test[second.key], `test.${second.key}`), subHtml: teacher ? `teacher ${esc(formatBySpec(second, teacher.test[second.key]))}` : undefined }),
+    card({ label: `Test ${second.label}`, valueHtml: metricValue(second, m.test[second.key], `test.${second.key}`), subHtml: teacher
+        ? `teacher ${esc(formatBySpec(second, teacher.test[second.key]))}${m.teacher_ap_ratio !== null && second.key === 'ap' ? ` · <span data-metric="teacher_ap_ratio" data-value="${m.teacher_ap_ratio}">${esc(fmtPercent(m.teacher_ap_ratio, 1))}</span> of it` : ''}`
+        : undefined }),
     card({ label: 'Student parameters', valueHtml: `<span data-metric="student.parameters">${esc(fmtInt(m.student.parameters))}</span>`, subHtml: sizeRatio !== null ? `${esc(sizeRatio.toFixed(1))}× fewer than the teacher (${esc(fmtInt(tm!.parameters))})` : undefined }),
     card({ label: 'Latency p50 / p99', valueHtml: `<span data-metric="student.latency_ms_p50">${esc(fmtMs(m.student.latency_ms_p50))}</span>`, subHtml: `p99 ${esc(fmtMs(m.student.latency_ms_p99))} · one example, TF.js` }),
   ];

@@ -117,11 +117,14 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
     const thirty = g.floats(`${name}.thirty`, [30], []);
     const logits = g.op('Mul', [g.op('Tanh', [g.op('Div', [raw, thirty])]), thirty]);
     const ex = g.op('Exp', [logits]);
+    // Σ_e α_e x_s = (Σ_e exp(e_e) x_s) / (Σ_e exp(e_e) + ε): the softmax's denominator is one per target
+    // node and head, so it divides the aggregate [n, H, C] once instead of every edge's weight [m, H]
+    // (one Gather, Add and Div fewer over the edges; the same sum up to float rounding).
     const denom = g.op('ScatterND', [zeros(heads, `${name}.denom`), dstIdx, ex], { reduction: { s: 'add' } }); // [n, H]
-    const alpha = g.op('Div', [ex, g.op('Add', [g.op('Gather', [denom, dst], { axis: { i: 0 } }), g.floats(`${name}.eps`, [1e-16], [])])]);
-    const msg = g.op('Reshape', [g.op('Mul', [g.op('Reshape', [xsj, mhc]), g.op('Unsqueeze', [alpha, g.ints(`${name}.axes_m1`, [-1])])]), g.ints(`${name}.shape_mhc2`, [-1, hc])]);
+    const msg = g.op('Reshape', [g.op('Mul', [g.op('Reshape', [xsj, mhc]), g.op('Unsqueeze', [ex, g.ints(`${name}.axes_m1`, [-1])])]), g.ints(`${name}.shape_mhc2`, [-1, hc])]);
     const agg = g.op('ScatterND', [zeros(hc, `${name}.agg`), dstIdx, msg], { reduction: { s: 'add' } }); // [n, HC]
-    const out = concat ? agg : g.op('ReduceMean', [g.op('Reshape', [agg, mhc])], { axes: { ints: [1] }, keepdims: { i: 0 } });
+    const norm = g.op('Div', [g.op('Reshape', [agg, mhc]), g.op('Unsqueeze', [g.op('Add', [denom, g.floats(`${name}.eps`, [1e-16], [])]), g.ints(`${name}.axes_m1d`, [-1])])]); // [n, H, C]
+    const out = concat ? g.op('Reshape', [norm, g.ints(`${name}.shape_nhc`, [-1, hc])]) : g.op('ReduceMean', [norm], { axes: { ints: [1] }, keepdims: { i: 0 } });
     return g.op('Add', [out, bias]);
   };
 

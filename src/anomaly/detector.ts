@@ -84,7 +84,7 @@ export class Detector {
 
   /** Scores one snapshot (newer than the last); `events` are the planned changes since the last one. */
   async step(snapshot: Snapshot, events: PlannedEvent[], opts: { keepRaw?: boolean; prime?: boolean } = {}): Promise<SnapshotScore> {
-    const g = buildGraph(snapshot, this.stats);
+    const g = buildGraph(snapshot, this.stats, this.previous);
     const rec = await this.model.reconstruct(g, this.ring);
 
     // Suppression: count down, then add this interval's events (service + neighbours, now or just before).

@@ -10,7 +10,7 @@
 import * as ort from 'onnxruntime-node';
 import { existsSync } from 'node:fs';
 import { ArtifactError } from '../core/errors.js';
-import { alignment, type SnapshotGraph } from './graph.js';
+import { alignment, sameServices, type SnapshotGraph } from './graph.js';
 import type { PastEmbedding, Reconstruction, Tagae, TagaeArgs } from './model.js';
 import { tagaeOnnx } from './tagae_onnx.js';
 
@@ -33,13 +33,6 @@ export class TfjsScorer implements SnapshotScorer {
   close(): Promise<void> {
     return Promise.resolve();
   }
-}
-
-function sameServices(a: string[], b: string[]): boolean {
-  if (a === b) return true;
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
 }
 
 /**

@@ -84,7 +84,7 @@ export class Detector {
 
   /** Scores one snapshot (newer than the last); `events` are the planned changes since the last one. */
   async step(snapshot: Snapshot, events: PlannedEvent[], opts: { keepRaw?: boolean; prime?: boolean } = {}): Promise<SnapshotScore> {
-    const g = buildGraph(snapshot, this.stats);
+    const g = buildGraph(snapshot, this.stats, this.previous);
     const rec = await this.model.reconstruct(g, this.ring);
 
     // Suppression: count down, then add this interval's events (service + neighbours, now or just before).
@@ -158,6 +158,22 @@ export class Detector {
   }
 }
 
+/** The k largest errors as [error, pair], largest first and ties by the smaller pair. */
+class TopPairs {
+  readonly best: [number, number][] = [];
+  constructor(private readonly k: number) {}
+  /** Offers a pair; returns the cut-off a later pair must exceed to enter (−1 until there are k). */
+  offer(e: number, p: number): number {
+    const { best, k } = this;
+    if (best.length === k && !(e > best[k - 1]![0])) return best[k - 1]![0];
+    let at = best.length;
+    while (at > 0 && (best[at - 1]![0] < e || (best[at - 1]![0] === e && best[at - 1]![1] > p))) at--;
+    best.splice(at, 0, [e, p]);
+    if (best.length > k) best.pop();
+    return best.length === k ? best[k - 1]![0] : -1;
+  }
+}
+
 /**
  * Per-service structure and feature errors, and the k pairs with the largest error as
  * "source->destination" (suppressed services left out; ties keep the earlier pair).
@@ -187,30 +203,25 @@ function reconstructionErrors(
   }
   const skip = new Uint8Array(n);
   g.services.forEach((s, i) => (skip[i] = s in suppressed ? 1 : 0));
-  const best: [number, number][] = [];
-  let cut = -1;
-  const offer = (e: number, p: number): void => {
-    if (best.length === k && !(e > cut)) return;
-    let at = best.length;
-    while (at > 0 && (best[at - 1]![0] < e || (best[at - 1]![0] === e && best[at - 1]![1] > p))) at--;
-    best.splice(at, 0, [e, p]);
-    if (best.length > k) best.pop();
-    if (best.length === k) cut = best[k - 1]![0];
-  };
-  const full = (): boolean => best.length === k;
+  const top = new TopPairs(k);
 
+  // The n² loop is most of the JS cost of a snapshot: it keeps the running cut-off in a local (a closure
+  // variable written by a callee is reloaded on every iteration) and calls out only for the few pairs
+  // above it. A suppressed row's cut-off is +∞: none of its pairs rank.
   const nonSum = new Float64Array(n);
   const colSq = new Float64Array(n);
+  let cut = k > 0 ? -1 : Infinity;
   for (let i = 0; i < n; i++) {
     let row = 0;
     const o = i * n;
-    const ranked = k > 0 && !skip[i];
+    const rowCut = skip[i] ? Infinity : cut;
+    let c = rowCut;
     for (let j = 0; j < n; j++) {
       const v = adj[o + j]!;
       const e = v * v;
       row += e;
       colSq[j]! += e;
-      if (ranked && (e > cut || !full()) && j !== i && !skip[j] && !observed.has(o + j)) offer(e, o + j);
+      if (e > c && j !== i && !skip[j] && !observed.has(o + j)) c = cut = top.offer(e, o + j);
     }
     const d = adj[o + i]!;
     nonSum[i] = row - d * d;
@@ -236,7 +247,7 @@ function reconstructionErrors(
     nonSum[j]! -= a * a;
     nonCnt[i]!--;
     nonCnt[j]!--;
-    if (k > 0 && !skip[i] && !skip[j]) offer(e, p);
+    if (k > 0 && !skip[i] && !skip[j]) top.offer(e, p);
   }
   const structure = new Float32Array(n);
   const feature = new Float32Array(n);
@@ -250,5 +261,5 @@ function reconstructionErrors(
     }
     feature[i] = s / F;
   }
-  return { structure, feature, top: best.map(([, p]) => `${g.services[Math.floor(p / n)]}->${g.services[p % n]}`) };
+  return { structure, feature, top: top.best.map(([, p]) => `${g.services[Math.floor(p / n)]}->${g.services[p % n]}`) };
 }

@@ -27,12 +27,24 @@ export interface SnapshotGraph {
   neighbours: number[][];
 }
 
+/** The same service names in the same order. */
+export function sameServices(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** Width of the message-passing edge features for `extra` standardised edge columns. */
 export function edgeDim(extra: number): number {
   return 3 + extra;
 }
 
-export function buildGraph(s: Snapshot, stats: FeatureStats): SnapshotGraph {
+/**
+ * `previous`: the last snapshot's graph; when it has the same services in the same order (the usual
+ * case between scrapes) its name → row index is reused rather than rebuilt.
+ */
+export function buildGraph(s: Snapshot, stats: FeatureStats, previous?: SnapshotGraph | null): SnapshotGraph {
   const n = s.services.length;
   const E = s.src.length;
   const Fe = stats.edge.length;
@@ -52,13 +64,24 @@ export function buildGraph(s: Snapshot, stats: FeatureStats): SnapshotGraph {
   const mpSrc = new Int32Array(m);
   const mpDst = new Int32Array(m);
   const mpAttr = new Float32Array(m * D);
+  // Each call twice: forward at e, reversed at E + e (written out: a per-edge [[e, 0], [E + e, 1]]
+  // literal allocated two arrays per call on every scrape).
   for (let e = 0; e < E; e++) {
-    for (const [k, rev] of [[e, 0], [E + e, 1]] as const) {
-      mpSrc[k] = rev ? s.dst[e]! : s.src[e]!;
-      mpDst[k] = rev ? s.src[e]! : s.dst[e]!;
-      mpAttr[k * D] = share[e]!;
-      mpAttr[k * D + 1] = rev;
-      for (let f = 0; f < Fe; f++) mpAttr[k * D + 3 + f] = extra[e * Fe + f]!;
+    const a = s.src[e]!;
+    const b = s.dst[e]!;
+    const f0 = e * D;
+    const r0 = (E + e) * D;
+    mpSrc[e] = a;
+    mpDst[e] = b;
+    mpSrc[E + e] = b;
+    mpDst[E + e] = a;
+    mpAttr[f0] = share[e]!;
+    mpAttr[r0] = share[e]!;
+    mpAttr[r0 + 1] = 1;
+    for (let f = 0; f < Fe; f++) {
+      const v = extra[e * Fe + f]!;
+      mpAttr[f0 + 3 + f] = v;
+      mpAttr[r0 + 3 + f] = v;
     }
   }
   for (let i = 0; i < n; i++) {
@@ -75,7 +98,7 @@ export function buildGraph(s: Snapshot, stats: FeatureStats): SnapshotGraph {
   return {
     ts: s.ts,
     services: s.services,
-    index: new Map(s.services.map((name, i) => [name, i])),
+    index: previous && sameServices(previous.services, s.services) ? previous.index : new Map(s.services.map((name, i) => [name, i])),
     n,
     x: standardise(s.features, stats.node),
     src: s.src,

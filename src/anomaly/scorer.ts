@@ -10,7 +10,7 @@
 import * as ort from 'onnxruntime-node';
 import { existsSync } from 'node:fs';
 import { ArtifactError } from '../core/errors.js';
-import { alignment, type SnapshotGraph } from './graph.js';
+import { alignment, sameServices, type SnapshotGraph } from './graph.js';
 import type { PastEmbedding, Reconstruction, Tagae, TagaeArgs } from './model.js';
 import { tagaeOnnx } from './tagae_onnx.js';
 
@@ -35,9 +35,17 @@ export class TfjsScorer implements SnapshotScorer {
   }
 }
 
-/** onnxruntime on the TAGAE graph of `tagae_onnx.ts`. */
+/**
+ * onnxruntime on the TAGAE graph of `tagae_onnx.ts`.
+ *
+ * The returned `adjacency` is a buffer the scorer reuses: it holds until the next `reconstruct`. Â is
+ * n² floats (1 MB at 500 services); allocating it per scrape made every few snapshots pay for a garbage
+ * collection, which is where the p99 went. `z` and `features` are fresh each time (the ring keeps z).
+ */
 export class OnnxScorer implements SnapshotScorer {
   readonly runtime = 'onnx' as const;
+  /** buffers reused from one snapshot to the next while the service count stays the same */
+  private buffers: { n: number; pastZ: Float32Array; fallback: Float32Array; mask: Float32Array; adjacency: ort.Tensor } | null = null;
 
   private constructor(
     private readonly session: ort.InferenceSession,
@@ -67,15 +75,24 @@ export class OnnxScorer implements SnapshotScorer {
     const D = this.args.embeddingDim;
     const W = this.args.window;
     const P = Math.max(0, W - 1);
-    const pastZ = new Float32Array(P * n * D);
-    const fallback = new Float32Array(P * n);
-    const mask = new Float32Array(W);
+    if (this.buffers?.n !== n) {
+      this.buffers = { n, pastZ: new Float32Array(P * n * D), fallback: new Float32Array(P * n), mask: new Float32Array(W), adjacency: new ort.Tensor('float32', new Float32Array(n * n), [n, n]) };
+    }
+    const { pastZ, fallback, mask } = this.buffers;
+    pastZ.fill(0);
+    fallback.fill(0);
+    mask.fill(0);
     mask[0] = 1;
     let newServices = 0;
     past.slice(0, P).forEach((p, k) => {
       mask[k + 1] = 1;
       const base = k * n * D;
-      // The common case — every current service existed then — is a row copy (as model.ts's gather).
+      // The usual case — the same services in the same order — is one block copy; next, every current
+      // service existed then: a row copy (as model.ts's gather).
+      if (sameServices(p.services, now.services)) {
+        pastZ.set(p.z.subarray(0, n * D), base);
+        return;
+      }
       const rows = now.services.map((s) => p.index.get(s) ?? -1);
       if (rows.every((r) => r >= 0)) {
         rows.forEach((r, i) => pastZ.set(p.z.subarray(r * D, (r + 1) * D), base + i * D));
@@ -104,8 +121,9 @@ export class OnnxScorer implements SnapshotScorer {
       past_fallback: new ort.Tensor('float32', fallback, [P, n, 1]),
       lag_mask: new ort.Tensor('float32', mask, [W]),
     };
-    const out = await this.session.run(feeds);
-    return { adjacency: out.adjacency!.data as Float32Array, features: out.features!.data as Float32Array, z: out.z!.data as Float32Array, newServices };
+    const adjacency = this.buffers.adjacency;
+    const out = await this.session.run(feeds, { adjacency, features: null, z: null });
+    return { adjacency: adjacency.data as Float32Array, features: out.features!.data as Float32Array, z: out.z!.data as Float32Array, newServices };
   }
 
   close(): Promise<void> {

@@ -117,11 +117,24 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
     const thirty = g.floats(`${name}.thirty`, [30], []);
     const logits = g.op('Mul', [g.op('Tanh', [g.op('Div', [raw, thirty])]), thirty]);
     const ex = g.op('Exp', [logits]);
+    // Σ_e α_e x_s = (Σ_e exp(e_e) x_s) / (Σ_e exp(e_e) + ε): the softmax's denominator is one per target
+    // node and head, so it divides the aggregate [n, H, C] once instead of every edge's weight [m, H]
+    // (one Gather, Add and Div fewer over the edges; the same sum up to float rounding).
     const denom = g.op('ScatterND', [zeros(heads, `${name}.denom`), dstIdx, ex], { reduction: { s: 'add' } }); // [n, H]
-    const alpha = g.op('Div', [ex, g.op('Add', [g.op('Gather', [denom, dst], { axis: { i: 0 } }), g.floats(`${name}.eps`, [1e-16], [])])]);
-    const msg = g.op('Reshape', [g.op('Mul', [g.op('Reshape', [xsj, mhc]), g.op('Unsqueeze', [alpha, g.ints(`${name}.axes_m1`, [-1])])]), g.ints(`${name}.shape_mhc2`, [-1, hc])]);
+    // Each head's weight spread over its C channels by a MatMul with the [H, H·C] 0/1 block matrix, so the
+    // product with x_s is a same-shape Mul: onnxruntime's broadcast of [m, H, 1] over [m, H, C] was the
+    // costliest node of the graph.
+    const spreadW = new Float32Array(heads * hc);
+    for (let h = 0; h < heads; h++) for (let c = 0; c < channels; c++) spreadW[h * hc + h * channels + c] = 1;
+    const msg = g.op('Mul', [xsj, g.op('MatMul', [ex, g.floats(`${name}.spread`, spreadW, [heads, hc])])]); // [m, HC]
     const agg = g.op('ScatterND', [zeros(hc, `${name}.agg`), dstIdx, msg], { reduction: { s: 'add' } }); // [n, HC]
-    const out = concat ? agg : g.op('ReduceMean', [g.op('Reshape', [agg, mhc])], { axes: { ints: [1] }, keepdims: { i: 0 } });
+    const norm = g.op('Div', [g.op('Reshape', [agg, mhc]), g.op('Unsqueeze', [g.op('Add', [denom, g.floats(`${name}.eps`, [1e-16], [])]), g.ints(`${name}.axes_m1d`, [-1])])]); // [n, H, C]
+    const flat = g.op('Reshape', [norm, g.ints(`${name}.shape_nhc`, [-1, hc])]); // [n, HC]
+    // The mean over heads as a MatMul with the [H·C, C] stack of I/H blocks: onnxruntime's ReduceMean
+    // over the middle axis cost as much as a pass over the edges.
+    const meanW = new Float32Array(hc * channels);
+    for (let h = 0; h < heads; h++) for (let c = 0; c < channels; c++) meanW[(h * channels + c) * channels + c] = 1 / heads;
+    const out = concat ? flat : g.op('MatMul', [flat, g.floats(`${name}.head_mean`, meanW, [hc, channels])]);
     return g.op('Add', [out, bias]);
   };
 
@@ -134,12 +147,14 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
   const stacked = W > 1 ? g.op('Concat', [z3, g.op('Add', ['past', g.op('Mul', ['past_fallback', z])])], { axis: { i: 0 } }) : z3; // [W, n, D]
   const q = g.op('MatMul', [z, g.floats('temporal.w_q', w('temporal.w_q'), [D, dk])]); // [n, dk]
   const k = g.op('MatMul', [stacked, g.floats('temporal.w_k', w('temporal.w_k'), [D, dk])]); // [W, n, dk]
-  const scores = g.op('Div', [g.op('ReduceSum', [g.op('Mul', [k, q]), g.ints('axes_m1', [-1])], { keepdims: { i: 0 } }), g.floats('sqrt_dk', [Math.sqrt(dk)], [])]); // [W, n]
-  const mask = g.op('Mul', [g.op('Sub', [g.floats('one', [1], []), g.op('Reshape', ['lag_mask', g.ints('shape_w1', [W, 1])])]), g.floats('masked', [MASKED], [])]);
-  const logits = g.op('Add', [g.op('Add', [scores, g.floats('temporal.lag_bias', w('temporal.lag_bias'), [W, 1])]), mask]);
-  const beta = g.op('Softmax', [logits], { axis: { i: 0 } });
+  // k·q / √dk summed over the key axis by a MatMul with a [dk, 1] column of 1/√dk (a ReduceSum over the
+  // last axis was several times slower in onnxruntime); the scores stay [W, n, 1].
+  const scores = g.op('MatMul', [g.op('Mul', [k, q]), g.floats('sum_dk', new Array<number>(dk).fill(1 / Math.sqrt(dk)), [dk, 1])]); // [W, n, 1]
+  const mask = g.op('Mul', [g.op('Sub', [g.floats('one', [1], []), g.op('Reshape', ['lag_mask', g.ints('shape_w11', [W, 1, 1])])]), g.floats('masked', [MASKED], [])]);
+  const logits = g.op('Add', [g.op('Add', [scores, g.floats('temporal.lag_bias', w('temporal.lag_bias'), [W, 1, 1])]), mask]);
+  const beta = g.op('Softmax', [logits], { axis: { i: 0 } }); // [W, n, 1]
   const v = g.op('MatMul', [stacked, g.floats('temporal.w_v', w('temporal.w_v'), [D, D])]);
-  const h = g.op('Add', [z, g.op('ReduceSum', [g.op('Mul', [v, g.op('Unsqueeze', [beta, g.ints('axes_m1b', [-1])])]), g.ints('axes_0b', [0])], { keepdims: { i: 0 } })]);
+  const h = g.op('Add', [z, g.op('ReduceSum', [g.op('Mul', [v, beta]), g.ints('axes_0b', [0])], { keepdims: { i: 0 } })]);
 
   // Decoders (layers/inner_product_decoder.ts).
   const half = D / 2;

@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import { ConfigError, suggest, type ConfigProblem } from '../core/errors.js';
 import { parseQuery, conditionAggregates, conditionColumns, type PredictiveQuery, PqlSyntaxError } from '../task/pql.js';
 import { objectiveFor } from '../task/objective/objective.js';
+import { parseRankingQuery, type RankingTarget } from '../task/ranking_target.js';
 import type { HopPath, TaskDefinition } from '../task/task_spec.js';
 import { configSchema, type RawConfig, type TableConfig, type ModelConfig, modelSchema } from './schema.js';
 
@@ -32,6 +33,8 @@ export interface Config extends RawConfig {
   tableSpecs: Record<string, TableSpec>;
   taskSpecs: Record<string, TaskSpec>;
   hopPaths: HopPath[];
+  /** the session recommender's ranking target (when the config has a `session_recommender` block) */
+  sessionTarget: RankingTarget | null;
   /** The artifact root, absolute. */
   artifactsDir: string;
 }
@@ -94,15 +97,40 @@ export function parseConfig(text: string, path: string, opts: LoadOptions = {}):
   const tableSpecs = checkTables(cfg, base, configDir, add);
   const taskSpecs = checkTasks(cfg, add, raw);
   const hopPaths = checkDistillation(cfg, taskSpecs, add);
+  const sessionTarget = checkSessionRecommender(cfg, add);
 
   if (problems.length > 0) {
     throw new ConfigError(`${path || 'config'}: ${problems.length} problem${problems.length > 1 ? 's' : ''} in the config`, problems);
   }
   const artifactsDir = resolve(opts.cwd ?? process.cwd(), opts.artifacts ?? (cfg.artifacts ? resolve(configDir, cfg.artifacts) : 'artifacts'));
-  return { ...cfg, path, tableSpecs, taskSpecs, hopPaths, artifactsDir };
+  return { ...cfg, path, tableSpecs, taskSpecs, hopPaths, sessionTarget, artifactsDir };
 }
 
 type Add = (p: (string | number)[], message: string, hint?: string) => void;
+
+/** The session recommender's ranking query resolved against the tables, and its base tasks. */
+function checkSessionRecommender(cfg: RawConfig, add: Add): RankingTarget | null {
+  const r = cfg.session_recommender;
+  if (!r) return null;
+  const at = ['session_recommender'];
+  const taskNames = Object.keys(cfg.tasks);
+  for (const key of ['user_base', 'item_base'] as const) {
+    const t = r[key];
+    if (t !== undefined && !(t in cfg.tasks)) add([...at, key], `unknown task "${t}"`, suggest(t, taskNames));
+  }
+  const text = r.query ?? cfg.tasks[r.task]?.query;
+  if (text === undefined) {
+    add([...at, 'query'], `no ranking query: set session_recommender.query (task "${r.task}" is not in tasks)`, 'e.g. query: PREDICT LIST_DISTINCT(transactions.article_id, 0, 7, days) RANK TOP 12 FOR EACH customers.customer_id');
+    return null;
+  }
+  try {
+    return parseRankingQuery(text, cfg.data.tables, r.query !== undefined ? [...at, 'query'] : ['tasks', r.task, 'query']);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    for (const p of e.problems) add(p.path.split('.'), p.message, p.hint);
+    return null;
+  }
+}
 
 function checkTables(cfg: RawConfig, base: string, configDir: string, add: Add): Record<string, TableSpec> {
   const names = Object.keys(cfg.data.tables);

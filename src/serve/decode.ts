@@ -120,11 +120,13 @@ export function decodeInferRequest(body: unknown, spec: ServedModelSpec, options
     throw badRequest(`the request body has ${binary.length - binaryAt} bytes after the JSON header and the binary inputs' data that belong to no input (check each input's binary_data_size and Inference-Header-Content-Length)`);
   }
 
-  // Inputs with a missing value that the request left out: filled, one value per element.
+  // Inputs with a missing value that the request left out: filled, one value per element. A variable
+  // dimension left out is empty (size 0): an omitted list, e.g. a recommender's candidates, is no list.
   for (const s of spec.inputs) {
-    if (decoded.has(s.name) || s.missing === undefined || s.variable) continue;
+    if (decoded.has(s.name) || s.missing === undefined) continue;
     if (batching && batch < 0) break;
-    const shape = batching ? [batch, ...s.dims] : [...s.dims];
+    const dims = s.dims.map((d) => (d === -1 ? 0 : d));
+    const shape = batching ? [batch, ...dims] : dims;
     decoded.set(s.name, { datatype: s.datatype, shape, data: allocValues(s.datatype, elementCount(shape), s.missing) });
   }
   const missing = spec.inputs.filter((s) => !s.optional && !decoded.has(s.name));

@@ -2,7 +2,8 @@
  * The session-aware recommender as an ONNX graph (formulas in `model/student/session_spec.ts`, TF.js in
  * `model/student/session_model.ts`). The base run's user and item embeddings are baked in and looked up by
  * key (ai.onnx.ml LabelEncoder → Gather); the catalogue side (v_i, β_i) does not depend on the request and
- * is precomputed here, so a request costs one [1, d] × [d, items] MatMul and a TopK.
+ * is precomputed here, so a request costs one [1, d] × [d, items] MatMul, a scatter of its session's
+ * pair-wise scores, and a TopK.
  *
  * Inputs (names as the export contract gives them):
  *   `anchor_time` INT64 [b, 1]                        request time, ns since the epoch
@@ -116,6 +117,7 @@ export function buildSessionOnnx(inp: SessionOnnxInputs): OnnxGraphBuilder {
   const anchor = input('anchor_time');
 
   const parts: string[] = [];
+  let pair: string | null = null;
   if (spec.use_user) {
     const U = users.keys.length;
     const table = new Float32Array((U + 1) * spec.user.dim);
@@ -145,6 +147,14 @@ export function buildSessionOnnx(inp: SessionOnnxInputs): OnnxGraphBuilder {
     const count = g.op('ReduceSum', [rel.mask, int64s(g, [1], 'axes')], { keepdims: attr.int(1) });
     const countFeat = g.op('Div', [g.op('Log', [g.op('Add', [count, floatScalar(g, 1, 'one')])]), floatScalar(g, Math.log1p(spec.session.max_length), 'session.log_max')]);
     parts.push(mean, att, countFeat);
+    // Pair-wise term: each element's score h_j · w_r + c_r scatter-added onto its item's column ([b, I + 1];
+    // column I collects unknown items and padding, whose scores are masked to 0).
+    const pairScore = g.op('Add', [g.op('MatMul', [h, g.constant(w('rti/pair_w'), [spec.element_dim, 1], { name: 'session.pair.weight' })]), g.constant(w('rti/pair_b'), [1], { name: 'session.pair.bias' })]);
+    const a = g.op('Where', [cast(g, rel.mask, 'BOOL'), squeeze(g, pairScore, [2]), floatScalar(g, 0, 'zero')]);
+    const rowsShape = g.op('Slice', [g.op('Shape', [idx]), int64s(g, [0], 'starts'), int64s(g, [1], 'ends')]);
+    const pairZeros = g.op('ConstantOfShape', [g.op('Concat', [rowsShape, int64s(g, [I + 1], 'pair_width')], { axis: attr.int(0) })], { value: attr.tensor({ data: Float32Array.of(0), dims: [1] }) });
+    const scattered = g.op('ScatterElements', [pairZeros, idx, a], { axis: attr.int(1), reduction: attr.string('add') });
+    pair = g.op('Slice', [scattered, int64s(g, [0], 'starts'), int64s(g, [I], 'ends'), int64s(g, [1], 'slice_axes')]);
   }
   const z = g.op('Concat', parts, { axis: attr.int(1) });
   const hidden = dense(g, z, { kernel: w('head/w0'), bias: w('head/b0'), inputDim: sessionHeadInputDim(spec), units: spec.hidden, activation: 'relu', name: 'head.0' });
@@ -153,7 +163,8 @@ export function buildSessionOnnx(inp: SessionOnnxInputs): OnnxGraphBuilder {
   // Catalogue scores [b, I], then two extra columns that are never an item: I (an unknown candidate) and
   // I + 1 (candidate padding).
   const { vectorsT, bias } = catalogueConstants(spec, weights, items.vectors);
-  const scores = g.op('Add', [g.op('MatMul', [q, g.constant(vectorsT, [spec.dim, I], { name: 'catalogue.vectors_t' })]), g.constant(bias, [I], { name: 'catalogue.bias' })]);
+  let scores = g.op('Add', [g.op('MatMul', [q, g.constant(vectorsT, [spec.dim, I], { name: 'catalogue.vectors_t' })]), g.constant(bias, [I], { name: 'catalogue.bias' })]);
+  if (pair) scores = g.op('Add', [scores, pair]);
   const noItem = floatScalar(g, NO_ITEM_SCORE, 'no_item_score');
   const extended = g.op('Pad', [scores, int64s(g, [0, 0, 0, 2], 'pads'), noItem], { mode: attr.string('constant') });
 

@@ -6,7 +6,9 @@
  *   h_j = ReLU([B̃[item_j] ‖ log1p(Δ_j)/5 ‖ min(Δ_j, 60)/60] · W_e + b_e),   B̃ = [B; f_i] (row I: unknown item)
  *   mean = Σ mask·h / max(1, Σ mask);  attn = Σ α·h, α = softmax([s ‖ −1e9]), s = h·w_a + c_a (−1e9 where masked)
  *   q = W₂ ReLU(W₁ [u ‖ missing ‖ mean ‖ attn ‖ log(1 + n)/log(1 + N)] + b₁) + b₂
- *   V = B · W_v + b_v + E;   scores = q · Vᵀ + β                    [n, items]
+ *   V = B · W_v + b_v + E;   scores = q · Vᵀ + β + r               [n, items]
+ *   r_i = Σ_{j: item_j = i} mask_j · (h_j · w_r + c_r)   the session's pair-wise term (ContextGNN's idea: items
+ *                                                       the user just touched get a learned, recency-aware score)
  */
 import * as tf from '@tensorflow/tfjs';
 import { ParamStore } from '../params.js';
@@ -45,6 +47,8 @@ export class SessionModel {
     p.zeros('rti/b', [s.element_dim]);
     p.glorot('rti/att_w', [s.element_dim, 1]);
     p.zeros('rti/att_b', [1]);
+    p.glorot('rti/pair_w', [s.element_dim, 1]);
+    p.zeros('rti/pair_b', [1]);
     p.glorot('head/w0', [sessionHeadInputDim(s), s.hidden]);
     p.zeros('head/b0', [s.hidden]);
     p.glorot('head/w1', [s.hidden, s.dim]);
@@ -55,12 +59,13 @@ export class SessionModel {
     p.zeros('item/bias', [s.items]);
   }
 
-  /** The request's query vector q [n, dim]. `itemBase` is B [items, item.dim]. Call inside `tf.tidy`. */
-  query(b: SessionBatch, itemBase: tf.Tensor2D, training: boolean): tf.Tensor2D {
+  /** The request's query vector q [n, dim] and the session's pair-wise scores [n, items] (null without the session). `itemBase` is B [items, item.dim]. Call inside `tf.tidy`. */
+  query(b: SessionBatch, itemBase: tf.Tensor2D, training: boolean): { q: tf.Tensor2D; pair: tf.Tensor2D | null } {
     const s = this.spec;
     const p = (name: string): tf.Variable => this.params.get(name);
     const n = b.n;
     const parts: tf.Tensor2D[] = [];
+    let pair: tf.Tensor2D | null = null;
     if (s.use_user) {
       const m = tf.tensor2d(b.userMissing, [n, 1]);
       const e = tf.tensor2d(b.user, [n, s.user.dim]).mul(tf.scalar(1).sub(m)).add(p('user/fallback').reshape([1, s.user.dim]).mul(m)) as tf.Tensor2D;
@@ -82,10 +87,15 @@ export class SessionModel {
       const alpha = tf.softmax(tf.concat([masked, tf.fill([n, 1], MASKED_SCORE)], 1)).slice([0, 0], [n, N]);
       const att = hm.mul(alpha.reshape([n, N, 1])).sum(1) as tf.Tensor2D;
       parts.push(mean, att, tf.log1p(count).div(Math.log1p(N)) as tf.Tensor2D);
+      // Pair-wise term: each element's score added onto its item's column (row I collects unknown items).
+      const I = s.items;
+      const a = tf.matMul(h.reshape([n * N, s.element_dim]), p('rti/pair_w')).add(p('rti/pair_b')).reshape([n * N]).mul(mask.reshape([n * N]));
+      const seg = tf.tensor1d(Int32Array.from(b.items, (it, k) => Math.floor(k / N) * (I + 1) + Math.min(it, I)), 'int32');
+      pair = tf.unsortedSegmentSum(a, seg, n * (I + 1)).reshape([n, I + 1]).slice([0, 0], [n, I]) as tf.Tensor2D;
     }
     let x = tf.relu(tf.matMul(tf.concat(parts, 1), p('head/w0')).add(p('head/b0'))) as tf.Tensor2D;
     if (training && this.dropout > 0) x = tf.dropout(x, this.dropout, undefined, this.dropoutSeed++) as tf.Tensor2D;
-    return tf.matMul(x, p('head/w1')).add(p('head/b1')) as tf.Tensor2D;
+    return { q: tf.matMul(x, p('head/w1')).add(p('head/b1')) as tf.Tensor2D, pair };
   }
 
   /** The catalogue side: V [items, dim] and β [items]. Call inside `tf.tidy`. */
@@ -97,9 +107,10 @@ export class SessionModel {
 
   /** Scores over the whole catalogue [n, items]. Call inside `tf.tidy`. */
   scores(b: SessionBatch, itemBase: tf.Tensor2D, training: boolean): tf.Tensor2D {
-    const q = this.query(b, itemBase, training);
+    const { q, pair } = this.query(b, itemBase, training);
     const { vectors, bias } = this.catalogue(itemBase);
-    return tf.matMul(q, vectors, false, true).add(bias) as tf.Tensor2D;
+    const s = tf.matMul(q, vectors, false, true).add(bias) as tf.Tensor2D;
+    return pair ? s.add(pair) : s;
   }
 
   /** Scalar parameters without the per-item tables (E, β): the part that does not grow with the catalogue. */

@@ -11,7 +11,9 @@
  *     h_j = ReLU(x_j · W_e + b_e);  pooled by masked mean and masked attention; count log(1 + n) / log(1 + N)
  *   query  q = W₂ · ReLU(W₁ · [u ‖ m ‖ mean ‖ attn ‖ count] + b₁) + b₂          (dim d)
  * Catalogue, per item i (precomputed at export: it does not depend on the request):
- *   v_i = B[i] · W_v + b_v + E[i],  score_i = q · v_i + β_i
+ *   v_i = B[i] · W_v + b_v + E[i],  score_i = q · v_i + β_i + r_i
+ * Pair-wise session term (ContextGNN's pair-wise scores for the items in the user's own neighbourhood):
+ *   r_i = Σ_{j: i_j = i} (h_j · w_r + c_r)    learned from the element's item embedding and recency
  * B and U are the base run's item and user embeddings (as of a snapshot); E (a learned per-item vector) and β
  * (a learned per-item bias: popularity) are the student's own.
  * Output: the k highest scores and their item keys (ONNX TopK), over the whole catalogue, or over the

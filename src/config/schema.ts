@@ -97,7 +97,7 @@ export const modelSchema = z
     batch_size: z.number().int().min(1).default(512),
     lr: z.number().positive().default(0.002).describe('Adam learning rate'),
     patience: z.number().int().min(1).default(3).describe('early stopping: epochs without val improvement'),
-    loss: z.enum(['bce', 'l1', 'mse']).optional().describe('default: bce for binary, l1 for regression'),
+    loss: z.enum(['bce', 'l1', 'mse', 'sampled_softmax']).optional().describe('default: bce for binary, l1 for regression, sampled_softmax for ranking'),
     max_steps_per_epoch: z.number().int().positive().optional().describe('cap on optimizer steps per epoch'),
     workers: z
       .union([z.literal('auto'), z.number().int().min(1).max(16)])

@@ -31,6 +31,10 @@ import { LocalEngine, type GradientEngine } from './engine.js';
 import { WorkerEngine } from './parallel.js';
 import { fitBaseline } from './baseline_model.js';
 import { trainLoop, type EpochRecord } from './loop.js';
+import { fitRanking } from './ranking_trainer.js';
+import type { RankingBaseline } from './ranking_baselines.js';
+import { MIN_HISTORY, rankingEdges, type RankingSpec } from '../model/recommender.js';
+import type { Plan } from '../model/plan.js';
 import { availableParallelism } from 'node:os';
 
 export interface TrainOptions {
@@ -63,6 +67,9 @@ export interface TrainMetrics {
   curves?: Curves;
   baseline_curves?: { roc: [number, number][]; pr: [number, number][] };
   parameters: { total: number; without_embeddings: number };
+  /** ranking runs: every baseline's metrics, the best one on validation (also in `baseline`) */
+  baselines?: Record<RankingBaseline, { val: Metrics; test: Metrics }>;
+  best_baseline?: RankingBaseline;
 }
 
 export interface TrainManifest extends RunManifestBase {
@@ -101,7 +108,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   const excludedSet = new Set(exclusions.map((e) => `${e.table}.${e.column}`));
 
   let tStage = performance.now();
-  const tables = await buildTrainingTables(built.dir, graph.manifest, task, split, { seed, baselineExcluding: opts.skip_baseline ? undefined : excludedSet });
+  const tables = await buildTrainingTables(built.dir, graph.manifest, task, split, { seed, baselineExcluding: opts.skip_baseline || kindOf(task) === 'ranking' ? undefined : excludedSet });
   const tablesSeconds = (performance.now() - tStage) / 1000;
   checkTables(task, tables, split);
   const kind = task.query.taskType;
@@ -141,6 +148,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
 
   const plan = buildPlan(graph, task.query.entity.table, mc.num_neighbors);
   const objective = objectiveFor(kind);
+  const ranking = kind === 'ranking' ? rankingSpec(graph, task, plan) : undefined;
   const spec: ModelSpec = {
     encoder: mc.encoder,
     layers: mc.layers,
@@ -155,10 +163,11 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     sampling: mc.sampling,
     degree: 'visible',
     types: Object.fromEntries(Object.entries(featureSpec.tables).map(([t, s]) => [t, { num_dim: numericDim(s), cat_sizes: categoricalSizes(s) }])),
-    convs: convLayout(plan),
+    convs: ranking ? convLayout(plan, buildPlan(graph, ranking.item_table, mc.num_neighbors)) : convLayout(plan),
     output: objective.fitOutput(tables.train.labels),
     // `config validate` already checked that a configured loss fits the objective.
     loss: mc.loss ?? objective.losses[0]!,
+    ...(ranking ? { ranking } : {}),
   };
   const model = new DeepModel(graph, spec, featureSpec, seed);
   if (init) {
@@ -199,10 +208,22 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     warn('interrupt: stopping after this step; the best checkpoint is kept (Ctrl-C again to quit now)');
   };
   process.on('SIGINT', onSigint);
+  const finish = (metrics: TrainMetrics): TrainResult => {
+    writeJsonAtomic(join(runDir, 'metrics.json'), metrics);
+    const status = stop.requested ? 'interrupted' : 'complete';
+    manifest.status = status;
+    manifest.finished_at = new Date().toISOString();
+    manifest.timings.total = round((performance.now() - t0) / 1000, 2);
+    manifest.metrics = { val: metrics.val, test: metrics.test, baseline_test: metrics.baseline?.test ?? null, lift: metrics.lift };
+    writeManifest(runDir, manifest);
+    return { runId, runDir, status, metrics, seconds: (performance.now() - t0) / 1000 };
+  };
   const workers = mc.workers === 'auto' ? (availableParallelism() >= 2 && (backend.name === 'wasm' || backend.name === 'cpu') ? 2 : 1) : mc.workers;
   const data = { train: tables.train, val: tables.val, test: tables.test };
   let engine: GradientEngine | null = null;
   try {
+    // The recommender trains on its own loop (train/ranking_trainer.ts), one thread.
+    if (ranking) return finish(await trainRankingRun(model, tables, task, mc, seed, stop, runDir, opts, manifest));
     engine = workers > 1 ? await WorkerEngine.start(workers, graph, spec, featureSpec, data, opts.backend ?? 'auto') : null;
     engine ??= new LocalEngine(model, data);
     manifest.workers = engine.workers;
@@ -251,14 +272,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     }
     const behind = baselineWarning(task.name, mm.name, metrics.val_lift, metrics.lift);
     if (behind) warn(behind);
-    writeJsonAtomic(join(runDir, 'metrics.json'), metrics);
-    const status = stop.requested ? 'interrupted' : 'complete';
-    manifest.status = status;
-    manifest.finished_at = new Date().toISOString();
-    manifest.timings.total = round((performance.now() - t0) / 1000, 2);
-    manifest.metrics = { val: val, test: test, baseline_test: baseline?.test ?? null, lift: metrics.lift };
-    writeManifest(runDir, manifest);
-    return { runId, runDir, status, metrics, seconds: (performance.now() - t0) / 1000 };
+    return finish(metrics);
   } catch (e) {
     manifest.status = 'failed';
     manifest.error = e instanceof Error ? e.message : String(e);
@@ -292,6 +306,63 @@ function readGraphSchema(m: TrainManifest): Graph['manifest']['schema'] {
   const s = m.graph_schema as Graph['manifest']['schema'] | undefined;
   if (!s) throw new ArtifactError(`run ${m.id} does not record its graph schema`, { hint: 'it was made by an older gnnctl; train from scratch' });
   return s;
+}
+
+/** A ranking task's recommender settings, from its query and the graph (model/recommender.ts). */
+function rankingSpec(graph: Graph, task: TaskSpec, plan: Plan): RankingSpec {
+  const t = task.query.target;
+  if (t.kind !== 'entity' || t.top_k === null || t.aggregate.column === null) throw new Error('rankingSpec needs a ranking task');
+  const edges = rankingEdges(graph, task.query.entity.table, t.aggregate.table, t.aggregate.column);
+  // H_u is the first hop of the user's training tree: the items of the interactions the sampler shows.
+  const firstHop = plan.slots.find((s) => s.parent === 0 && s.edge === edges.user_edge);
+  return {
+    ...edges,
+    item_count: graph.tables[edges.item_table]!.rows,
+    fact_table: t.aggregate.table,
+    history: Math.max(firstHop?.fanout ?? 0, MIN_HISTORY),
+    window: t.aggregate.end - t.aggregate.start,
+    top_k: t.top_k,
+    pair_hidden: 16,
+  };
+}
+
+/** Fits the recommender and its baselines; the metrics file of a ranking run. */
+async function trainRankingRun(
+  model: DeepModel,
+  tables: TrainingTables,
+  task: TaskSpec,
+  mc: TaskSpec['model'],
+  seed: number,
+  stop: { requested: boolean },
+  runDir: string,
+  opts: TrainOptions,
+  manifest: TrainManifest,
+): Promise<TrainMetrics> {
+  manifest.workers = 1;
+  const tStage = performance.now();
+  const fit = await fitRanking(model, tables, { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr }, seed, stop, runDir);
+  manifest.timings.training = round((performance.now() - tStage) / 1000, 2);
+  const best = fit.baselines[fit.best_baseline];
+  const metrics: TrainMetrics = {
+    task: task.name,
+    kind: 'ranking',
+    main_metric: 'map_at_k',
+    val: fit.val,
+    test: fit.test,
+    baseline: { val: best.val, test: best.test, features: [fit.best_baseline] },
+    lift: round(fit.test.map_at_k - best.test.map_at_k, 5),
+    val_lift: round(fit.val.map_at_k - best.val.map_at_k, 5),
+    best_epoch: fit.bestEpoch,
+    epochs: fit.epochs,
+    counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
+    anchors: manifest.split,
+    parameters: { total: model.gnn.parameterCount(false), without_embeddings: model.gnn.parameterCount(true) },
+    baselines: fit.baselines,
+    best_baseline: fit.best_baseline,
+  };
+  const behind = baselineWarning(task.name, 'map_at_k', metrics.val_lift, metrics.lift);
+  if (behind) warn(behind.replace("the baseline uses only the entity's own columns and past-window aggregates", `the best baseline is ${fit.best_baseline}`));
+  return metrics;
 }
 
 function checkTables(task: TaskSpec, t: TrainingTables, split: TaskSplit): void {
@@ -328,3 +399,8 @@ function growVocabularies(spec: FeatureSpec, graph: Graph): FeatureSpec {
   return { ...spec, tables };
 }
 
+
+/** The task's objective kind (ranking runs report their own baselines, not the no-graph MLP). */
+function kindOf(task: TaskSpec): ObjectiveKind {
+  return task.query.taskType;
+}

@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import { ConfigError, suggest, type ConfigProblem } from '../core/errors.js';
 import { parseQuery, conditionAggregates, conditionColumns, type Aggregate, type PredictiveQuery, PqlSyntaxError } from '../task/pql.js';
 import { objectiveFor } from '../task/objective/objective.js';
-import { parseRankingQuery, type RankingTarget } from '../task/ranking_target.js';
+import { rankingTarget, type RankingTarget } from '../task/ranking_target.js';
 import type { HopPath, TaskDefinition } from '../task/task_spec.js';
 import { configSchema, type RawConfig, type TableConfig, type ModelConfig, modelSchema } from './schema.js';
 
@@ -97,7 +97,7 @@ export function parseConfig(text: string, path: string, opts: LoadOptions = {}):
   const tableSpecs = checkTables(cfg, base, configDir, add);
   const taskSpecs = checkTasks(cfg, add, raw);
   const hopPaths = checkDistillation(cfg, taskSpecs, add);
-  const sessionTarget = checkSessionRecommender(cfg, add);
+  const sessionTarget = checkSessionRecommender(cfg, taskSpecs, add);
 
   if (problems.length > 0) {
     throw new ConfigError(`${path || 'config'}: ${problems.length} problem${problems.length > 1 ? 's' : ''} in the config`, problems);
@@ -108,23 +108,24 @@ export function parseConfig(text: string, path: string, opts: LoadOptions = {}):
 
 type Add = (p: (string | number)[], message: string, hint?: string) => void;
 
-/** The session recommender's ranking query resolved against the tables, and its base tasks. */
-function checkSessionRecommender(cfg: RawConfig, add: Add): RankingTarget | null {
+/** The session recommender's ranking task resolved against the tables, and its base tasks. */
+function checkSessionRecommender(cfg: RawConfig, tasks: Record<string, TaskSpec>, add: Add): RankingTarget | null {
   const r = cfg.session_recommender;
   if (!r) return null;
   const at = ['session_recommender'];
   const taskNames = Object.keys(cfg.tasks);
-  for (const key of ['user_base', 'item_base'] as const) {
+  for (const key of ['task', 'user_base', 'item_base'] as const) {
     const t = r[key];
     if (t !== undefined && !(t in cfg.tasks)) add([...at, key], `unknown task "${t}"`, suggest(t, taskNames));
   }
-  const text = r.query ?? cfg.tasks[r.task]?.query;
-  if (text === undefined) {
-    add([...at, 'query'], `no ranking query: set session_recommender.query (task "${r.task}" is not in tasks)`, 'e.g. query: PREDICT LIST_DISTINCT(transactions.article_id, 0, 7, days) RANK TOP 12 FOR EACH customers.customer_id');
+  const task = tasks[r.task];
+  if (!task) return null;
+  if (task.query.taskType !== 'ranking') {
+    add([...at, 'task'], `task "${r.task}" is a ${task.query.taskType} task; the session recommender serves a ranking task`, 'name a task whose query is PREDICT LIST_DISTINCT(<fact>.<item fk>, 0, 7, days) RANK TOP k FOR EACH <user>.<primary key>');
     return null;
   }
   try {
-    return parseRankingQuery(text, cfg.data.tables, r.query !== undefined ? [...at, 'query'] : ['tasks', r.task, 'query']);
+    return rankingTarget(task.query, cfg.data.tables, ['tasks', r.task, 'query']);
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     for (const p of e.problems) add(p.path.split('.'), p.message, p.hint);

@@ -155,11 +155,7 @@ export const distillationSchema = z
 
 export const sessionRecommenderSchema = z
   .object({
-    task: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "-" and "."').describe('name of the ranking task (runs are named after it: latest:<task>-session)'),
-    query: z
-      .string()
-      .optional()
-      .describe('the ranking query, e.g. PREDICT LIST_DISTINCT(transactions.article_id, 0, 7, days) RANK TOP 12 FOR EACH customers.customer_id (default: tasks.<task>.query)'),
+    task: z.string().describe('the ranking task served (tasks.<task>: PREDICT LIST_DISTINCT(…) RANK TOP k FOR EACH <user>); runs are named latest:<task>-session'),
     user_base: z.string().describe('the deep task whose run provides the user embeddings (it must represent the user table)'),
     item_base: z.string().optional().describe('the deep task whose run provides the item embeddings (default: user_base)'),
     session_length: z.number().int().min(1).max(1024).default(16).describe('N: the session is the user\'s last N interactions before the request (RTI)'),

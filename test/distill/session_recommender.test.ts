@@ -40,10 +40,11 @@ const config = (extra = ''): string =>
   item_sales:
     query: PREDICT SUM(transactions.price, 0, 7, days) FOR EACH articles.article_id
     split: { train_anchors: 2 }
+  next_purchases:
+    query: ${QUERY}
 model: { channels: 8, categorical_dim: 4, num_neighbors: [6, 3], epochs: 1, batch_size: 64, max_steps_per_epoch: 3 }
 session_recommender:
   task: next_purchases
-  query: ${QUERY}
   user_base: churn
   item_base: item_sales
   session_length: 6
@@ -109,7 +110,7 @@ describe('recommender distill', () => {
     expect(m.test.map).toBeGreaterThan(m.baselines.popularity.test.map * 0.5);
   });
 
-  it('a ranking query that does not fit the tables is a config error naming the field', () => {
+  it('a session_recommender.task that is not a ranking task (or no task) is a config error naming the field', () => {
     const problem = (line: string) => {
       try {
         loadConfig(writeVariant(line), { cwd: fx.dir });
@@ -119,15 +120,14 @@ describe('recommender distill', () => {
       }
       throw new Error('expected a ConfigError');
     };
-    expect(problem('query: PREDICT LIST_DISTINCT(transactions.price, 0, 7, days) RANK TOP 12 FOR EACH customers.customer_id')).toMatchObject({ path: 'session_recommender.query', message: expect.stringMatching(/transactions.price is not a foreign key/) });
-    expect(problem('query: PREDICT LIST_DISTINCT(transactions.article_id, 0, 7, days) RANK TOP 12 FOR EACH customers.age')).toMatchObject({ path: 'session_recommender.query', message: expect.stringMatching(/is not the primary key of customers/) });
-    expect(problem('query: PREDICT LIST_DISTINCT(transactions.article_id, 0, 7, weeks) RANK TOP 12 FOR EACH customers.customer_id')).toMatchObject({ path: 'session_recommender.query' });
+    expect(problem('  task: churn')).toMatchObject({ path: 'session_recommender.task', message: expect.stringMatching(/binary task; the session recommender serves a ranking task/) });
+    expect(problem('  task: next_purchase')).toMatchObject({ path: 'session_recommender.task', message: 'unknown task "next_purchase"', hint: expect.stringMatching(/next_purchases/) });
   });
 });
 
-function writeVariant(queryLine: string): string {
+function writeVariant(taskLine: string): string {
   const path = join(fx.dir, 'variant.yaml');
-  writeFileSync(path, readFileSync(fx.config, 'utf8').replace(/query: PREDICT LIST_DISTINCT.*$/m, queryLine));
+  writeFileSync(path, readFileSync(fx.config, 'utf8').replace(/^  task: next_purchases$/m, taskLine));
   return path;
 }
 

@@ -165,6 +165,7 @@ export const sessionRecommenderSchema = z
     embedding_cadence: durationSchema.default(86400).describe('spacing of embedding snapshots (the daily job)'),
     train_anchors: z.number().int().min(1).default(8).describe('training anchors before the validation anchor, one window apart'),
     max_train_examples: z.number().int().positive().optional().describe('subsample training examples to at most this many (seeded)'),
+    kd_weight: z.number().min(0).max(1).default(0.5).describe('weight of the teacher\'s catalogue softmax in the target when a base run is a ranking run of the same task (the deep recommender)'),
     negatives: z.enum(['full']).default('full').describe('full: softmax over the whole catalogue (exact; sampled softmax is not implemented)'),
     dim: z.number().int().min(2).default(32).describe('width of the query and item vectors'),
     user_dim: z.number().int().min(2).default(32).describe('width the user embedding is projected to'),

@@ -31,7 +31,8 @@ import { DeepModel } from '../model/deep_model.js';
 import { SessionModel } from '../model/student/session_model.js';
 import { keyIndex, sessionBatchFromRequests, type SessionRequest } from '../model/student/session_features.js';
 import type { SessionSpec } from '../model/student/session_spec.js';
-import { embedExact, tableDepth } from '../embed/layerwise.js';
+import { tableDepth } from '../embed/layerwise.js';
+import { tableVectorsAt } from '../distill/session/teacher.js';
 import { SESSION_SPEC_FILE, type SessionDistillManifest } from '../distill/session/distill_session.js';
 import { sessionElements } from '../distill/session/data.js';
 import { fkParents } from '../distill/session/examples.js';
@@ -202,7 +203,7 @@ async function embedTable(cfg: Config, graph: Graph, runRef: string, table: stri
     const depth = tableDepth(model, table);
     if (depth === null) throw new ArtifactError(`the base run ${run.id} has no representation of ${table}`, { hint: 'distill with a base run that embeds it' });
     const rows = graph.table(table).rows;
-    const vectors = embedExact(model, table, depth, Int32Array.from({ length: rows }, (_, i) => i), anchor, cfg.taskSpecs[m.task]?.model.exact_degree_cap ?? 1000);
+    const vectors = tableVectorsAt(model, table, depth, Int32Array.from({ length: rows }, (_, i) => i), anchor, cfg.taskSpecs[m.task]?.model.exact_degree_cap ?? 1000);
     return { keys: await tableKeys(graph, table, keyType), vectors, dim: model.spec.channels };
   } finally {
     model.dispose();

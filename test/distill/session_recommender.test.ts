@@ -25,7 +25,8 @@ import { sessionInferBody } from '../../src/loadgen/session_requests.js';
 import type { SessionSpec } from '../../src/model/student/session_spec.js';
 import { modelSpecFromConfig } from '../../src/serve/model_spec.js';
 import { train } from '../../src/train/trainer.js';
-import { embedExact, tableDepth } from '../../src/embed/layerwise.js';
+import { tableDepth } from '../../src/embed/layerwise.js';
+import { tableVectorsAt } from '../../src/distill/session/teacher.js';
 import { DeepModel } from '../../src/model/deep_model.js';
 import { CHURN, sqlRows } from '../helpers/pipeline.js';
 import { synthConfig, tinySynth, type SynthFixture } from '../helpers/synth.js';
@@ -131,6 +132,18 @@ function writeVariant(taskLine: string): string {
   return path;
 }
 
+describe('with the deep recommender of the task as base run', () => {
+  it('distils from its catalogue scores (KD) and reports the teacher\'s MAP@12 and the student\'s share of it', async () => {
+    const deep = await train({ cfg, task: 'next_purchases', backend: 'wasm', epochs: 1 });
+    const r = await distillSession({ cfg, userBase: deep.runId, itemBase: deep.runId, epochs: 1, backend: 'wasm', cwd: fx.dir });
+    expect(r.metrics.distillation).toMatchObject({ teacher: deep.runId, kd_weight: 0.5, reason: null });
+    expect(r.metrics.teacher!.test.examples).toBe(r.metrics.test.examples);
+    expect(r.metrics.teacher_ratio).toBeCloseTo(r.metrics.test.map / r.metrics.teacher!.test.map, 3);
+    // Without a ranking base run there is no teacher, and the metrics say why.
+    expect(run.metrics.distillation).toMatchObject({ teacher: null, reason: expect.stringMatching(/no teacher scores|not a ranking run|neither base run/) });
+  }, 300_000);
+});
+
 describe('recommender export and serve', () => {
   it('writes a config.pbtxt that Triton\'s schema and gnnctl serve accept, with the top-k outputs', () => {
     const text = readFileSync(join(exported.repository, exported.model, 'config.pbtxt'), 'utf8');
@@ -157,7 +170,7 @@ describe('recommender export and serve', () => {
     // The batch answer: every user at once through the TF.js model, with the export's embedding tables.
     const embedAll = (runId: string, table: string) => {
       const m = DeepModel.load(join(fx.artifacts, 'runs', runId), graph);
-      const v = embedExact(m, table, tableDepth(m, table)!, Int32Array.from({ length: graph.table(table).rows }, (_, i) => i), anchor, 1000);
+      const v = tableVectorsAt(m, table, tableDepth(m, table)!, Int32Array.from({ length: graph.table(table).rows }, (_, i) => i), anchor, 1000);
       m.dispose();
       return v;
     };

@@ -29,7 +29,10 @@ export async function recommenderDistillCommand(opts: RecommenderDistillOptions)
     `  baselines (test): popularity ${f(m.baselines.popularity.test)}; repeat ${f(m.baselines.repeat.test)}; lift over the best ${m.lift_over_best_baseline.toFixed(2)}×`,
     `  ablations (test): without the session ${f(m.ablations.no_session.test)}; session only ${f(m.ablations.session_only.test)}`,
     `  users whose session departs from their history (${d.departed.student.examples}): MAP@${k} ${d.departed.student.map.toFixed(4)} with the session vs ${d.departed.no_session.map.toFixed(4)} without; the rest (${d.rest.student.examples}): ${d.rest.student.map.toFixed(4)} vs ${d.rest.no_session.map.toFixed(4)}`,
-    `  student ${m.student.parameters.toLocaleString('en-US')} parameters + ${m.student.parameters_per_item} per item; distillation from teacher scores: ${m.distillation.teacher ?? `none (${m.distillation.reason})`}`,
+    m.teacher
+      ? `  teacher ${m.distillation.teacher} (KD weight ${m.distillation.kd_weight}): ${f(m.teacher.test)}; the student reaches ${((m.teacher_ratio ?? 0) * 100).toFixed(1)}% of its MAP@${k}`
+      : `  no teacher: ${m.distillation.reason}`,
+    `  student ${m.student.parameters.toLocaleString('en-US')} parameters + ${m.student.parameters_per_item} per item`,
   ].join('\n');
   return { result, text };
 }

@@ -2,7 +2,7 @@
  * The session recommender's inputs for each (user, anchor) example, with the temporal rules of
  * docs/architecture.md: the session is the user's last N fact rows strictly before t − real_time_offset
  * (the entity hop path `<user>.<pk>-><fact>.<user fk>`, read from the time-sorted reverse CSR), and the user
- * and item embeddings are the base runs' as of the snapshot a daily job would have published:
+ * and item embeddings are the base runs' (for a ranking run's items: e_i, GNN part + learned vector) as of the snapshot a daily job would have published:
  * a = grid(t − min_embedding_offset), usable when a ≥ t − max_embedding_offset.
  */
 import { DataError } from '../../core/errors.js';
@@ -16,6 +16,7 @@ import type { HopPath } from '../../task/task_spec.js';
 import type { RankingTarget } from '../../task/ranking_target.js';
 import { entityRtiElements, gridAnchor } from '../data.js';
 import { fkParents } from './examples.js';
+import { tableVectorsAt } from './teacher.js';
 
 const DAY = 86400;
 
@@ -122,7 +123,7 @@ export function sessionData(
       userMissing[i] = 0;
       snapshot[i] = snapshots.length;
     }
-    snapshots.push({ anchor: a, items: embedExact(providers.item, target.item_table, itemDepth, allItems, a, providers.itemCap) });
+    snapshots.push({ anchor: a, items: tableVectorsAt(providers.item, target.item_table, itemDepth, allItems, a, providers.itemCap) });
   }
   info(`recommender: ${snapshots.length} embedding snapshots of ${target.user_table} and ${target.item_table} for ${n} examples`);
   return { n, user, userMissing, items: session.items, mask: session.mask, delta: session.delta, snapshot, snapshots };

@@ -7,6 +7,7 @@
  * whose session departs from their earlier history.
  */
 import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
 import { writeJsonAtomic } from '../../core/atomic.js';
 import { isoSeconds } from '../../core/duration.js';
 import { ConfigError } from '../../core/errors.js';
@@ -26,8 +27,9 @@ import type { TrainManifest } from '../../train/trainer.js';
 import type { RankingTarget } from '../../task/ranking_target.js';
 import { checkProviders, sessionData, type SessionData } from './data.js';
 import { rankingAnchors, rankingExamples, type RankingExamples } from './examples.js';
-import { popularityLists, rankingMetrics, repeatLists, type RankingMetrics } from './ranking_eval.js';
+import { popularityLists, rankingMetrics, repeatLists, topK, type RankingMetrics } from './ranking_eval.js';
 import { trainSessionModel, type TrainedSessionModel } from './train.js';
+import { RankingTeacher } from './teacher.js';
 
 export const SESSION_SPEC_FILE = 'session_spec.json';
 
@@ -59,7 +61,11 @@ export interface SessionDistillMetrics {
    * embedding of the session against that of the user's interactions before it; "departed" is the lower half.
    */
   session_departure: { threshold_cosine: number; departed: { student: RankingMetrics; no_session: RankingMetrics }; rest: { student: RankingMetrics; no_session: RankingMetrics }; no_history: number };
-  distillation: { teacher: null; reason: string };
+  /** distillation from a ranking run of the same task (the deep recommender), or why there was none */
+  distillation: { teacher: string | null; kd_weight: number; reason: string | null };
+  /** the teacher's own metrics on the same examples, and the student's test MAP@k over the teacher's */
+  teacher: { val: RankingMetrics; test: RankingMetrics } | null;
+  teacher_ratio: number | null;
   negatives: 'full';
   student: { parameters: number; parameters_per_item: number; bytes: number };
   counts: { train: number; val: number; test: number; items: number };
@@ -132,16 +138,32 @@ export async function distillSession(opts: DistillSessionOptions): Promise<Disti
   const data = sessionData(graph, target, spec, providers, ex.users, ex.anchors, { realTimeOffset: r.real_time_offset, minOffset: r.min_embedding_offset, maxOffset: r.max_embedding_offset, cadence: r.embedding_cadence }, depths);
   const timings: Record<string, number> = { data: secs(t) };
 
-  const train = (variant: Partial<SessionSpec>, epochs: number): TrainedSessionModel =>
-    trainSessionModel({ ...spec, ...variant }, data, ex, { epochs, batchSize: r.batch_size, lr: r.lr, patience: r.patience, dropout: r.dropout, seed: cfg.seed });
+  // The deep recommender of this very task teaches (KD on its catalogue scores); other base runs only provide embeddings.
+  const teacherRun = [userRun, itemRun].find((x, i) => (i === 0 ? userModel : itemModel).ranking && x.manifest.task === r.task) ?? null;
+  let teacher: RankingTeacher | null = null;
+  if (teacherRun) {
+    t = performance.now();
+    teacher = new RankingTeacher(teacherRun === userRun ? userModel : itemModel, graph, ex, nItems, cap(teacherRun === userRun ? userManifest : itemManifest));
+    timings.teacher = secs(t);
+  }
+  const train = (variant: Partial<SessionSpec>, epochs: number, kd: boolean): TrainedSessionModel =>
+    trainSessionModel({ ...spec, ...variant }, data, ex, {
+      epochs,
+      batchSize: r.batch_size,
+      lr: r.lr,
+      patience: r.patience,
+      dropout: r.dropout,
+      seed: cfg.seed,
+      ...(teacher && kd && r.kd_weight > 0 ? { teacher: { model: teacher, weight: r.kd_weight } } : {}),
+    });
   t = performance.now();
   const epochs = opts.epochs ?? r.epochs;
-  const main = train({}, epochs);
+  const main = train({}, epochs, true);
   timings.student = secs(t);
   t = performance.now();
   const ablationEpochs = Math.max(1, Math.ceil(epochs * 0.67));
-  const noSession = train({ use_rti: false }, ablationEpochs);
-  const sessionOnly = train({ use_user: false }, ablationEpochs);
+  const noSession = train({ use_rti: false }, ablationEpochs, true);
+  const sessionOnly = train({ use_user: false }, ablationEpochs, true);
   timings.ablations = secs(t);
 
   const rows = (rg: [number, number]): Int32Array => Int32Array.from({ length: rg[1] - rg[0] }, (_, i) => rg[0] + i);
@@ -149,6 +171,8 @@ export async function distillSession(opts: DistillSessionOptions): Promise<Disti
   const popularity = baseline((rs) => popularityLists(graph, target, ex, rs, spec.k, anchors.window));
   const repeat = baseline((rs) => repeatLists(graph, target, ex, rs, spec.k));
   const departure = departureSplit(graph, target, ex, data, spec, main, noSession);
+  const teacherMetrics = teacher ? { val: rankingMetrics(ex, rows(ex.ranges.val), teacherLists(teacher, ex, rows(ex.ranges.val), spec.k), spec.k), test: rankingMetrics(ex, rows(ex.ranges.test), teacherLists(teacher, ex, rows(ex.ranges.test), spec.k), spec.k) } : null;
+  teacher?.dispose();
 
   const runId = newRunId(sessionRunTask(r.task));
   const runDir = createRunDir(cfg.artifactsDir, runId);
@@ -168,7 +192,11 @@ export async function distillSession(opts: DistillSessionOptions): Promise<Disti
     lift_over_best_baseline: bestBaseline > 0 ? round(main.test.map / bestBaseline, 4) : 0,
     ablations: { no_session: { val: noSession.val, test: noSession.test }, session_only: { val: sessionOnly.val, test: sessionOnly.test } },
     session_departure: departure,
-    distillation: { teacher: null, reason: 'the base runs are not ranking runs: there are no teacher scores to distil from, so the student learns from the labels and the base runs\' embeddings only' },
+    distillation: teacherRun
+      ? { teacher: teacherRun.id, kd_weight: r.kd_weight, reason: null }
+      : { teacher: null, kd_weight: 0, reason: `neither base run is a ranking run of ${r.task}: there are no teacher scores to distil from, so the student learns from the labels and the base runs' embeddings only` },
+    teacher: teacherMetrics,
+    teacher_ratio: teacherMetrics && teacherMetrics.test.map > 0 ? round(main.test.map / teacherMetrics.test.map, 4) : null,
     negatives: 'full',
     student: { parameters: main.model.parameterCount(), parameters_per_item: spec.dim + 1, bytes: ser.blob.byteLength },
     counts: { train: ex.ranges.train[1] - ex.ranges.train[0], val: ex.ranges.val[1] - ex.ranges.val[0], test: ex.ranges.test[1] - ex.ranges.test[0], items: nItems },
@@ -270,6 +298,29 @@ function departureSplit(graph: Graph, target: RankingTarget, ex: RankingExamples
     rest: { student: sub(main.testLists, rest), no_session: sub(noSession.testLists, rest) },
     no_history: noHistory,
   };
+}
+
+/** The teacher's top-k lists for examples `rows` (grouped by anchor). */
+function teacherLists(teacher: RankingTeacher, ex: RankingExamples, rows: Int32Array, k: number): Int32Array {
+  const out = new Int32Array(rows.length * k);
+  const byAnchor = new Map<number, number[]>();
+  rows.forEach((e, p) => {
+    const t = ex.anchors[e]!;
+    let l = byAnchor.get(t);
+    if (!l) byAnchor.set(t, (l = []));
+    l.push(p);
+  });
+  for (const [t, ps] of byAnchor) {
+    for (let i = 0; i < ps.length; i += 512) {
+      const part = ps.slice(i, i + 512);
+      const s = tf.tidy(() => teacher.scores(part.map((p) => rows[p]!), t));
+      const v = s.dataSync() as Float32Array;
+      const M = s.shape[1];
+      s.dispose();
+      part.forEach((p, j) => topK(v.subarray(j * M, (j + 1) * M), k, out, p * k));
+    }
+  }
+  return out;
 }
 
 function secs(t: number): number {

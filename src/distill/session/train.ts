@@ -4,7 +4,8 @@
  *
  * Loss: softmax over the whole catalogue with every positive of the example as a target,
  *   L = logsumexp_i(s_i) − (1/|P|) Σ_{p ∈ P} s_p,
- * i.e. cross-entropy against the uniform distribution over the window's items. Why the full softmax and
+ * i.e. cross-entropy against the uniform distribution over the window's items (mixed with the teacher's
+ * softmax over the catalogue when the base run is a ranking run of the same task: `teacher.ts`). Why the full softmax and
  * not sampled softmax or in-batch negatives: the catalogues this targets (2k–10k items on the synthetic
  * data, ~100k on H&M) fit a [batch, items] logit matrix (256 × 10k × 32 multiply-adds ≈ 80 MFLOP a step),
  * so the exact gradient is affordable, and it has none of the biases the approximations need correcting
@@ -21,6 +22,7 @@ import { SessionModel } from '../../model/student/session_model.js';
 import type { SessionSpec } from '../../model/student/session_spec.js';
 import { sessionBatch, type SessionData } from './data.js';
 import type { RankingExamples } from './examples.js';
+import type { RankingTeacher } from './teacher.js';
 import { rankingMetrics, topK, type RankingMetrics } from './ranking_eval.js';
 
 export interface SessionTrainOptions {
@@ -30,6 +32,8 @@ export interface SessionTrainOptions {
   patience: number;
   dropout: number;
   seed: number;
+  /** a ranking run of the same task: its softmax over the catalogue is mixed into the target with `weight` */
+  teacher?: { model: RankingTeacher; weight: number };
 }
 
 export interface TrainedSessionModel {
@@ -75,13 +79,14 @@ export function trainSessionModel(spec: SessionSpec, data: SessionData, ex: Rank
   const range = (r: [number, number]): Int32Array => Int32Array.from({ length: r[1] - r[0] }, (_, i) => r[0] + i);
   const valRows = range(ex.ranges.val);
   const testRows = range(ex.ranges.test);
-  // Training examples by snapshot: a batch never mixes item tables.
-  const groups = new Map<number, number[]>();
+  // Training examples by snapshot and anchor: a batch never mixes item tables (the student's snapshot, the
+  // teacher's anchor).
+  const groups = new Map<string, { s: number; rows: number[] }>();
   for (let e = ex.ranges.train[0]; e < ex.ranges.train[1]; e++) {
-    const s = data.snapshot[e]!;
-    let g = groups.get(s);
-    if (!g) groups.set(s, (g = []));
-    g.push(e);
+    const key = `${data.snapshot[e]}|${ex.anchors[e]}`;
+    let g = groups.get(key);
+    if (!g) groups.set(key, (g = { s: data.snapshot[e]!, rows: [] }));
+    g.rows.push(e);
   }
   const nTrain = ex.ranges.train[1] - ex.ranges.train[0];
   const target = new Float32Array(o.batchSize * spec.items);
@@ -95,7 +100,7 @@ export function trainSessionModel(spec: SessionSpec, data: SessionData, ex: Rank
   try {
     for (let epoch = 1; epoch <= o.epochs; epoch++) {
       const batches: { s: number; rows: Int32Array }[] = [];
-      for (const [s, g] of groups) {
+      for (const { s, rows: g } of groups.values()) {
         const order = rng.shuffle(Int32Array.from(g));
         for (let i = 0; i < order.length; i += o.batchSize) batches.push({ s, rows: order.subarray(i, Math.min(order.length, i + o.batchSize)) });
       }
@@ -114,11 +119,15 @@ export function trainSessionModel(spec: SessionSpec, data: SessionData, ex: Rank
           for (let j = a; j < b; j++) target[r * spec.items + ex.items[j]!] = 1 / (b - a);
         }
         const batch = sessionBatch(spec, data, rows);
+        const teacher = o.teacher;
+        const soft = teacher ? tf.tidy(() => tf.softmax(teacher.model.scores(rows, ex.anchors[rows[0]!]!))) : null;
         const loss = optimizer.minimize(() => {
           const scores = model.scores(batch, tables[s]!, true);
-          const t = tf.tensor2d(target.subarray(0, m * spec.items), [m, spec.items]);
+          let t: tf.Tensor2D = tf.tensor2d(target.subarray(0, m * spec.items), [m, spec.items]);
+          if (soft) t = t.mul(1 - teacher!.weight).add(soft.mul(teacher!.weight)) as tf.Tensor2D;
           return tf.mean(tf.sub(tf.logSumExp(scores, 1), tf.sum(tf.mul(scores, t), 1))) as tf.Scalar;
         });
+        soft?.dispose();
         lossSum += loss * m;
         done += m;
         progress.update(done, `loss ${(lossSum / done).toFixed(4)}`);

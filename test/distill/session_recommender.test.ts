@@ -186,6 +186,14 @@ describe('recommender export and serve', () => {
         expect(out.find((o) => o.name === 'articles.article_id')!.data).toEqual(batch.keys[i]!.map(String));
         out.find((o) => o.name === 'score')!.data.forEach((s, j) => expect(Math.abs(Number(s) - batch.scores[i]![j]!)).toBeLessThan(1e-4));
       }
+      // All at once: dynamic batches of requests with different session lengths (padded), same answers.
+      const together = await Promise.all(reqs.map(async (r) => ((await (await fetch(`${server.url}/v2/models/${exported.model}/infer`, { method: 'POST', body: sessionInferBody(spec, r) })).json()) as { outputs: { name: string; data: (string | number)[] }[] }).outputs));
+      together.forEach((out, i) => {
+        expect(out.find((o) => o.name === 'articles.article_id')!.data).toEqual(batch.keys[i]!.map(String));
+        out.find((o) => o.name === 'score')!.data.forEach((s, j) => expect(Math.abs(Number(s) - batch.scores[i]![j]!)).toBeLessThan(1e-4));
+      });
+      const stats = (await (await fetch(`${server.url}/v2/models/${exported.model}/stats`)).json()) as { model_stats: { inference_count: number; execution_count: number }[] };
+      expect(stats.model_stats[0]!.inference_count).toBe(2 * reqs.length);
       const cands = batch.keys[1]!.slice(3, 6).map(String);
       const res = await fetch(`${server.url}/v2/models/${exported.model}/infer`, { method: 'POST', body: sessionInferBody(spec, reqs[1]!, { candidates: [cands[2]!, cands[0]!, cands[1]!] }) });
       const out = ((await res.json()) as { outputs: { name: string; data: string[] }[] }).outputs;

@@ -25,6 +25,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import type { Graph, EdgeType } from '../graph/graph.js';
+import { ArtifactError } from '../core/errors.js';
 import { Rng } from '../core/rng.js';
 import type { ParamStore } from './params.js';
 import { upperBound } from './sampler.js';
@@ -48,6 +49,8 @@ export interface RankingSpec {
   top_k: number;
   /** hidden units of the pair-wise MLP */
   pair_hidden: number;
+  /** inputs of the pair-wise MLP (PAIR_FEATURES when the run was trained): a run with others is refused */
+  pair_features: number;
 }
 
 export const PAIR_FEATURES = 4;
@@ -155,6 +158,9 @@ export class RankingHead {
   readonly gateb: tf.Variable;
 
   constructor(params: ParamStore, readonly rs: RankingSpec, readonly channels: number) {
+    if (rs.pair_features !== PAIR_FEATURES) {
+      throw new ArtifactError(`the ranking run's pair-wise scores read ${rs.pair_features} features per (user, item); this gnnctl computes ${PAIR_FEATURES}`, { hint: 'retrain the ranking task with this gnnctl (gnnctl train --task …)' });
+    }
     // Small initial item vectors: at the start the GNN part decides, the ID part learns what it misses.
     this.itemVectors = params.normal('rank/item_vectors', [Math.max(1, rs.item_count), channels], 0.01);
     this.popWeight = params.ones('rank/pop_weight', [1]);
@@ -185,14 +191,22 @@ export class RankingHead {
     const M = items.shape[0];
     let s = tf.matMul(users, items, false, true).add(tf.tensor2d(pop, [1, M]).mul(this.popWeight)) as tf.Tensor2D;
     if (pair.count > 0) {
-      const x = tf.tensor2d(pair.features, [pair.count, PAIR_FEATURES]);
-      const p = tf.relu(x.matMul(this.pair1w).add(this.pair1b)).matMul(this.pair2w).add(this.pair2b).reshape([-1]);
+      const p = this.pairScores(tf.tensor2d(pair.features, [pair.count, PAIR_FEATURES]));
       // Row 0 is the "not in H_u" value 0: one gather turns the sparse pair scores into the dense matrix.
       const dense = tf.gather(tf.concat([tf.zeros([1]), p]), tf.tensor1d(pair.cell, 'int32')).reshape([B, M]);
-      const gate = tf.sigmoid(users.matMul(this.gatew).add(this.gateb));
-      s = s.add(dense.mul(gate)) as tf.Tensor2D;
+      s = s.add(dense.mul(this.gates(users))) as tf.Tensor2D;
     }
     return s;
+  }
+
+  /** pair(u, i) for rows of pair features [P, PAIR_FEATURES] → [P]. Call inside `tidy`. */
+  pairScores(features: tf.Tensor2D): tf.Tensor1D {
+    return tf.relu(features.matMul(this.pair1w).add(this.pair1b)).matMul(this.pair2w).add(this.pair2b).reshape([-1]) as tf.Tensor1D;
+  }
+
+  /** The fusion gate σ(w_g · h_u + b_g) per user: [B, C] → [B, 1]. Call inside `tidy`. */
+  gates(users: tf.Tensor2D): tf.Tensor2D {
+    return tf.sigmoid(users.matMul(this.gatew).add(this.gateb)) as tf.Tensor2D;
   }
 }
 
@@ -235,7 +249,12 @@ export function topK(scores: Float32Array, rows: number, n: number, k: number, o
     // A min-heap of the best kk seen so far (root = the worst of them).
     let size = 0;
     for (let i = 0; i < n; i++) {
-      const v = scores[base + i]!;
+      const x = scores[base + i]!;
+      // NaN ranks last. Once the heap is full only a strictly greater value enters: indices rise along the
+      // scan, so an equal value comes later and loses the tie. This one comparison is the whole cost for
+      // almost every element.
+      const v = x !== x ? -Infinity : x;
+      if (size === kk && !(v > heapVal[0]!)) continue;
       if (size < kk) {
         let j = size++;
         while (j > 0) {
@@ -267,7 +286,7 @@ export function topK(scores: Float32Array, rows: number, n: number, k: number, o
     for (let j = 0; j < k; j++) {
       if (j < size) {
         outIdx[o + j] = heapIdx[order[j]!]!;
-        outScore[o + j] = heapVal[order[j]!]!;
+        outScore[o + j] = scores[base + heapIdx[order[j]!]!]!;
       } else {
         outIdx[o + j] = -1;
         outScore[o + j] = Number.NaN;
@@ -276,10 +295,8 @@ export function topK(scores: Float32Array, rows: number, n: number, k: number, o
   }
 }
 
-/** Whether (va, ia) ranks below (vb, ib): lower score, or equal score and higher index. NaN ranks last. */
+/** Whether (va, ia) ranks below (vb, ib): lower score, or equal score and higher index. */
 function worse(va: number, ia: number, vb: number, ib: number): boolean {
-  if (Number.isNaN(va)) return !Number.isNaN(vb) || ia > ib;
-  if (Number.isNaN(vb)) return false;
   return va < vb || (va === vb && ia > ib);
 }
 
@@ -299,28 +316,44 @@ export function sampleNegatives(n: number, count: number, taken: Set<number>, rn
 
 /**
  * Exact top-k over the whole catalogue for users whose vectors are known: `users` [n × C] (h_u), `items`
- * [N × C] (e_i at the same anchor), `pop` [N], `histories` over the n users. Per chunk of users one fused
- * [chunk × N] score matrix (matmul + popularity + the gathered pair scores) on the tensor backend, then a
- * partial top-k selection over the typed array. Returns item node ids (−1 past the catalogue's end) and
- * scores, k per user.
+ * [N × C] (e_i at the same anchor), `pop` [N], `histories` over the n users. The same formula as
+ * `RankingHead.scores`, arranged for a catalogue: the two-tower part and the popularity term are one fused
+ * matmul per chunk of users ([h_u, w_pop] · [e_i, pop_i]ᵀ on the tensor backend), the pair-wise part is
+ * added only where it exists (the users' history cells, a few dozen per user, not a dense matrix), then a
+ * partial top-k selection runs over the typed array. Returns item node ids (−1 past the catalogue's end)
+ * and scores, k per user.
  */
-export function rankCatalogue(head: RankingHead, users: Float32Array, items: Float32Array, pop: Float32Array, histories: Histories, k: number, chunk = 512): { ids: Int32Array; scores: Float32Array } {
+export function rankCatalogue(head: RankingHead, users: Float32Array, items: Float32Array, pop: Float32Array, histories: Histories, k: number, chunk = 1024): { ids: Int32Array; scores: Float32Array } {
   const C = head.channels;
   const n = users.length / C;
   const N = items.length / C;
   const ids = new Int32Array(n * k);
   const scores = new Float32Array(n * k);
   if (n === 0) return { ids, scores };
-  const E = tf.tensor2d(items, [N, C]);
+  const E = tf.tidy(() => tf.concat([tf.tensor2d(items, [N, C]), tf.tensor2d(pop.subarray(0, N), [N, 1])], 1));
   try {
     for (let lo = 0; lo < n; lo += chunk) {
       const hi = Math.min(n, lo + chunk);
-      const rows = Int32Array.from({ length: hi - lo }, (_, i) => lo + i);
-      const pair = pairCells(histories, rows, N, (item) => (item < N ? item : -1));
-      const s = tf.tidy(() => head.scores(tf.tensor2d(users.subarray(lo * C, hi * C), [hi - lo, C]), E, pop, pair));
+      const B = hi - lo;
+      const hLo = histories.offsets[lo]!;
+      const hHi = histories.offsets[hi]!;
+      const [s, p, g] = tf.tidy(() => {
+        const u = tf.tensor2d(users.subarray(lo * C, hi * C), [B, C]);
+        const s = tf.matMul(tf.concat([u, head.popWeight.reshape([1, 1]).tile([B, 1])], 1), E, false, true);
+        const p = hHi > hLo ? head.pairScores(tf.tensor2d(histories.features.subarray(hLo * PAIR_FEATURES, hHi * PAIR_FEATURES), [hHi - hLo, PAIR_FEATURES])) : tf.zeros([0]);
+        return [s, p, head.gates(u)];
+      });
       const values = s.dataSync() as Float32Array;
-      s.dispose();
-      topK(values, hi - lo, N, k, ids, scores, lo * k);
+      const pair = p.dataSync() as Float32Array;
+      const gate = g.dataSync() as Float32Array;
+      tf.dispose([s, p, g]);
+      for (let b = 0; b < B; b++) {
+        for (let j = histories.offsets[lo + b]!; j < histories.offsets[lo + b + 1]!; j++) {
+          const item = histories.items[j]!;
+          if (item < N) values[b * N + item] += gate[b]! * pair[j - hLo]!;
+        }
+      }
+      topK(values, B, N, k, ids, scores, lo * k);
     }
   } finally {
     E.dispose();

@@ -6,8 +6,9 @@
  * and the three baselines (train/ranking_baselines.ts) on the same validation and test users.
  *
  * Candidates per step: every label item of the batch, the items of the batch users' own histories (the
- * hard negatives: what a user bought before but not this time), and uniform negatives up to
- * NEGATIVES; the whole catalogue when it has at most FULL_SOFTMAX items (exact softmax, no sampling).
+ * hard negatives: what a user bought before but not this time; subsampled to keep at most
+ * MAX_CANDIDATES), and NEGATIVES uniform negatives; the whole catalogue when it has at most FULL_SOFTMAX
+ * items (exact softmax, no sampling).
  * One thread: the recommender does not use the worker pool of the other tasks.
  */
 import * as tf from '@tensorflow/tfjs';
@@ -28,7 +29,12 @@ import { cooccurrenceTopK, popularityTopK, repeatList, repeatTopK, RANKING_BASEL
 /** catalogues up to this size are scored in full at every step */
 export const FULL_SOFTMAX = 4096;
 /** uniform negatives per step for larger catalogues */
-export const NEGATIVES = 2048;
+export const NEGATIVES = 1024;
+/**
+ * candidates per step for larger catalogues: the item trees cost per candidate, and 512 users' last 50
+ * purchases alone reach ~10k distinct articles at `medium`; history items beyond this are subsampled
+ */
+export const MAX_CANDIDATES = 4096;
 
 export interface RankingLoopOptions {
   epochs: number;
@@ -159,8 +165,13 @@ function step(model: DeepModel, rs: RankingSpec, train: Examples, rows: Int32Arr
   };
   if (nItems <= FULL_SOFTMAX) for (let i = 0; i < nItems; i++) add(i);
   for (const r of rows) for (let j = labels.offsets[r]!; j < labels.offsets[r + 1]!; j++) add(labels.items[j]!);
-  for (const i of histories.items) add(i);
-  if (nItems > FULL_SOFTMAX) for (const i of sampleNegatives(nItems, NEGATIVES, new Set(cand), rng)) add(i);
+  if (nItems <= FULL_SOFTMAX) for (const i of histories.items) add(i);
+  else {
+    // A seeded subset of the history items (hard negatives), then uniform negatives.
+    const hist = rng.shuffle(Int32Array.from(new Set(histories.items)));
+    for (let j = 0; j < hist.length && cand.length < MAX_CANDIDATES - NEGATIVES; j++) add(hist[j]!);
+    for (const i of sampleNegatives(nItems, NEGATIVES, new Set(cand), rng)) add(i);
+  }
   const items = Int32Array.from(cand);
   const M = items.length;
   const positives = new Float32Array(B * M);

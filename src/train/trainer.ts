@@ -33,7 +33,7 @@ import { fitBaseline } from './baseline_model.js';
 import { trainLoop, type EpochRecord } from './loop.js';
 import { fitRanking } from './ranking_trainer.js';
 import type { RankingBaseline } from './ranking_baselines.js';
-import { MIN_HISTORY, rankingEdges, type RankingSpec } from '../model/recommender.js';
+import { MIN_HISTORY, PAIR_FEATURES, rankingEdges, type RankingSpec } from '../model/recommender.js';
 import type { Plan } from '../model/plan.js';
 import { availableParallelism } from 'node:os';
 
@@ -323,6 +323,7 @@ function rankingSpec(graph: Graph, task: TaskSpec, plan: Plan): RankingSpec {
     window: t.aggregate.end - t.aggregate.start,
     top_k: t.top_k,
     pair_hidden: 16,
+    pair_features: PAIR_FEATURES,
   };
 }
 

@@ -3,11 +3,12 @@
  * --json carries MAP@k/recall@k/NDCG@k, the three baselines and the lift; predict writes k rows per customer
  * (`customer_id`, `rank` 1…k, `article_id`, `score`), read back with DuckDB; MAP@k computed from the file at
  * the run's test anchor equals the run's own test figure (the same model, exact top-k over the catalogue);
- * shards concatenate to the unsharded file; item embeddings land beside the predictions; bad values
+ * shards concatenate to the unsharded file; transactions appended after the anchor change nothing at it;
+ * item embeddings land beside the predictions; a ranking run's report; bad values
  * exit 2 naming the flag.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
@@ -21,7 +22,7 @@ import { taskSplit } from '../../src/task/split.js';
 import { buildTrainingTables } from '../../src/train/examples.js';
 import { nodeKeys } from '../helpers/graph.js';
 import { parquetKv, parquetTypes, sqlPath, sqlRows } from '../helpers/pipeline.js';
-import { synthConfig, tinySynth, type SynthFixture } from '../helpers/synth.js';
+import { copyFixture, synthConfig, tinySynth, type SynthFixture } from '../helpers/synth.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'gnnctl.js');
@@ -99,6 +100,16 @@ describe.skipIf(!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))('the real bin
     expect(items[0]).toEqual({ n: articles[0]!.n, d: 8n });
   });
 
+  it('embed keeps working on a ranking run: customers (the user side h_u) and articles (the item tree, at depth 0)', async () => {
+    for (const table of ['customers', 'articles']) {
+      const path = join(out, `embed-${table}.parquet`);
+      const r = run(['embed', '-c', fx.config, '-r', trained.run_dir, '--artifacts', fx.artifacts, '--backend', 'wasm', '--table', table, '--out', path, '--json']);
+      expect(r.status, r.stderr).toBe(0);
+      const rows = await sqlRows(`SELECT count(*) AS n FROM read_csv(${sqlPath(join(fx.dir, `${table}.csv`))})`);
+      expect(JSON.parse(r.stdout)).toMatchObject({ rows: Number(rows[0]!.n), dim: 8, table });
+    }
+  });
+
   it('report on the ranking run shows MAP@k, recall@k, NDCG@k and the three baselines', () => {
     const path = join(out, 'report.html');
     const r = run(['report', trained.run_dir, '--artifacts', fx.artifacts, '--out', path, '--json']);
@@ -146,6 +157,31 @@ describe('predict on a ranking run agrees with the run', () => {
     for (let i = 0; i < test.nodes.length; i++) ranked.set(byCustomer.get(customers[test.nodes[i]!]!)!, i * K);
     const fromFile = rankingMetrics(test.label_items!, ranked, K);
     expect(fromFile.map_at_k).toBeCloseTo((trained.metrics as { test: { map_at_k: number } }).test.map_at_k, 3);
+  });
+
+  it('transactions appended after the anchor change no top-k list and no score at the anchor', async () => {
+    const anchor = '2020-08-01T00:00:00Z';
+    const before = (await predict({ cfg, run: trained.run_dir, backend: 'wasm', anchorTime: anchor, out: join(out, 'before.parquet') })) as TopKResult;
+    const copy = copyFixture(fx, 'future');
+    try {
+      // 300 copies of existing purchases (same customers and articles), dated 1 s … 30 days after the anchor
+      const lines = readFileSync(join(copy.dir, 'transactions.csv'), 'utf8').trimEnd().split('\n');
+      const maxId = Math.max(...lines.slice(1).map((l) => Number(l.split(',')[0])));
+      const t0 = Date.parse(anchor);
+      const rows = Array.from({ length: 300 }, (_, i) => {
+        const f = lines[1 + ((i * 7919) % (lines.length - 1))]!.split(',');
+        f[0] = String(maxId + 1 + i);
+        f[1] = new Date(t0 + 1000 + i * 8_640_000).toISOString().slice(0, 19).replace('T', ' ');
+        return f.join(',');
+      });
+      appendFileSync(join(copy.dir, 'transactions.csv'), `${rows.join('\n')}\n`);
+      const cfg2 = loadConfig(copy.config, { cwd: copy.dir, artifacts: fx.artifacts });
+      const after = (await predict({ cfg: cfg2, run: trained.run_dir, backend: 'wasm', anchorTime: anchor, out: join(out, 'after.parquet') })) as TopKResult;
+      const q = (p: string) => sqlRows(`SELECT customer_id, rank, article_id, score FROM read_parquet(${sqlPath(p)}) ORDER BY 1, 2`);
+      expect(await q(after.path)).toEqual(await q(before.path));
+    } finally {
+      copy.cleanup();
+    }
   });
 
   it('two shards concatenate to the unsharded file; only shard 0 writes the item embeddings', async () => {

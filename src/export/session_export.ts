@@ -178,7 +178,9 @@ export function sessionModelConfig(spec: SessionSpec, name: string, maxBatchSize
     name,
     platform: 'onnxruntime_onnx',
     max_batch_size: maxBatchSize,
-    input: inputs.map((i) => ({ name: i.name, data_type: TRITON_TYPE[i.elemType as keyof typeof TRITON_TYPE] as never, dims: i.dims })),
+    // candidates: optional, so a request may leave it out (gnnctl serve feeds an empty [b, 0] list from its
+    // missing value; Triton passes the request on, and onnxruntime needs the input: Triton clients send [b, 0]).
+    input: inputs.map((i) => ({ name: i.name, data_type: TRITON_TYPE[i.elemType as keyof typeof TRITON_TYPE] as never, dims: i.dims, ...(i.name === CANDIDATES_INPUT ? { optional: true } : {}) })),
     output: [
       { name: itemOutputName(spec), data_type: TRITON_TYPE[itemType as keyof typeof TRITON_TYPE] as never, dims: [spec.k] },
       { name: SCORE_OUTPUT, data_type: 'TYPE_FP32', dims: [spec.k] },

@@ -153,7 +153,8 @@ describe('recommender export and serve', () => {
       ['articles.article_id', 'BYTES', [12]],
       ['score', 'FP32', [12]],
     ]);
-    expect(served.inputByName.get('candidates')).toMatchObject({ missing: '', variable: true });
+    expect(served.inputByName.get('candidates')).toMatchObject({ missing: '', variable: true, optional: true });
+    expect(served.inputByName.get('customers.customer_id->transactions.customer_id:article_id')).toMatchObject({ optional: false, maxSequenceLength: 6 });
     expect(exported.parity.max_abs_diff).toBeLessThan(1e-4);
     expect(exported.parity.requests).toBeGreaterThan(0);
   });

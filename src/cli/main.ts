@@ -39,6 +39,8 @@ const EXAMPLES: Record<string, string[]> = {
     'gnnctl predict --config configs/retail.yaml --run latest:item_sales --anchor-time 2020-09-01 --shard 0/4 --with-embeddings --json',
   ],
   distill: ['gnnctl distill --config configs/retail.yaml', 'gnnctl distill --config configs/retail.yaml --base latest:fraud --epochs 10 --json'],
+  'recommender distill': ['gnnctl recommender distill --config configs/retail.yaml', 'gnnctl recommender distill --config configs/retail.yaml --user-base latest:churn --item-base latest:item_sales --epochs 10 --json'],
+  'recommender export': ['gnnctl recommender export --config configs/retail.yaml --run latest:next_purchases-session', 'gnnctl recommender export --config configs/retail.yaml --run latest:next_purchases-session --version 3 --json'],
   export: ['gnnctl export --config configs/retail.yaml --run latest:fraud', 'gnnctl export --config configs/retail.yaml --run latest:fraud --version 5 --json'],
   pipeline: ['gnnctl pipeline --config configs/retail.yaml', 'gnnctl pipeline --config configs/retail.yaml --epochs 2 --no-smoke --json'],
   refresh: ['gnnctl refresh --config configs/retail.yaml', 'gnnctl refresh --config configs/retail.yaml --predict latest:churn latest:item_sales'],
@@ -240,6 +242,33 @@ export function buildProgram(): Command {
     .addOption(opt.json())
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/export.js')).exportCommand as never));
+
+  const recommender = program.command('recommender').description('the session-aware distilled recommender of a ranking task: distill → export (then gnnctl serve)');
+  recommender
+    .command('distill')
+    .description('train the session recommender from base-run user/item embeddings + the user\'s last interactions, with baselines and ablations')
+    .addOption(opt.config())
+    .option('--user-base <run>', 'run providing the user embeddings: id, folder or latest:<task> (default: latest run of session_recommender.user_base)')
+    .option('--item-base <run>', 'run providing the item embeddings (default: latest run of session_recommender.item_base)')
+    .addOption(typed('--epochs <n>', 'override session_recommender.epochs', intFlag('--epochs', 1)))
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/recommender.js')).recommenderDistillCommand as never));
+  recommender
+    .command('export')
+    .description('session recommender run → Triton model repository (ONNX with embeddings and catalogue inside, top-k output)')
+    .addOption(opt.config())
+    .requiredOption('-r, --run <run>', 'session recommender run: id, folder or latest:<task>-session')
+    .option('--out <dir>', 'model repository (default: artifacts/model_repository)')
+    .option('--name <name>', 'model name (default: session_recommender.name)')
+    .addOption(typed('--version <n>', 'version number (default: last + 1)', intFlag('--version', 1)))
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/recommender.js')).recommenderExportCommand as never));
 
   program
     .command('pipeline')

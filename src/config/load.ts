@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import { ConfigError, suggest, type ConfigProblem } from '../core/errors.js';
 import { parseQuery, conditionAggregates, conditionColumns, type Aggregate, type PredictiveQuery, PqlSyntaxError } from '../task/pql.js';
 import { objectiveFor } from '../task/objective/objective.js';
+import { rankingTarget, type RankingTarget } from '../task/ranking_target.js';
 import type { HopPath, TaskDefinition } from '../task/task_spec.js';
 import { configSchema, type RawConfig, type TableConfig, type ModelConfig, modelSchema } from './schema.js';
 
@@ -32,6 +33,8 @@ export interface Config extends RawConfig {
   tableSpecs: Record<string, TableSpec>;
   taskSpecs: Record<string, TaskSpec>;
   hopPaths: HopPath[];
+  /** the session recommender's ranking target (when the config has a `session_recommender` block) */
+  sessionTarget: RankingTarget | null;
   /** The artifact root, absolute. */
   artifactsDir: string;
 }
@@ -94,15 +97,41 @@ export function parseConfig(text: string, path: string, opts: LoadOptions = {}):
   const tableSpecs = checkTables(cfg, base, configDir, add);
   const taskSpecs = checkTasks(cfg, add, raw);
   const hopPaths = checkDistillation(cfg, taskSpecs, add);
+  const sessionTarget = checkSessionRecommender(cfg, taskSpecs, add);
 
   if (problems.length > 0) {
     throw new ConfigError(`${path || 'config'}: ${problems.length} problem${problems.length > 1 ? 's' : ''} in the config`, problems);
   }
   const artifactsDir = resolve(opts.cwd ?? process.cwd(), opts.artifacts ?? (cfg.artifacts ? resolve(configDir, cfg.artifacts) : 'artifacts'));
-  return { ...cfg, path, tableSpecs, taskSpecs, hopPaths, artifactsDir };
+  return { ...cfg, path, tableSpecs, taskSpecs, hopPaths, sessionTarget, artifactsDir };
 }
 
 type Add = (p: (string | number)[], message: string, hint?: string) => void;
+
+/** The session recommender's ranking task resolved against the tables, and its base tasks. */
+function checkSessionRecommender(cfg: RawConfig, tasks: Record<string, TaskSpec>, add: Add): RankingTarget | null {
+  const r = cfg.session_recommender;
+  if (!r) return null;
+  const at = ['session_recommender'];
+  const taskNames = Object.keys(cfg.tasks);
+  for (const key of ['task', 'user_base', 'item_base'] as const) {
+    const t = r[key];
+    if (t !== undefined && !(t in cfg.tasks)) add([...at, key], `unknown task "${t}"`, suggest(t, taskNames));
+  }
+  const task = tasks[r.task];
+  if (!task) return null;
+  if (task.query.taskType !== 'ranking') {
+    add([...at, 'task'], `task "${r.task}" is a ${task.query.taskType} task; the session recommender serves a ranking task`, 'name a task whose query is PREDICT LIST_DISTINCT(<fact>.<item fk>, 0, 7, days) RANK TOP k FOR EACH <user>.<primary key>');
+    return null;
+  }
+  try {
+    return rankingTarget(task.query, cfg.data.tables, ['tasks', r.task, 'query']);
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    for (const p of e.problems) add(p.path.split('.'), p.message, p.hint);
+    return null;
+  }
+}
 
 function checkTables(cfg: RawConfig, base: string, configDir: string, add: Add): Record<string, TableSpec> {
   const names = Object.keys(cfg.data.tables);

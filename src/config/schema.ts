@@ -161,6 +161,36 @@ export const distillationSchema = z
     path: ['min_embedding_offset'],
   });
 
+export const sessionRecommenderSchema = z
+  .object({
+    task: z.string().describe('the ranking task served (tasks.<task>: PREDICT LIST_DISTINCT(…) RANK TOP k FOR EACH <user>); runs are named latest:<task>-session'),
+    user_base: z.string().describe('the deep task whose run provides the user embeddings (it must represent the user table)'),
+    item_base: z.string().optional().describe('the deep task whose run provides the item embeddings (default: user_base)'),
+    session_length: z.number().int().min(1).max(1024).default(16).describe('N: the session is the user\'s last N interactions before the request (RTI)'),
+    real_time_offset: durationSchema.default(0).describe('session elements strictly before t − real_time_offset'),
+    min_embedding_offset: durationSchema.default(86400).describe('newest usable embedding snapshot: anchor ≤ t − min_embedding_offset (the batch job\'s lag)'),
+    max_embedding_offset: durationSchema.default(14 * 86400).describe('oldest usable embedding snapshot'),
+    embedding_cadence: durationSchema.default(86400).describe('spacing of embedding snapshots (the daily job)'),
+    train_anchors: z.number().int().min(1).default(8).describe('training anchors before the validation anchor, one window apart'),
+    max_train_examples: z.number().int().positive().optional().describe('subsample training examples to at most this many (seeded)'),
+    kd_weight: z.number().min(0).max(1).default(0.5).describe('weight of the teacher\'s catalogue softmax in the target when a base run is a ranking run of the same task (the deep recommender)'),
+    negatives: z.enum(['full']).default('full').describe('full: softmax over the whole catalogue (exact; sampled softmax is not implemented)'),
+    dim: z.number().int().min(2).default(32).describe('width of the query and item vectors'),
+    user_dim: z.number().int().min(2).default(32).describe('width the user embedding is projected to'),
+    element_dim: z.number().int().min(2).default(32).describe('width of the per-element session encoder'),
+    hidden: z.number().int().min(2).default(64).describe('width of the query network\'s hidden layer'),
+    epochs: z.number().int().min(1).default(20),
+    batch_size: z.number().int().min(1).default(256),
+    lr: z.number().positive().default(0.003),
+    patience: z.number().int().min(1).default(4),
+    dropout: z.number().min(0).max(0.9).default(0.1),
+    name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "-" and "."').default('session-recommender').describe('model name in the Triton repository'),
+    max_batch_size: z.number().int().min(1).max(65536).default(64),
+    max_queue_delay_microseconds: z.number().int().min(0).default(200),
+  })
+  .strict()
+  .refine((d) => d.min_embedding_offset < d.max_embedding_offset, { message: 'min_embedding_offset must be smaller than max_embedding_offset', path: ['min_embedding_offset'] });
+
 export const exportSchema = z
   .object({
     name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "-" and "."').default('online-model'),
@@ -185,6 +215,7 @@ export const configSchema = z
     model: modelSchema.default(modelSchema.parse({})).describe('the deep model (per-task overrides under tasks.<name>.model)'),
     distillation: distillationSchema.optional().describe('the shallow serving model (Kumo field names)'),
     export: exportSchema.default(exportSchema.parse({})).describe('the Triton model repository'),
+    session_recommender: sessionRecommenderSchema.optional().describe('the session-aware distilled recommender for a ranking task (gnnctl recommender distill|export)'),
     anomaly: anomalySchema.optional().describe('graph-autoencoder anomaly detection on a service dependency graph (gnnctl anomaly)'),
   })
   .strict();
@@ -195,3 +226,4 @@ export type DataConfig = z.infer<typeof dataSchema>;
 export type TaskConfig = z.infer<typeof taskSchema>;
 export type DistillationConfig = z.infer<typeof distillationSchema>;
 export type ExportConfig = z.infer<typeof exportSchema>;
+export type SessionRecommenderConfig = z.infer<typeof sessionRecommenderSchema>;

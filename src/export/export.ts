@@ -116,6 +116,7 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   const run = resolveRun(cfg.artifactsDir, opts.run, { kind: 'distill', cwd: opts.cwd });
   const manifest = readManifest<DistillManifest>(run.dir);
   if (manifest.kind !== 'distill') throw new UsageError(`run ${run.id} is a ${manifest.kind} run; export takes a distilled run`, { where: '--run', hint: 'run `gnnctl distill` first and pass its run id' });
+  if (manifest.model === 'session_recommender') throw new UsageError(`run ${run.id} is a session recommender run`, { where: '--run', hint: `export it with \`gnnctl recommender export --run ${run.id}\`` });
   const spec = readModelJson<StudentSpec>(run.dir, 'student.json');
   const { index, blob } = loadWeights(run.dir);
   const weights = new Map(index.map((e) => [e.name, blob.subarray(e.offset, e.offset + e.shape.reduce((a, b) => a * b, 1))]));

@@ -120,11 +120,15 @@ export function decodeInferRequest(body: unknown, spec: ServedModelSpec, options
     throw badRequest(`the request body has ${binary.length - binaryAt} bytes after the JSON header and the binary inputs' data that belong to no input (check each input's binary_data_size and Inference-Header-Content-Length)`);
   }
 
-  // Inputs with a missing value that the request left out: filled, one value per element.
+  // Inputs with a missing value that the request left out: filled, one value per element. An optional
+  // input with a variable dimension is filled empty (size 0 there): an omitted list, e.g. a recommender's
+  // candidates, is no list. A non-optional sequence (an RTI column) must be sent: its length is shared with
+  // the other columns of its path.
   for (const s of spec.inputs) {
-    if (decoded.has(s.name) || s.missing === undefined || s.variable) continue;
+    if (decoded.has(s.name) || s.missing === undefined || (s.variable && !s.optional)) continue;
     if (batching && batch < 0) break;
-    const shape = batching ? [batch, ...s.dims] : [...s.dims];
+    const dims = s.dims.map((d) => (d === -1 ? 0 : d));
+    const shape = batching ? [batch, ...dims] : dims;
     decoded.set(s.name, { datatype: s.datatype, shape, data: allocValues(s.datatype, elementCount(shape), s.missing) });
   }
   const missing = spec.inputs.filter((s) => !s.optional && !decoded.has(s.name));

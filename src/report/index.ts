@@ -27,6 +27,7 @@ import { headerSection, type RenderContext } from './sections/header.js';
 import { headlineSection } from './sections/headline.js';
 import { throughputSection } from './sections/throughput.js';
 import { trainingSection } from './sections/training.js';
+import { searchSection } from './sections/search.js';
 
 export { loadReportData, type ReportData } from './model.js';
 
@@ -55,6 +56,7 @@ export function renderReportData(data: ReportData, now: Date = new Date()): Rend
     if (html !== null) sections.push({ id, title, html });
   };
   add('headline', 'Headline', headlineSection(data));
+  if (data.kind === 'train') add('search', 'Variant search', searchSection(data));
   add('training', 'Training curves', trainingSection(data));
   add('curves', 'ROC & PR', rocPrSection(data));
   add('calibration', 'Calibration', calibrationSection(data));

@@ -114,9 +114,15 @@ export const modelSchema = z
     search_budget: durationSchema
       .refine((s) => s > 0, 'a positive duration, e.g. "10 minutes"')
       .default(600)
-      .describe('wall-clock budget of the variant search; a variant starts only when the slowest one so far still fits, the configured model always trains'),
+      .describe('wall-clock budget of the variant search (default 10 minutes); a variant starts only when the slowest one so far still fits, the configured model always trains'),
     loss: z.enum(['bce', 'l1', 'mse']).optional().describe('default: bce for binary, l1 for regression'),
     max_steps_per_epoch: z.number().int().positive().optional().describe('cap on optimizer steps per epoch'),
+    min_steps_per_epoch: z
+      .number()
+      .int()
+      .min(1)
+      .default(16)
+      .describe('fewest optimizer steps per epoch: a training set smaller than batch_size × this trains with smaller batches (never below 32 rows), so ~1,000 examples get 16 Adam steps an epoch, not 2'),
     workers: z
       .union([z.literal('auto'), z.number().int().min(1).max(16)])
       .default('auto')
@@ -127,12 +133,17 @@ export const modelSchema = z
   .strict();
 export type ModelConfig = z.infer<typeof modelSchema>;
 
+/** `model: auto` is short for `model: { search: true }` (the variant search with every other setting as it is). */
+function autoModel(v: unknown): unknown {
+  return v === 'auto' ? { search: true } : v;
+}
+
 export const taskSchema = z
   .object({
     query: z.string().describe('predictive query, e.g. PREDICT COUNT(transactions.*, 0, 7, days) = 0 FOR EACH customers.customer_id'),
     split: splitSchema.default({ train_anchors: 10, val_anchors: 'auto' }),
     model: z
-      .union([z.literal('auto').transform(() => ({ search: true })), modelSchema.partial()])
+      .preprocess(autoModel, modelSchema.partial())
       .optional()
       .describe('overrides of the top-level model block for this task; "auto": the top-level block with search: true'),
   })
@@ -191,7 +202,7 @@ export const configSchema = z
     data: dataSchema.prefault({ tables: {} }).describe('the tables and how they link (optional when the config has only an `anomaly` block)'),
     tasks: z.record(z.string(), taskSchema).default({}).describe('predictive tasks by name'),
     model: z
-      .union([z.literal('auto').transform(() => modelSchema.parse({ search: true })), modelSchema])
+      .preprocess(autoModel, modelSchema)
       .default(modelSchema.parse({}))
       .describe('the deep model (per-task overrides under tasks.<name>.model); "auto": the defaults with search: true'),
     distillation: distillationSchema.optional().describe('the shallow serving model (Kumo field names)'),

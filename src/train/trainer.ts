@@ -92,6 +92,8 @@ export interface TrainMetrics {
   anchors: { train: string[]; val: string; val_anchors: string[]; test: string };
   /** every seed the result depends on: the model's (initialization, shuffling, training sampling, the training subsample) and the evaluation sampling's */
   seeds: { model: number; evaluation: number };
+  /** the batch trained with (batch_size, or smaller for model.min_steps_per_epoch) */
+  batch_size: number;
   /** how model choice validated: anchors, examples, the moving-average window, and why */
   validation: { anchors: string[]; examples: number; smoothing: number; small: boolean | null; at_val_anchor: ValidationSize | null; reason: string };
   /** the variant search, when asked for: every variant's validation and test figures and the one chosen */
@@ -237,6 +239,8 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   process.on('SIGINT', onSigint);
   const workers = mc.workers === 'auto' ? (availableParallelism() >= 2 && (backend.name === 'wasm' || backend.name === 'cpu') ? 2 : 1) : mc.workers;
   const data = { train: tables.train, val: tables.val, test: tables.test };
+  const batchSize = effectiveBatchSize(tables.train.nodes.length, mc.batch_size, mc.min_steps_per_epoch);
+  if (batchSize < mc.batch_size) info(`train: batch ${batchSize} (not ${mc.batch_size}) so that ${tables.train.nodes.length} training examples give ≥ ${mc.min_steps_per_epoch} steps an epoch (model.min_steps_per_epoch)`);
   const mm = objective.mainMetric;
   const mainOf = (m: Metrics): number => (m as unknown as Record<string, number>)[mm.name]!;
   /** Trains one variant to its best epoch and evaluates it; its model stays open for the caller. */
@@ -258,7 +262,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
         model,
         engine,
         tables,
-        { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr, smoothing: validation.smoothing, deadline, checkpointDir },
+        { epochs: opts.epochs ?? mc.epochs, batchSize, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr, smoothing: validation.smoothing, deadline, checkpointDir },
         seed,
         stop,
         runDir,
@@ -352,6 +356,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
       anchors: manifest.split,
       seeds: { model: seed, evaluation: EVAL_SEED },
+      batch_size: batchSize,
       validation: { anchors: split.valAnchors.map(isoSeconds), examples: tables.val.nodes.length, smoothing: validation.smoothing, small: validation.small, at_val_anchor: validation.at_val_anchor, reason: validation.reason },
       search: search ? { budget_seconds: search.budget_seconds, seconds: manifest.timings.training, chosen: records[chosenIndex]!.name, variants: records } : null,
       parameters: { total: model.gnn.parameterCount(false), without_embeddings: model.gnn.parameterCount(true) },
@@ -382,6 +387,16 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     process.off('SIGINT', onSigint);
     chosen?.model.dispose();
   }
+}
+
+/**
+ * The batch a training set trains with: batch_size, shrunk so an epoch has at least `minSteps` optimizer
+ * steps, never below 32 rows. With ~1,000 examples and batch 512 an epoch was two Adam steps: ten epochs
+ * ended undertrained (best epoch = last epoch in every run) and early stopping judged a model that had
+ * barely moved. Training sets of batch_size × minSteps rows or more keep batch_size.
+ */
+export function effectiveBatchSize(n: number, batchSize: number, minSteps: number): number {
+  return Math.max(1, Math.min(batchSize, Math.max(32, Math.ceil(n / minSteps))));
 }
 
 /** Seed of the neighbour sampling when validation and test are predicted: fixed, so evaluations compare. */

@@ -131,14 +131,14 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   const backend = await selectBackend(opts.backend ?? 'auto');
   info(`train: task ${task.name} on the ${backend.name} backend`);
 
-  const built = await buildGraph(cfg);
-  const graph = Graph.load(built.dir);
-  const range = graph.manifest.time_range;
-  if (!range) throw new DataError('no table has a time_column, so there are no anchor times to train at', { hint: 'declare time_column on the fact tables' });
   const search = opts.search ?? (mc.search ? { budget_seconds: mc.search_budget } : null);
   if (search && opts.init_from) {
     throw new ConfigError('a variant search trains every variant from scratch, so it cannot fine-tune', [], { where: opts.search ? '--search' : `tasks.${task.name}.model.search`, hint: 'drop --init-from, or train without the search (omit --search; model.search: false)' });
   }
+  const built = await buildGraph(cfg);
+  const graph = Graph.load(built.dir);
+  const range = graph.manifest.time_range;
+  if (!range) throw new DataError('no table has a time_column, so there are no anchor times to train at', { hint: 'declare time_column on the fact tables' });
   const timeRange = { min: range[0], max: range[1] };
   const exclusions = targetExclusions(task);
   const excludedSet = new Set(exclusions.map((e) => `${e.table}.${e.column}`));

@@ -17,7 +17,7 @@ import { arg, CACHE, flag, ROOT } from './common.mjs';
 const presets = arg('presets', 'bursty,ratings').split(',');
 const dataSeeds = arg('data-seeds', '0,1,2').split(',').map(Number);
 const modelSeeds = arg('model-seeds', '0,1').split(',').map(Number);
-const modes = ['before', 'auto', ...(flag('search') ? ['search'] : [])];
+const modes = arg('modes', ['before', 'auto', ...(flag('search') ? ['search'] : [])].join(',')).split(',');
 const { loadConfig } = await import('../dist/config/load.js');
 const { train } = await import('../dist/train/trainer.js');
 const { setQuiet } = await import('../dist/core/log.js');

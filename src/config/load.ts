@@ -360,11 +360,12 @@ function knownKeysAt(path: readonly PropertyKey[]): string[] {
 }
 
 function unwrap(s: unknown): unknown {
-  let cur = s as { def?: { type?: string; innerType?: unknown; in?: unknown; schema?: unknown } } | undefined;
+  let cur = s as { def?: { type?: string; innerType?: unknown; in?: unknown; out?: unknown; schema?: unknown } } | undefined;
   for (let i = 0; i < 10 && cur?.def; i++) {
     const t = cur.def.type;
     if (t === 'optional' || t === 'default' || t === 'nullable' || t === 'prefault') cur = cur.def.innerType as typeof cur;
-    else if (t === 'pipe') cur = cur.def.in as typeof cur;
+    // z.preprocess (e.g. `model: auto`) is a pipe from a transform into the real schema: the keys are in `out`
+    else if (t === 'pipe') cur = ((cur.def.in as typeof cur)?.def?.type === 'transform' ? cur.def.out : cur.def.in) as typeof cur;
     else break;
   }
   return cur;

@@ -75,6 +75,8 @@ describe('gnnctl train --search', () => {
     expect(html).toContain('id="search-table"');
     for (const v of s.variants) expect(html).toContain(`data-variant="${v.name}"`);
     expect(html).toContain('data-metric="search.chosen"');
+    expect(html).toContain('data-anchor="val_anchors"');
+    expect(html).toContain('data-metric="seeds.model"');
   }, 600_000);
 
   it('model: auto in the config searches too; a 1-second budget still trains the configured model', () => {

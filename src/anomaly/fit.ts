@@ -27,6 +27,8 @@ import { fitFeatureStats, standardise, type FeatureStats } from './features.js';
 import { FlatAutoencoder, FlatDetector } from './flat_autoencoder.js';
 import { buildGraph } from './graph.js';
 import { Tagae, type TagaeArgs } from './model.js';
+import { CheckedScorer, OnnxScorer, TfjsScorer } from './scorer.js';
+import { tagaeOnnx } from './tagae_onnx.js';
 import { loadRun, modelSpec, tagaeArgs, writeRun, type AnomalyBaselines, type AnomalyManifest } from './run.js';
 import { anomalyConfig, loadEvents, loadSnapshots, sourcePaths, type PlannedEvent, type Snapshot } from './source.js';
 import { fitStatic } from './static_baseline.js';
@@ -190,32 +192,36 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     const tWarm = performance.now();
     const allEvents = eventsBetween(events, snaps);
     const warmEvents = warmIdx.map((k) => allEvents[k]!);
-    const pass = (baselines: ServiceBaselines | null): { detector: Detector; scores: SnapshotScore[] } => {
-      const detector = new Detector(model, stats, a, baselines, emptyState('', []));
+    // The scorer `score` and `watch` will run: the ONNX graph of the trained weights in onnxruntime, held
+    // to TF.js on the first snapshots of the first pass.
+    const w = model.params.export();
+    const onnxModel = tagaeOnnx(args, new Map(w.index.map((e) => [e.name, w.blob.subarray(e.offset, e.offset + e.shape.reduce((x, y) => x * y, 1))])), { 'gnnctl.kind': 'anomaly', 'gnnctl.version': VERSION });
+    const scorer = new CheckedScorer(await OnnxScorer.open(onnxModel, args), new TfjsScorer(model), ONNX_PARITY_SNAPSHOTS);
+    const pass = async (baselines: ServiceBaselines | null): Promise<{ detector: Detector; scores: SnapshotScore[] }> => {
+      const detector = new Detector(scorer, stats, a, baselines, emptyState('', []));
       const scores: SnapshotScore[] = [];
-      snaps.forEach((s, k) => {
-        const r = detector.step(s, allEvents[k]!, { keepRaw: isWarm[k] === 1, prime: !isWarm[k] || baselines === null });
+      for (let k = 0; k < snaps.length; k++) {
+        const r = await detector.step(snaps[k]!, allEvents[k]!, { keepRaw: isWarm[k] === 1, prime: !isWarm[k] || baselines === null });
         if (isWarm[k]) scores.push(r);
-      });
+      }
       return { detector, scores };
     };
-    const first = pass(null);
-    const sums = new Map<string, [number, number, number]>();
-    for (const sc of first.scores) {
-      sc.raw!.services.forEach((name, i) => {
-        const v = sums.get(name) ?? [0, 0, 0];
-        v[0] += sc.raw!.structure[i]!;
-        v[1] += sc.raw!.feature[i]!;
-        v[2]++;
-        sums.set(name, v);
-      });
+    let second: Awaited<ReturnType<typeof pass>>;
+    let tagaeBaselines: ServiceBaselines;
+    try {
+      const first = await pass(null);
+      if (!(scorer.maxAbsDiff <= ONNX_PARITY_TOLERANCE)) {
+        throw new ArtifactError(`the ONNX scorer disagrees with the trained model (max |Δ| ${scorer.maxAbsDiff} over ${scorer.checked} snapshots, tolerance ${ONNX_PARITY_TOLERANCE})`, {
+          hint: 'this is a bug in gnnctl; please report it with the config',
+        });
+      }
+      tagaeBaselines = serviceBaselines(first.scores);
+      // Pass 2: the warm-up scores under those baselines are the threshold's first window; the detector's
+      // state at the end is where scoring the snapshots right after the normal period continues from.
+      second = await pass(tagaeBaselines);
+    } finally {
+      await scorer.close();
     }
-    const services = Object.fromEntries([...sums].map(([k, [s, f, n]]) => [k, [s / n, f / n] as [number, number]]));
-    const med = (xs: number[]): number => xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? 1;
-    const tagaeBaselines: ServiceBaselines = { services, median: [med(Object.values(services).map((v) => v[0])), med(Object.values(services).map((v) => v[1]))] };
-    // Pass 2: the warm-up scores under those baselines are the threshold's first window; the detector's
-    // state at the end is where scoring the snapshots right after the normal period continues from.
-    const second = pass(tagaeBaselines);
     const warmupScores = second.scores.map((s) => s.score);
     const state = { ...second.detector.exportState(), threshold_history: warmupScores.slice(-a.threshold_window) };
 
@@ -233,7 +239,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
       });
     }
     const flatServices = Object.fromEntries([...flatErr].map(([k, [s, n]]) => [k, s / n]));
-    const flatBaselines = { services: flatServices, median: med(Object.values(flatServices)) };
+    const flatBaselines = { services: flatServices, median: median(Object.values(flatServices)) };
     const flatDet = new FlatDetector(flat, flatBaselines, a.score_services, null);
     const flatScores = warm.map((s, k) => flatDet.step(s.services, standardise(s.features, stats.node), new Set(warmEvents[k]!.map((e) => e.service))).score);
     const staticThresholds = fitStatic(warm, loaded.featureColumns);
@@ -272,10 +278,10 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
       model: modelSpec(args),
       inputs: { ...(await inputHashes(cfg)), ...(base ? { init_from: base.manifest.id } : {}) },
       timings,
-      metrics: { final_loss: losses[losses.length - 1], threshold, flat_threshold: flatThreshold, flat_loss: flatLoss, services: nServices, mean_edges: meanEdges },
+      metrics: { final_loss: losses[losses.length - 1], onnx_parity: { snapshots: scorer.checked, max_abs_diff: scorer.maxAbsDiff, tolerance: ONNX_PARITY_TOLERANCE }, threshold, flat_threshold: flatThreshold, flat_loss: flatLoss, services: nServices, mean_edges: meanEdges },
     };
     state.run_id = runId;
-    await produceAtomically(runDir, async (tmp) => writeRun(tmp, { manifest, stats, baselines, state, model, flat }));
+    await produceAtomically(runDir, async (tmp) => writeRun(tmp, { manifest, stats, baselines, state, model, flat, onnx: onnxModel }));
     return {
       run_id: runId,
       init_from: base?.manifest.id ?? null,
@@ -301,6 +307,31 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     model.params.dispose();
     flat.params.dispose();
   }
+}
+
+/** TF.js and onnxruntime must agree this closely on Â, X̂ and Z before a run is written. */
+const ONNX_PARITY_TOLERANCE = 1e-4;
+/** Snapshots of the first warm-up pass scored by both runtimes (the window fills in the first W). */
+const ONNX_PARITY_SNAPSHOTS = 24;
+
+function median(xs: number[]): number {
+  return xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? 1;
+}
+
+/** Each service's mean structure and feature errors over the warm-up snapshots (pass 1). */
+function serviceBaselines(scores: SnapshotScore[]): ServiceBaselines {
+  const sums = new Map<string, [number, number, number]>();
+  for (const sc of scores) {
+    sc.raw!.services.forEach((name, i) => {
+      const v = sums.get(name) ?? [0, 0, 0];
+      v[0] += sc.raw!.structure[i]!;
+      v[1] += sc.raw!.feature[i]!;
+      v[2]++;
+      sums.set(name, v);
+    });
+  }
+  const services = Object.fromEntries([...sums].map(([k, [s, f, n]]) => [k, [s / n, f / n] as [number, number]]));
+  return { services, median: [median(Object.values(services).map((v) => v[0])), median(Object.values(services).map((v) => v[1]))] };
 }
 
 /** Each input file with its sha256 and size, so a run can be traced to the exact data it was fitted on. */

@@ -3,6 +3,7 @@
  *
  *     manifest.json              kind "anomaly", config, fit period, columns, backend, seed, timings, metrics
  *     model/weights.{bin,json}   TAGAE weights;  model/flat_weights.{bin,json}: the flat baseline's
+ *     model/tagae.onnx           the scorer as ONNX (tagae_onnx.ts), what score and watch run in onnxruntime
  *     model/feature_stats.json   the standardisation fitted on the normal period (re-applied, never refitted)
  *     model/baselines.json       per-service warm-up errors (TAGAE, flat), warm-up scores, static thresholds
  *     state.json                 the scorer's window state at the end of the normal period
@@ -10,7 +11,8 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AnomalyConfig } from '../config/anomaly_schema.js';
-import { ArtifactError } from '../core/errors.js';
+import { ArtifactError, assertUnreachable } from '../core/errors.js';
+import { OnnxScorer, TfjsScorer, type ScorerRuntime, type SnapshotScorer } from './scorer.js';
 import { resolveRun } from '../artifacts/run_store.js';
 import type { ServiceBaselines, WindowState } from './detector.js';
 import type { FeatureStats } from './features.js';
@@ -91,14 +93,34 @@ function readBlob(dir: string, name: string): { index: WeightEntry[]; blob: Floa
 }
 
 /** Fills a (temporary) run folder. */
-export function writeRun(dir: string, run: Omit<AnomalyRun, 'dir'>): void {
+export function writeRun(dir: string, run: Omit<AnomalyRun, 'dir'> & { onnx: Uint8Array }): void {
   mkdirSync(join(dir, 'model'), { recursive: true });
+  writeFileSync(join(dir, 'model', TAGAE_ONNX), run.onnx);
   saveBlob(dir, 'weights', run.model.params.export());
   saveBlob(dir, 'flat_weights', run.flat.params.export());
   writeFileSync(join(dir, 'model', 'feature_stats.json'), `${JSON.stringify(run.stats, null, 2)}\n`);
   writeFileSync(join(dir, 'model', 'baselines.json'), `${JSON.stringify(run.baselines)}\n`);
   writeFileSync(join(dir, 'state.json'), `${JSON.stringify(run.state)}\n`);
   writeFileSync(join(dir, 'manifest.json'), `${JSON.stringify(run.manifest, null, 2)}\n`);
+}
+
+export const TAGAE_ONNX = 'tagae.onnx';
+
+/**
+ * The scorer `score` and `watch` use: onnxruntime on the run's `model/tagae.onnx` (default), or the TF.js
+ * model (`--runtime tfjs`). A run fitted before the ONNX export gets its graph built from its weights.
+ */
+export async function openScorer(run: AnomalyRun, runtime: ScorerRuntime): Promise<SnapshotScorer> {
+  switch (runtime) {
+    case 'tfjs':
+      return new TfjsScorer(run.model);
+    case 'onnx': {
+      const path = join(run.dir, 'model', TAGAE_ONNX);
+      return existsSync(path) ? OnnxScorer.open(path, run.model.args) : OnnxScorer.fromModel(run.model);
+    }
+    default:
+      return assertUnreachable(runtime);
+  }
 }
 
 /** Resolves a run reference (id, folder, latest:anomaly) and loads everything scoring needs. */

@@ -20,7 +20,8 @@ import { standardise } from './features.js';
 import { FlatDetector } from './flat_autoencoder.js';
 import { evaluate, evaluatePerService, falseAlarmsAtRecall, type DetectorQuality, type DetectorSeries } from './evaluate.js';
 import { eventsBetween } from './fit.js';
-import { loadRun, scoringConfig, type AnomalyRun } from './run.js';
+import { loadRun, openScorer, scoringConfig, type AnomalyRun } from './run.js';
+import type { ScorerRuntime, SnapshotScorer } from './scorer.js';
 import { anomalyConfig, loadEvents, loadIncidents, loadSnapshots, snapshotTimes, type Incident, type PlannedEvent, type Snapshot } from './source.js';
 import { staticAlerts } from './static_baseline.js';
 import { SlidingThreshold } from './threshold.js';
@@ -32,10 +33,13 @@ export interface ScoreOptions {
   to?: number;
   out?: string;
   backend?: BackendRequest;
+  /** the runtime that reconstructs snapshots: onnx (default, the run's model/tagae.onnx) or tfjs */
+  runtime?: ScorerRuntime;
 }
 
 export interface ScoreReport {
   run_id: string;
+  runtime: ScorerRuntime;
   out: string;
   from: string;
   to: string;
@@ -65,7 +69,10 @@ export async function scoreAnomaly(cfg: Config, opts: ScoreOptions): Promise<Sco
   await selectBackend(opts.backend ?? 'auto');
   const run = loadRun(cfg.artifactsDir, opts.run);
   const a = scoringConfig(current, run);
+  const runtime = opts.runtime ?? 'onnx';
+  let scorer: SnapshotScorer | undefined;
   try {
+    scorer = await openScorer(run, runtime);
     const fitUntil = parseIsoTime(run.manifest.fit.until)!;
     const from = opts.from ?? fitUntil;
     const W = run.manifest.model.window;
@@ -82,7 +89,7 @@ export async function scoreAnomaly(cfg: Config, opts: ScoreOptions): Promise<Sco
     if (snaps.length === 0) {
       throw new DataError(`no snapshots to score from ${isoSeconds(from)}${opts.to !== undefined ? ` to ${isoSeconds(opts.to)}` : ''}`, { where: 'anomaly.metrics', hint: 'check --from/--to against the data\'s time range' });
     }
-    const res = replay(run, a, snaps, prime, events);
+    const res = await replay(run, scorer, a, snaps, prime, events);
     const out = opts.out ?? join(run.dir, 'scores.parquet');
     writeScores(out, res.rows, { run_id: run.manifest.id, gnnctl_kind: 'anomaly_scores' });
 
@@ -97,6 +104,7 @@ export async function scoreAnomaly(cfg: Config, opts: ScoreOptions): Promise<Sco
     });
     const report: ScoreReport = {
       run_id: run.manifest.id,
+      runtime,
       out,
       from: isoSeconds(snaps[0]!.ts),
       to: isoSeconds(snaps[snaps.length - 1]!.ts),
@@ -112,6 +120,7 @@ export async function scoreAnomaly(cfg: Config, opts: ScoreOptions): Promise<Sco
     report.seconds = Math.round((performance.now() - t0) / 100) / 10;
     return report;
   } finally {
+    await scorer?.close();
     run.model.params.dispose();
     run.flat.params.dispose();
   }
@@ -133,10 +142,10 @@ interface Replay {
 }
 
 /** Scores `snaps` with TAGAE, the static thresholds and the flat autoencoder. */
-export function replay(run: AnomalyRun, a: Config['anomaly'] & object, snaps: Snapshot[], prime: Snapshot[] | null, events: PlannedEvent[]): Replay {
+export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config['anomaly'] & object, snaps: Snapshot[], prime: Snapshot[] | null, events: PlannedEvent[]): Promise<Replay> {
   const state = prime === null ? structuredClone(run.state) : emptyState(run.manifest.id, run.baselines.warmup_scores);
-  const detector = new Detector(run.model, run.stats, a, run.baselines.tagae, state);
-  for (const s of prime ?? []) detector.step(s, [], { prime: true });
+  const detector = new Detector(scorer, run.stats, a, run.baselines.tagae, state);
+  for (const s of prime ?? []) await detector.step(s, [], { prime: true });
   const batches = eventsBetween(events, snaps, prime === null ? (run.state.last_ts ?? undefined) : prime[prime.length - 1]?.ts);
   const flat = new FlatDetector(run.flat, run.baselines.flat, a.score_services, new SlidingThreshold(a.threshold_quantile, a.threshold_window, [...run.baselines.flat_warmup_scores]));
   const cols = run.manifest.feature_columns;
@@ -147,8 +156,9 @@ export function replay(run: AnomalyRun, a: Config['anomaly'] & object, snaps: Sn
   const flatS: DetectorSeries = { ts, score: [], alert: [] };
   let newServices = 0;
   const byService = new Map<string, Set<number>>();
-  snaps.forEach((s, k) => {
-    const r = detector.step(s, batches[k]!);
+  for (let k = 0; k < snaps.length; k++) {
+    const s = snaps[k]!;
+    const r = await detector.step(s, batches[k]!);
     rows.push({ ts: r.ts, score: r.score, threshold: r.threshold, alert: r.alert, top_services: r.top_services, top_edges: r.top_edges });
     ts.push(r.ts);
     tagae.score.push(r.score);
@@ -168,7 +178,7 @@ export function replay(run: AnomalyRun, a: Config['anomaly'] & object, snaps: Sn
     flatS.score.push(f.score);
     flatS.alert.push(f.alert);
     if ((k + 1) % 100 === 0) info(`anomaly score: ${k + 1}/${snaps.length} snapshots`);
-  });
+  }
   return { rows, tagaeSeries: tagae, staticSeries: stat, staticByService: byService, flatSeries: flatS, newServices };
 }
 

@@ -29,7 +29,8 @@ import { info, warn } from '../core/log.js';
 import { Detector, type SnapshotScore, type WindowState } from './detector.js';
 import { eventsBetween } from './fit.js';
 import { checkPrometheusConfig, readPrometheus } from './prometheus.js';
-import { loadRun, scoringConfig } from './run.js';
+import { loadRun, openScorer, scoringConfig } from './run.js';
+import type { ScorerRuntime, SnapshotScorer } from './scorer.js';
 import { anomalyConfig, loadEvents, loadSnapshots, type Snapshot } from './source.js';
 
 export interface WatchOptions {
@@ -42,6 +43,8 @@ export interface WatchOptions {
   stateFile?: string;
   maxTicks?: number;
   backend?: BackendRequest;
+  /** the runtime that reconstructs snapshots: onnx (default, the run's model/tagae.onnx) or tfjs */
+  runtime?: ScorerRuntime;
   /** stops the loop (SIGINT/SIGTERM in the command) */
   signal?: AbortSignal;
   /** called once /metrics listens (tests and embedders learn the port chosen for 0) */
@@ -50,6 +53,7 @@ export interface WatchOptions {
 
 export interface WatchResult {
   run_id: string;
+  runtime: ScorerRuntime;
   state_file: string;
   restored: boolean;
   ticks: number;
@@ -82,13 +86,27 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
     restored = true;
   }
   const prom = opts.prometheus ? checkPrometheusConfig(a, run.manifest.feature_columns, run.manifest.edge_feature_columns) : null;
-  const detector = new Detector(run.model, run.stats, a, run.baselines.tagae, state);
-  const last: { score: SnapshotScore | null } = { score: null };
+  const runtime = opts.runtime ?? 'onnx';
+  let scorer: SnapshotScorer;
+  try {
+    scorer = await openScorer(run, runtime);
+  } catch (e) {
+    run.model.params.dispose();
+    run.flat.params.dispose();
+    throw e;
+  }
+  const detector = new Detector(scorer, run.stats, a, run.baselines.tagae, state);
+  const last: { score: SnapshotScore | null; seconds: number } = { score: null, seconds: Number.NaN };
   let alerts = 0;
   let posted = 0;
   let alertStart: number | null = state.alert && state.last_ts !== null ? state.last_ts : null;
 
-  const server = await listen(opts.host, opts.port, () => metricsText(run.manifest.id, state, last.score, alerts));
+  const server = await listen(opts.host, opts.port, () => metricsText(run.manifest.id, state, last.score, alerts, last.seconds)).catch(async (e: unknown) => {
+    await scorer.close();
+    run.model.params.dispose();
+    run.flat.params.dispose();
+    throw e;
+  });
   const port = (server.address() as AddressInfo).port;
   const metricsUrl = `http://${opts.host.includes(':') ? `[${opts.host}]` : opts.host}:${port}/metrics`;
   opts.onListening?.(metricsUrl);
@@ -141,7 +159,9 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
         const batches = eventsBetween(events, fresh, state.last_ts ?? undefined);
         for (const [k, s] of fresh.entries()) {
           const wasAlert = state.alert;
-          const r = detector.step(s, batches[k]!);
+          const t0 = performance.now();
+          const r = await detector.step(s, batches[k]!);
+          last.seconds = (performance.now() - t0) / 1000;
           last.score = r;
           writeJsonAtomic(stateFile, detector.exportState());
           if (r.alert) {
@@ -162,11 +182,13 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
   } finally {
     await new Promise<void>((res) => server.close(() => res()));
     server.closeAllConnections();
+    await scorer.close();
     run.model.params.dispose();
     run.flat.params.dispose();
   }
   return {
     run_id: run.manifest.id,
+    runtime,
     state_file: stateFile,
     restored,
     ticks,
@@ -207,7 +229,7 @@ function listen(host: string, port: number, render: () => string): Promise<Serve
   });
 }
 
-function metricsText(runId: string, state: WindowState, s: SnapshotScore | null, alerts: number): string {
+function metricsText(runId: string, state: WindowState, s: SnapshotScore | null, alerts: number, seconds: number): string {
   const run = `run_id="${runId}"`;
   const g = (name: string, help: string, value: number, type = 'gauge'): string => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name}{${run}} ${Number.isFinite(value) ? value : value > 0 ? '+Inf' : 'NaN'}\n`;
   let out = '';
@@ -217,6 +239,7 @@ function metricsText(runId: string, state: WindowState, s: SnapshotScore | null,
   out += g('gnnctl_anomaly_last_snapshot_timestamp_seconds', 'Time of the last snapshot scored.', state.last_ts ?? Number.NaN);
   out += g('gnnctl_anomaly_snapshots_scored_total', 'Snapshots scored by this run\'s watch (across restarts).', state.snapshots_scored, 'counter');
   out += g('gnnctl_anomaly_alerting_snapshots_total', 'Alerting snapshots since this process started.', alerts, 'counter');
+  out += g('gnnctl_anomaly_scoring_duration_seconds', 'Wall time of scoring the last snapshot (graph, reconstruction, errors).', seconds);
   out += g('gnnctl_anomaly_suppressed_services', 'Services whose scores planned changes suppress.', Object.keys(state.suppressed).length);
   if (s && s.top_services.length) {
     out += '# HELP gnnctl_anomaly_top_service Rank of the services contributing most to the last score (1 = most).\n# TYPE gnnctl_anomaly_top_service gauge\n';

@@ -80,6 +80,23 @@ export function bytesFlag(flag: string): FlagParser<number> {
   };
 }
 
+/**
+ * `--external-data`: auto | always | never, or a size ("16MiB": every initializer at least that large).
+ * A number (from a test calling the command) is a size in bytes.
+ */
+export function externalDataFlag(flag: string): FlagParser<'auto' | 'always' | 'never' | number> {
+  const size = bytesFlag(flag);
+  return (v) => {
+    if (v === 'auto' || v === 'always' || v === 'never') return v;
+    if (typeof v === 'number' && Number.isInteger(v) && v >= 0) return v;
+    try {
+      return size(v);
+    } catch {
+      fail(flag, v, 'auto, always, never or a size like "16MiB"');
+    }
+  };
+}
+
 /** An ISO time (with or without an offset), or one of the keywords; returned as written. */
 export function timeFlag(flag: string, keywords: string[] = []): FlagParser<string> {
   return (v) => {

@@ -7,7 +7,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { ExitCode } from '../core/errors.js';
 import { reportError, runCommand, type CommandOutput } from './run.js';
 import { VERSION } from '../core/version.js';
-import { budgetFlag, bytesFlag, choiceFlag, forCommander, intFlag, numberFlag, secondsFlag, shardFlag, timeFlag } from './flags.js';
+import { budgetFlag, bytesFlag, choiceFlag, externalDataFlag, forCommander, intFlag, numberFlag, secondsFlag, shardFlag, timeFlag } from './flags.js';
 
 type Opts = Record<string, unknown> & { json?: boolean; quiet?: boolean };
 
@@ -66,7 +66,7 @@ const EXAMPLES: Record<string, string[]> = {
   doctor: ['gnnctl doctor', 'gnnctl doctor --backend wasm --json'],
   'datasets synth-mesh': ['gnnctl datasets synth-mesh --out datasets/mesh', 'gnnctl datasets synth-mesh --out datasets/mesh-500 --services 500 --hours 96 --seed 7'],
   'anomaly fit': ['gnnctl anomaly fit --config datasets/mesh/config.yaml', 'gnnctl anomaly fit --config mesh.yaml --from 2026-01-05 --until 2026-01-06 --json'],
-  'anomaly score': ['gnnctl anomaly score --config datasets/mesh/config.yaml --run latest', 'gnnctl anomaly score --config mesh.yaml --run <run-id> --from 2026-01-06 --to 2026-01-07 --out scores.parquet --json'],
+  'anomaly score': ['gnnctl anomaly score --config datasets/mesh/config.yaml --run latest', 'gnnctl anomaly score --config mesh.yaml --run <run-id> --from 2026-01-06 --to 2026-01-07 --out scores.parquet --json', 'gnnctl anomaly score --config mesh.yaml --run latest --runtime tfjs'],
   'anomaly watch': ['gnnctl anomaly watch --config datasets/mesh/config.yaml --run latest --interval 15s', 'gnnctl anomaly watch --config mesh.yaml --run <run-id> --prometheus http://127.0.0.1:9090 --alertmanager http://127.0.0.1:9093 --port 9464'],
 };
 
@@ -235,6 +235,8 @@ export function buildProgram(): Command {
     .option('--out <dir>', 'model repository (default: artifacts/model_repository)')
     .option('--name <name>', 'model name (default: export.name)')
     .addOption(typed('--version <n>', 'version number (default: last + 1)', intFlag('--version', 1)))
+    .addOption(typed('--quantize <mode>', 'entity tables as int8 with a scale per row (~4x smaller; the score and AUROC change go in the report), or none', choiceFlag('--quantize', ['none', 'int8'] as const)))
+    .addOption(typed('--external-data <when>', 'entity tables in model.onnx.data beside model.onnx: auto (from 64 MiB), always, never, or a size like 16MiB', externalDataFlag('--external-data')))
     .addOption(opt.backend())
     .addOption(opt.artifacts())
     .addOption(opt.json())
@@ -382,6 +384,7 @@ export function buildProgram(): Command {
     .addOption(typed('--from <time>', 'first snapshot scored (default: the end of the run\'s normal period)', timeFlag('--from')))
     .addOption(typed('--to <time>', 'score snapshots before this time (default: all)', timeFlag('--to')))
     .option('--out <file>', 'output Parquet file (default: <run dir>/scores.parquet)')
+    .addOption(typed('--runtime <runtime>', 'onnx: the run\'s model/tagae.onnx in onnxruntime (default, a few ms per snapshot); tfjs: the TF.js model', choiceFlag('--runtime', ['onnx', 'tfjs'] as const)))
     .addOption(opt.backend())
     .addOption(opt.artifacts())
     .addOption(opt.json())
@@ -399,6 +402,7 @@ export function buildProgram(): Command {
     .option('--host <host>', 'address /metrics listens on', '127.0.0.1')
     .option('--state-file <file>', 'window state file (default: <run dir>/watch_state.json)')
     .addOption(typed('--max-ticks <n>', 'stop after this many polls (default: run until SIGINT/SIGTERM)', intFlag('--max-ticks', 1)))
+    .addOption(typed('--runtime <runtime>', 'onnx: the run\'s model/tagae.onnx in onnxruntime (default, a few ms per snapshot); tfjs: the TF.js model', choiceFlag('--runtime', ['onnx', 'tfjs'] as const)))
     .addOption(opt.backend())
     .addOption(opt.artifacts())
     .addOption(opt.json())

@@ -191,6 +191,11 @@ export const exportSchema = z
     max_batch_size: z.number().int().min(1).max(65536).default(256),
     max_queue_delay_microseconds: z.number().int().min(0).default(500),
     instances: z.number().int().min(1).default(1).describe('instance_group count (KIND_CPU)'),
+    quantize: z.enum(['none', 'int8']).default('none').describe('entity tables as FLOAT32 (none) or INT8 with a scale per row (~4x smaller; export reports the score and AUROC change); `export --quantize` overrides, and `refresh` and `pipeline` follow it'),
+    external_data: z
+      .union([z.enum(['auto', 'always', 'never']), z.number().int().min(0)])
+      .default('auto')
+      .describe('entity tables in model.onnx.data beside model.onnx (ONNX external data): auto from 64 MiB or near the 2 GiB protobuf limit, always, never, or a size in bytes (every initializer at least that large); `export --external-data` overrides'),
   })
   .strict();
 

@@ -7,7 +7,11 @@
  *   <out>/<name>/<version>/embeddings.<table>.parquet, manifest.json, README.md
  *
  * The entity embeddings are baked into the graph (LabelEncoder → Gather, unknown keys → the student's
- * learned fallback). Embeddings from another base run, another graph schema or of another dimension are
+ * learned fallback). Their tables grow with the entity count, so past a size (`--external-data`, 64 MiB
+ * by default) they are stored as ONNX external data in `model.onnx.data` beside model.onnx — the file
+ * onnxruntime (and Triton's onnxruntime backend) reads from the model's folder when it loads by path —
+ * and `--quantize int8` stores them as INT8 with a scale per row (about 4× smaller), reporting the score
+ * and AUROC change against the same graph in FLOAT32. Embeddings from another base run, another graph schema or of another dimension are
  * refused. The version folder is assembled under a temporary name, checked (onnxruntime loads it and
  * agrees with TF.js), then renamed into place: a server polling the repository never sees half a version.
  */
@@ -36,6 +40,11 @@ import { writeModelConfig, type TritonModelConfig } from '../artifacts/triton/pb
 import { checkParity, rawRequests, type ParityReport } from './parity.js';
 import { buildStudentOnnx, elemTypeOf, outputName, requestInputs, type EntityTable } from './student_onnx.js';
 import type { Vocabulary } from './onnx/ops/lookup.js';
+import { PROTOBUF_LIMIT_BYTES, type OnnxGraphBuilder, type ToFilesOptions } from './onnx/onnx_graph_builder.js';
+import { quantizationReport, type QuantizationReport } from './quantization.js';
+import { isEntityTableInitializer, type Quantize, type StudentOnnxInputs } from './student_onnx.js';
+import { buildTrainingTables } from '../train/examples.js';
+import { taskSplit } from '../task/split.js';
 
 export interface ExportOptions {
   cfg: Config;
@@ -49,15 +58,39 @@ export interface ExportOptions {
   backend?: BackendRequest;
   /** examples for the built-in TF.js ↔ onnxruntime check (0 skips it) */
   parityExamples?: number;
+  /** entity table storage (default: the config's `export.quantize`, `'none'`: FLOAT32) */
+  quantize?: Quantize;
+  /**
+   * When entity tables go to `model.onnx.data` (default: the config's `export.external_data`): `'auto'` once they reach
+   * {@link EXTERNAL_DATA_AUTO_BYTES} or the model nears the 2 GiB protobuf limit, `'always'`, `'never'`
+   * (refused for a model past the limit), or a byte size (every initializer of at least that size).
+   */
+  externalData?: ExternalDataMode;
   cwd?: string;
 }
+
+export type ExternalDataMode = 'auto' | 'always' | 'never' | number;
+
+/**
+ * `--external-data auto` moves entity tables out of model.onnx from this size on. Below it one file is
+ * simpler to copy around; above it the external file is memory-mapped by onnxruntime rather than parsed
+ * and copied out of a protobuf message, and model.onnx stays small enough for tools that read it whole.
+ * (100k customers × 64 floats ≈ 25 MiB stays inline; 1M ≈ 250 MiB goes out.)
+ */
+export const EXTERNAL_DATA_AUTO_BYTES = 64 * 2 ** 20;
 
 export interface ExportResult {
   repository: string;
   model: string;
   version: number;
   dir: string;
+  /** model.onnx + model.onnx.data */
   model_bytes: number;
+  /** what is in the version folder besides the embeddings parquet copies */
+  files: { model_onnx_bytes: number; external_data_bytes: number; external_tensors: string[] };
+  quantize: Quantize;
+  /** int8 against FLOAT32 on the test rows; null without --quantize */
+  quantization: QuantizationReport | null;
   embedding_rows: Record<string, number>;
   embedding_anchor: Record<string, string>;
   parity: ParityReport | null;
@@ -101,7 +134,8 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   const versionDir = join(modelDir, String(version));
   if (existsSync(versionDir)) throw new UsageError(`version ${version} of ${name} already exists`, { where: versionDir, hint: 'omit --version to use the next one' });
 
-  const g = buildStudentOnnx({
+  const quantize = opts.quantize ?? cfg.export.quantize;
+  const onnxInputs: StudentOnnxInputs = {
     spec,
     weights,
     entities,
@@ -109,19 +143,46 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
     kind: spec.output.kind,
     label_mean: spec.output.label_mean,
     label_std: spec.output.label_std,
-    metadata: { 'gnnctl.distilled_run': run.id, 'gnnctl.base_run': manifest.base_run, 'gnnctl.graph_fingerprint': manifest.graph.schema_fingerprint, 'gnnctl.version': VERSION },
-  });
+    metadata: { 'gnnctl.distilled_run': run.id, 'gnnctl.base_run': manifest.base_run, 'gnnctl.graph_fingerprint': manifest.graph.schema_fingerprint, 'gnnctl.version': VERSION, 'gnnctl.quantize': quantize },
+  };
+  const g = buildStudentOnnx({ ...onnxInputs, quantize });
+  const toFilesOptions = externalDataOptions(g, opts.externalData ?? cfg.export.external_data);
   const tmp = tempSibling(versionDir);
+  // int8: the same graph in FLOAT32, outside the version folder, for the strict parity and the report.
+  const refDir = quantize === 'none' ? null : `${tmp}.fp32`;
   let parity: ParityReport | null = null;
+  let quantization: QuantizationReport | null = null;
   try {
     mkdirSync(tmp, { recursive: true });
-    const files = g.toFiles(tmp);
+    const files = g.toFiles(tmp, toFilesOptions);
+    const nParity = opts.parityExamples ?? 256;
+    if (refDir) {
+      const ref = buildStudentOnnx({ ...onnxInputs, quantize: 'none' });
+      const refFiles = ref.toFiles(refDir, externalDataOptions(ref, 'auto'));
+      if (nParity > 0) parity = await selfCheck(cfg, graph, spec, run.dir, refFiles.modelPath, entities, nParity);
+      const task = cfg.taskSpecs[spec.task]!;
+      const range = graph.manifest.time_range!;
+      const tables = await buildTrainingTables(built.dir, graph.manifest, task, taskSplit(task, { min: range[0], max: range[1] }), { seed: cfg.seed });
+      quantization = await quantizationReport({
+        graph,
+        spec,
+        hops: cfg.hopPaths,
+        realTimeOffset: cfg.distillation?.real_time_offset ?? 0,
+        test: tables.test,
+        entities,
+        fp32Model: refFiles.modelPath,
+        quantizedModel: files.modelPath,
+        mode: quantize,
+        tableBytes: { fp32: ref.payloadBytes(isEntityTableInitializer), quantized: g.payloadBytes(isEntityTableInitializer) },
+      });
+      rmSync(refDir, { recursive: true, force: true });
+    } else if (nParity > 0) {
+      parity = await selfCheck(cfg, graph, spec, run.dir, files.modelPath, entities, nParity);
+    }
     for (const s of sources) {
       if (s.files.length === 1) copyFileSync(s.files[0]!, join(tmp, `embeddings.${s.table}.parquet`));
       else s.files.forEach((f, i) => copyFileSync(f, join(tmp, `embeddings.${s.table}.part-${String(i).padStart(5, '0')}.parquet`)));
     }
-    const nParity = opts.parityExamples ?? 256;
-    if (nParity > 0) parity = await selfCheck(cfg, graph, spec, run.dir, files.modelPath, entities, nParity);
     const hashes: Record<string, string> = {};
     for (const f of readdirSync(tmp)) hashes[f] = await hashFile(join(tmp, f));
     const lineage = {
@@ -139,11 +200,14 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
       embeddings: sources.map((s) => ({ table: s.table, anchor_time: s.anchor, run_id: s.runId, rows: entities[spec.embeddings.findIndex((k) => k.target === s.table)]?.keys.length ?? 0, sources: s.files })),
       inputs: requestInputs(spec).map((i) => ({ name: i.name, datatype: tritonType(i.elemType).replace('TYPE_', ''), shape: i.sequence ? [-1, -1, 1] : [-1, 1] })),
       output: outputName(spec.output.kind),
+      quantize,
+      external_data: files.dataPath ? { file: 'model.onnx.data', bytes: files.dataBytes, tensors: files.externalTensors } : null,
       parity,
+      quantization,
       files: hashes,
     };
     writeJsonAtomic(join(tmp, 'manifest.json'), lineage);
-    writeFileAtomic(join(tmp, 'README.md'), readme(spec, name, version, lineage.embeddings));
+    writeFileAtomic(join(tmp, 'README.md'), readme(spec, name, version, lineage.embeddings, { quantize, externalData: files.dataPath !== undefined }));
     // config.pbtxt first, so a server that picks up the new version reads a matching config.
     writeFileAtomic(join(modelDir, 'config.pbtxt'), writeModelConfig(modelConfig(cfg, spec, name)));
     renameSync(tmp, versionDir);
@@ -154,6 +218,9 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
       version,
       dir: versionDir,
       model_bytes: files.modelBytes + (files.dataBytes ?? 0),
+      files: { model_onnx_bytes: files.modelBytes, external_data_bytes: files.dataBytes, external_tensors: files.externalTensors },
+      quantize,
+      quantization,
       embedding_rows: Object.fromEntries(spec.embeddings.map((k, i) => [k.target, entities[i]!.keys.length])),
       embedding_anchor: Object.fromEntries(sources.map((s) => [s.table, s.anchor])),
       parity,
@@ -161,7 +228,32 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
     };
   } catch (e) {
     rmSync(tmp, { recursive: true, force: true });
+    if (refDir) rmSync(refDir, { recursive: true, force: true });
     throw e;
+  }
+}
+
+/** `--external-data` → which initializers `toFiles` writes to model.onnx.data. */
+function externalDataOptions(g: OnnxGraphBuilder, mode: ExternalDataMode): ToFilesOptions {
+  const payload = g.payloadBytes();
+  const tables = g.payloadBytes(isEntityTableInitializer);
+  // Past the limit even with the tables outside: every large initializer goes (the builder's own rule).
+  if (payload - tables >= PROTOBUF_LIMIT_BYTES / 2) return { externalDataThreshold: 'auto' };
+  switch (mode) {
+    case 'never':
+      if (payload >= PROTOBUF_LIMIT_BYTES) {
+        throw new UsageError(`--external-data never: the model would hold ${(payload / 2 ** 30).toFixed(2)} GiB of weights, past the 2 GiB protobuf limit of one model.onnx`, {
+          where: '--external-data',
+          hint: 'use --external-data auto (the default) or always, or --quantize int8',
+        });
+      }
+      return { externalDataThreshold: Infinity };
+    case 'always':
+      return { externalize: isEntityTableInitializer };
+    case 'auto':
+      return tables >= EXTERNAL_DATA_AUTO_BYTES || payload >= PROTOBUF_LIMIT_BYTES / 2 ? { externalize: isEntityTableInitializer } : { externalDataThreshold: Infinity };
+    default:
+      return { externalDataThreshold: mode };
   }
 }
 
@@ -312,7 +404,7 @@ async function selfCheck(cfg: Config, graph: Graph, spec: StudentSpec, runDir: s
   }
 }
 
-function readme(spec: StudentSpec, name: string, version: number, embeddings: { table: string; anchor_time: string; rows: number }[]): string {
+function readme(spec: StudentSpec, name: string, version: number, embeddings: { table: string; anchor_time: string; rows: number }[], storage: { quantize: Quantize; externalData: boolean }): string {
   const inputs = requestInputs(spec);
   const sample = {
     inputs: inputs.map((i) => ({
@@ -328,7 +420,7 @@ function readme(spec: StudentSpec, name: string, version: number, embeddings: { 
     spec.time_column
       ? `Distilled gnnctl model for task \`${spec.task}\`: one prediction per \`${spec.fact_table}\` row from the row's own`
       : `Distilled gnnctl model for task \`${spec.task}\`: one prediction per \`${spec.fact_table}\` entity at \`anchor_time\` from its own`,
-    'fields, precomputed entity embeddings (baked into model.onnx; unknown keys get a learned fallback) and the',
+    'fields, precomputed entity embeddings (part of the model; unknown keys get a learned fallback) and the',
     'entity\'s most recent interactions. Served by NVIDIA Triton (onnxruntime backend) or `gnnctl serve`.',
     '',
     '## Inputs',
@@ -347,6 +439,11 @@ function readme(spec: StudentSpec, name: string, version: number, embeddings: { 
     '## Embeddings',
     '',
     ...embeddings.map((e) => `- ${e.table}: ${e.rows} rows, anchor ${e.anchor_time}`),
+    '',
+    storage.quantize === 'int8' ? 'Stored as INT8 with a FLOAT scale per row (`gnnctl export --quantize int8`); manifest.json gives the score and AUROC change against FLOAT32.' : 'Stored as FLOAT32.',
+    storage.externalData
+      ? 'The tables are ONNX external data in `model.onnx.data`, next to model.onnx: keep the two files together and load the model by path (onnxruntime resolves the data file against the model\'s folder; Triton does so from the version folder).'
+      : 'The tables are inside model.onnx (`gnnctl export --external-data always` moves them to `model.onnx.data`).',
     '',
     '## Sample request (KServe V2)',
     '',

@@ -43,6 +43,42 @@ export interface StudentOnnxInputs {
   label_mean?: number;
   label_std?: number;
   metadata?: Record<string, string>;
+  /**
+   * How the entity tables are stored: `'none'` FLOAT32 (default), `'int8'` one signed byte per value
+   * with a FLOAT scale per row (see {@link quantizeRows}).
+   */
+  quantize?: Quantize;
+}
+
+export type Quantize = 'none' | 'int8';
+
+/**
+ * Whether an initializer is (part of) an entity embedding table — what grows with the entity count, and
+ * what export moves to external data. Names are `entity.<table>.table` / `.scale`, with a `_k` suffix
+ * when two keys embed the same table.
+ */
+export function isEntityTableInitializer(name: string): boolean {
+  return /^entity\..+\.(table|scale)(_\d+)?$/.test(name);
+}
+
+/**
+ * Symmetric per-row INT8 quantization: s_r = max_c |x_rc| / 127, q_rc = round(x_rc / s_r) ∈ [−127, 127],
+ * x̂_rc = q_rc · s_r, so |x̂ − x| ≤ s_r / 2 per value. A row scale rather than one per table because
+ * embedding norms vary a lot between entities (a per-table scale wastes the range of every small row);
+ * −128 is left unused so the grid is symmetric around 0. An all-zero row gets scale 0 and stays exact.
+ */
+export function quantizeRows(x: Float32Array, rows: number, dim: number): { q: Int8Array; scale: Float32Array } {
+  const q = new Int8Array(rows * dim);
+  const scale = new Float32Array(rows);
+  for (let r = 0; r < rows; r++) {
+    let m = 0;
+    for (let c = 0; c < dim; c++) m = Math.max(m, Math.abs(x[r * dim + c]!));
+    const s = Math.fround(m / 127);
+    scale[r] = s;
+    if (s === 0) continue;
+    for (let c = 0; c < dim; c++) q[r * dim + c] = Math.max(-127, Math.min(127, Math.round(x[r * dim + c]! / s)));
+  }
+  return { q, scale };
 }
 
 /** A request input: name, ONNX element type, whether it is a sequence ([b, seq, 1]) or a row field ([b, 1]). */
@@ -157,7 +193,20 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
       const table = new Float32Array((rows + 1) * k.dim);
       table.set(t.vectors);
       table.set(w(`emb${i}/fallback`), rows * k.dim);
-      const vec = g.op('Gather', [g.constant(table, [rows + 1, k.dim], { name: `entity.${k.target}.table` }), squeeze(g, index, [1])], { axis: attr.int(0) });
+      const tableName = `entity.${k.target}.table`;
+      const scaleName = `entity.${k.target}.scale`;
+      const idx = squeeze(g, index, [1]);
+      let vec: string;
+      if ((inp.quantize ?? 'none') === 'int8') {
+        // Gather the INT8 rows first and dequantize only those: DequantizeLinear on the initializer would
+        // turn the whole table back into FLOAT32 on every request.
+        const { q, scale } = quantizeRows(table, rows + 1, k.dim);
+        const qrows = g.op('Gather', [g.constant(q, [rows + 1, k.dim], { name: tableName }), idx], { axis: attr.int(0) });
+        const srows = g.op('Gather', [g.constant(scale, [rows + 1, 1], { name: scaleName }), idx], { axis: attr.int(0) });
+        vec = g.op('Mul', [cast(g, qrows, 'FLOAT'), srows]);
+      } else {
+        vec = g.op('Gather', [g.constant(table, [rows + 1, k.dim], { name: tableName }), idx], { axis: attr.int(0) });
+      }
       const missing = cast(g, g.op('Equal', [index, g.constant(BigInt64Array.of(BigInt(rows)), [], { name: `entity.${k.target}.fallback_row` })]), 'FLOAT');
       parts.push(dense(g, vec, { kernel: w(`emb${i}/proj_w`), bias: w(`emb${i}/proj_b`), inputDim: k.dim, units: spec.proj_dim, name: `entity.${k.target}.proj` }), missing);
     });

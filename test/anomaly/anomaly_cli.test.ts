@@ -69,7 +69,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 describe('anomaly fit', () => {
   it('writes a complete run folder atomically, with the statistics of the normal period', () => {
     const dir = join(artifacts, 'runs', runId);
-    for (const f of ['manifest.json', 'state.json', 'model/weights.bin', 'model/weights.json', 'model/flat_weights.bin', 'model/feature_stats.json', 'model/baselines.json']) expect(existsSync(join(dir, f)), f).toBe(true);
+    for (const f of ['manifest.json', 'state.json', 'model/tagae.onnx', 'model/weights.bin', 'model/weights.json', 'model/flat_weights.bin', 'model/feature_stats.json', 'model/baselines.json']) expect(existsSync(join(dir, f)), f).toBe(true);
     expect(readdirSync(join(artifacts, 'runs')).filter((f) => f.startsWith('.tmp-'))).toEqual([]);
     const m = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
     expect(m.kind).toBe('anomaly');
@@ -80,6 +80,9 @@ describe('anomaly fit', () => {
     const b = JSON.parse(readFileSync(join(dir, 'model', 'baselines.json'), 'utf8'));
     expect(b.warmup_scores).toHaveLength(8);
     expect(b.static.latency_column).toBe('p99_latency_ms');
+    // The ONNX scorer was held to the trained model before the run was written.
+    expect(m.metrics.onnx_parity).toMatchObject({ snapshots: 24, tolerance: 1e-4 });
+    expect(m.metrics.onnx_parity.max_abs_diff).toBeLessThanOrEqual(1e-4);
   });
 
   it.each([
@@ -160,7 +163,25 @@ describe('anomaly score', () => {
     expect(rb).toEqual(ra);
   });
 
+  it('--runtime onnx (the default) and --runtime tfjs give the same scores and alerts', async () => {
+    const to = '2026-01-05T11:00:00Z';
+    const onnx = gnnctl(['anomaly', 'score', '-c', config, '--artifacts', artifacts, '--run', runId, '--to', to, '--out', join(root, 'onnx.parquet')]);
+    const tfjs = gnnctl(['anomaly', 'score', '-c', config, '--artifacts', artifacts, '--run', runId, '--to', to, '--out', join(root, 'tfjs.parquet'), '--runtime', 'tfjs']);
+    expect(onnx.status, onnx.stderr).toBe(0);
+    expect(tfjs.status, tfjs.stderr).toBe(0);
+    expect([onnx.json.runtime, tfjs.json.runtime]).toEqual(['onnx', 'tfjs']);
+    const ra = await query(`SELECT score, threshold, alert, top_services FROM '${join(root, 'onnx.parquet')}' ORDER BY ts`);
+    const rb = await query(`SELECT score, threshold, alert, top_services FROM '${join(root, 'tfjs.parquet')}' ORDER BY ts`);
+    expect(ra.length).toBeGreaterThan(10);
+    // Scores are errors relative to each service's warm-up error: compared relatively.
+    ra.forEach((r, i) => {
+      expect(Math.abs(Number(r.score) - Number(rb[i]!.score))).toBeLessThanOrEqual(1e-4 * Math.max(1, Number(r.score)));
+      expect(r.alert).toBe(rb[i]!.alert);
+    });
+  });
+
   it.each([
+    [['--run', 'latest', '--runtime', 'torch'], 2, '--runtime'],
     [['--run', 'anomaly-nope'], 5, undefined],
     [['--run', 'latest', '--out', 'scores.csv'], 2, '--out'],
     [['--run', 'latest', '--from', 'noon'], 2, '--from'],
@@ -213,7 +234,7 @@ describe('anomaly watch', () => {
     writeFileSync(stateFile, JSON.stringify({ version: 1, run_id: 'anomaly-other' }));
     const r = gnnctl(['anomaly', 'watch', '-c', config, '--artifacts', artifacts, '--run', runId, '--max-ticks', '1', '--port', '0', '--state-file', stateFile]);
     expect(r.status).toBe(5);
-    for (const [flag, value] of [['--interval', 'often'], ['--prometheus', 'localhost:9090'], ['--port', '99999']]) {
+    for (const [flag, value] of [['--interval', 'often'], ['--prometheus', 'localhost:9090'], ['--port', '99999'], ['--runtime', 'gpu']]) {
       const bad = gnnctl(['anomaly', 'watch', '-c', config, '--artifacts', artifacts, '--run', runId, '--max-ticks', '1', flag!, value!]);
       expect(bad.status, `${flag} ${value}`).toBe(2);
       expect(`${bad.json.where ?? ''} ${bad.json.message}`).toContain(flag);
@@ -272,5 +293,6 @@ describe('anomaly watch', () => {
     expect(metrics).toMatch(/gnnctl_anomaly_threshold\{/);
     expect(metrics).toMatch(/gnnctl_anomaly_alert\{run_id="[^"]+"\} [01]/);
     expect(metrics).toContain(`gnnctl_anomaly_snapshots_scored_total{run_id="${runId}"}`);
+    expect(metrics).toMatch(/gnnctl_anomaly_scoring_duration_seconds\{run_id="[^"]+"\} [0-9.e-]+\n/);
   });
 });

@@ -7,7 +7,7 @@ import { fitAnomaly, type FitResult } from '../../anomaly/fit.js';
 import { scoreAnomaly, type ScoreReport } from '../../anomaly/score.js';
 import { watchAnomaly, type WatchResult } from '../../anomaly/watch.js';
 import { parseIsoTime } from '../../core/time.js';
-import { intFlag, optional, secondsFlag, timeFlag } from '../flags.js';
+import { choiceFlag, intFlag, optional, secondsFlag, timeFlag } from '../flags.js';
 import type { DetectorQuality } from '../../anomaly/evaluate.js';
 import type { CommandOutput } from '../run.js';
 
@@ -21,6 +21,7 @@ export interface AnomalyCommandOptions {
   out?: string;
   epochs?: unknown;
   backend?: string;
+  runtime?: string;
   artifacts?: string;
   interval?: unknown;
   prometheus?: string;
@@ -35,6 +36,8 @@ export interface AnomalyCommandOptions {
 }
 
 /** An optional ISO time flag → epoch seconds (the one time parser: core/time.ts). */
+const runtimeFlag = choiceFlag('--runtime', ['onnx', 'tfjs'] as const);
+
 function timeSeconds(flag: string, value: string | undefined): number | undefined {
   const text = optional(timeFlag(flag), value);
   return text === undefined ? undefined : parseIsoTime(text)!;
@@ -61,11 +64,12 @@ export async function anomalyScoreCommand(opts: AnomalyCommandOptions): Promise<
   const to = timeSeconds('--to', opts.to);
   if (from !== undefined && to !== undefined && to <= from) throw new UsageError('--to must be after --from', { where: '--to', value: opts.to });
   if (!opts.run) throw new UsageError('a run is required', { where: '--run', hint: 'pass the run id `gnnctl anomaly fit` printed, or latest' });
+  const runtime = optional(runtimeFlag, opts.runtime);
   if (opts.out !== undefined && !/\.parquet$/i.test(opts.out)) throw new UsageError('the output must be a .parquet file', { where: '--out', value: opts.out, hint: 'e.g. --out scores.parquet' });
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
-  const r = await scoreAnomaly(cfg, { run: opts.run, from, to, out: opts.out === undefined ? undefined : resolve(opts.cwd ?? process.cwd(), opts.out), backend: parseBackendRequest(opts.backend) });
+  const r = await scoreAnomaly(cfg, { run: opts.run, from, to, out: opts.out === undefined ? undefined : resolve(opts.cwd ?? process.cwd(), opts.out), runtime, backend: parseBackendRequest(opts.backend) });
   const lines = [
-    `scored ${r.snapshots} snapshots (${r.from} .. ${r.to}) with run ${r.run_id}: ${r.alerts} alerting; τ ${r.threshold_first.toFixed(3)} → ${r.threshold_last.toFixed(3)}`,
+    `scored ${r.snapshots} snapshots (${r.from} .. ${r.to}) with run ${r.run_id} (${r.runtime}): ${r.alerts} alerting; τ ${r.threshold_first.toFixed(3)} → ${r.threshold_last.toFixed(3)}`,
     `  ${r.out}`,
     `  alerts during planned scale-outs: TAGAE ${r.scale_out_alerts.tagae}, static ${r.scale_out_alerts.static}, flat ${r.scale_out_alerts.flat}`,
   ];
@@ -90,6 +94,7 @@ export async function anomalyWatchCommand(opts: AnomalyCommandOptions): Promise<
   if (interval <= 0) throw new UsageError('--interval must be above 0 (got "0")', { where: '--interval', value: opts.interval, hint: 'e.g. --interval 15s or --interval 1m' });
   const port = intFlag('--port', 0, 65535)(opts.port ?? '9464');
   const maxTicks = optional(intFlag('--max-ticks', 1), opts.maxTicks);
+  const runtime = optional(runtimeFlag, opts.runtime);
   for (const [flag, url] of [['--prometheus', opts.prometheus], ['--alertmanager', opts.alertmanager]] as const) {
     if (url !== undefined && !/^https?:\/\/[^/\s]+/.test(url)) throw new UsageError('not an http(s) URL', { where: flag, value: url, hint: `e.g. ${flag} http://127.0.0.1:${flag === '--prometheus' ? 9090 : 9093}` });
   }
@@ -108,6 +113,7 @@ export async function anomalyWatchCommand(opts: AnomalyCommandOptions): Promise<
       host: opts.host ?? '127.0.0.1',
       stateFile: opts.stateFile === undefined ? undefined : resolve(opts.cwd ?? process.cwd(), opts.stateFile),
       maxTicks,
+      runtime,
       backend: parseBackendRequest(opts.backend),
       signal: stop.signal,
     });

@@ -82,6 +82,12 @@ export interface ToFilesOptions {
    * String tensors always stay inline (ONNX has no external encoding for them).
    */
   externalDataThreshold?: number | 'auto';
+  /**
+   * Picks the external initializers by name instead of by size (a caller that knows which tensors grow
+   * with the data, e.g. export's entity tables). Small integer tensors and strings stay inline whatever
+   * it answers, for the reasons above. Takes precedence over `externalDataThreshold`.
+   */
+  externalize?: (name: string, bytes: number) => boolean;
   /** File name of the model inside `dir`. Default `model.onnx`; the data file is `<fileName>.data`. */
   fileName?: string;
 }
@@ -331,9 +337,9 @@ export class OnnxGraphBuilder {
     return model;
   }
 
-  /** Bytes of initializer payload (what dominates the model's size). */
-  payloadBytes(): number {
-    return this.initializers.reduce((n, i) => n + (i.raw?.byteLength ?? stringBytes(i.proto)), 0);
+  /** Bytes of initializer payload (what dominates the model's size), of those `filter` picks by name if given. */
+  payloadBytes(filter?: (name: string) => boolean): number {
+    return this.initializers.reduce((n, i) => (filter && !filter(i.proto.name!) ? n : n + (i.raw?.byteLength ?? stringBytes(i.proto))), 0);
   }
 
   /**
@@ -368,7 +374,8 @@ export class OnnxGraphBuilder {
     const modelPath = join(dir, fileName);
     const dataPath = join(dir, dataName);
 
-    const chosen = this.initializers.filter((i) => i.raw && i.raw.byteLength >= threshold && !isShapeCandidate(i));
+    const pick = options.externalize ?? ((_: string, bytes: number) => bytes >= threshold);
+    const chosen = this.initializers.filter((i) => i.raw && pick(i.proto.name!, i.raw.byteLength) && !isShapeCandidate(i));
     const locations = new Map<string, { location: string; offset: number; length: number }>();
     let dataBytes = 0;
     if (chosen.length > 0) {

@@ -1,0 +1,178 @@
+/**
+ * TAGAE's forward pass as an ONNX model (what `anomaly fit` writes to `model/tagae.onnx` and `anomaly
+ * score|watch` run with onnxruntime): the same formulas as `model.ts` and its layers, op for op.
+ *
+ * Inputs (n services, m message-passing edges, W the window, P = W − 1 past lags, D embedding width):
+ *
+ *     x              FLOAT [n, F]      standardised node features
+ *     mp_src, mp_dst INT32 [m]         message-passing edges j → i (self-loops included)
+ *     mp_attr        FLOAT [m, E]      their edge features
+ *     past           FLOAT [P, n, D]   past embeddings aligned to today's services (zeros for a missing lag)
+ *     past_fallback  FLOAT [P, n, 1]   1 where a service has no history at that lag (it takes its current Z)
+ *     lag_mask       FLOAT [W]         1 for the lags present (lag 0 always), 0 for missing ones
+ *
+ * Outputs: `adjacency` [n, n] (Â), `features` [n, F] (X̂), `z` [n, D] (this snapshot's GATv2 embedding).
+ *
+ * The past is fixed at W − 1 lags with a mask rather than a variable length, so one graph serves the
+ * start of a series too: a masked lag's logit gets −1e9, whose exp is exactly 0, so the softmax equals
+ * TF.js's over the present lags only. The alignment of past embeddings (a row gather, or for new services
+ * the neighbour mean of `graph.ts`) stays in JS: it is data-dependent bookkeeping, not arithmetic.
+ *
+ * Segment sums are ScatterND with reduction "add" (ai.onnx 16+). The graph is written with the ONNX
+ * protobuf schema of `artifacts/onnx` directly: export's graph builder sits in a peer layer that anomaly
+ * may not import, and this graph is small and fixed.
+ */
+import { onnx, type IAttributeProto, type IModelProto, type INodeProto, type ITensorProto, type IValueInfoProto } from '../artifacts/onnx/onnx_schema.js';
+import { VERSION } from '../core/version.js';
+import { edgeDim } from './graph.js';
+import type { TagaeArgs } from './model.js';
+
+/** ai.onnx 17 (ScatterND's `reduction` needs 16; 17 is what export writes too). */
+const OPSET = 17;
+const IR_VERSION = 8;
+const FLOAT = onnx.TensorProto.DataType.FLOAT;
+const INT64 = onnx.TensorProto.DataType.INT64;
+const INT32 = onnx.TensorProto.DataType.INT32;
+/** What a masked lag adds to its attention logit. */
+const MASKED = -1e9;
+
+type Attr = { i: number } | { f: number } | { ints: number[] } | { s: string };
+
+class Graph {
+  readonly nodes: INodeProto[] = [];
+  readonly initializers: ITensorProto[] = [];
+  private next = 0;
+
+  op(opType: string, inputs: string[], attrs: Record<string, Attr> = {}): string {
+    const out = `${opType.toLowerCase()}_${this.next++}`;
+    const attribute: IAttributeProto[] = Object.entries(attrs).map(([name, a]) => {
+      const T = onnx.AttributeProto.AttributeType;
+      if ('i' in a) return { name, type: T.INT, i: a.i };
+      if ('f' in a) return { name, type: T.FLOAT, f: a.f };
+      if ('s' in a) return { name, type: T.STRING, s: new TextEncoder().encode(a.s) };
+      return { name, type: T.INTS, ints: a.ints.map((v) => v) };
+    });
+    this.nodes.push({ opType, input: inputs, output: [out], name: out, attribute });
+    return out;
+  }
+
+  floats(name: string, data: Float32Array | number[], dims: number[]): string {
+    const f = data instanceof Float32Array ? data : Float32Array.from(data);
+    if (f.length !== dims.reduce((a, b) => a * b, 1)) throw new Error(`tagae onnx: ${name} has ${f.length} values for dims [${dims.join(', ')}]`);
+    this.initializers.push({ name, dims: dims.map((d) => d), dataType: FLOAT, rawData: new Uint8Array(f.buffer.slice(f.byteOffset, f.byteOffset + f.byteLength)) });
+    return name;
+  }
+
+  ints(name: string, data: number[]): string {
+    const b = BigInt64Array.from(data.map((v) => BigInt(v)));
+    this.initializers.push({ name, dims: [data.length], dataType: INT64, rawData: new Uint8Array(b.buffer) });
+    return name;
+  }
+}
+
+function valueInfo(name: string, elemType: number, dims: (number | string)[]): IValueInfoProto {
+  return { name, type: { tensorType: { elemType, shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) } } } };
+}
+
+/** The ONNX model of a TAGAE with these settings and weights (names as `Params` stores them). */
+export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, metadata: Record<string, string> = {}): Uint8Array {
+  const w = (name: string): Float32Array => {
+    const v = weights.get(name);
+    if (!v) throw new Error(`tagae onnx: the weights lack ${name}`);
+    return v;
+  };
+  const g = new Graph();
+  const F = args.featDim;
+  const E = edgeDim(args.edgeExtra);
+  const D = args.embeddingDim;
+  const W = args.window;
+  const dk = Math.max(4, D / 2);
+
+  const src = 'mp_src';
+  const dst = 'mp_dst';
+  // Gather takes the INT32 indices as they come; ScatterND wants INT64 ones.
+  const dstIdx = g.op('Cast', [g.op('Unsqueeze', [dst, g.ints('axes_1', [1])])], { to: { i: INT64 } }); // [m, 1]
+  const nRows = g.op('Slice', [g.op('Shape', ['x']), g.ints('zero_1', [0]), g.ints('one_1', [1])]); // [n]
+  const zeros = (cols: number, tag: string): string => g.op('ConstantOfShape', [g.op('Concat', [nRows, g.ints(`${tag}.cols`, [cols])], { axis: { i: 0 } })]);
+
+  /** One GATv2Conv (layers/gatv2.ts). */
+  const gatv2 = (x: string, name: string, inDim: number, heads: number, channels: number, concat: boolean): string => {
+    const hc = heads * channels;
+    const ws = g.floats(`${name}.w_s`, w(`${name}.w_s`), [inDim, hc]);
+    const wt = g.floats(`${name}.w_t`, w(`${name}.w_t`), [inDim, hc]);
+    const we = g.floats(`${name}.w_e`, w(`${name}.w_e`), [E, hc]);
+    // a^h · g^h for every head at once: one MatMul with the block-diagonal [H·C, H] matrix of the att
+    // vectors, instead of a broadcast Mul and a ReduceSum over [m, H, C] (two more passes over the edges).
+    const attW = w(`${name}.att`);
+    const block = new Float32Array(hc * heads);
+    for (let h = 0; h < heads; h++) for (let c = 0; c < channels; c++) block[(h * channels + c) * heads + h] = attW[h * channels + c]!;
+    const att = g.floats(`${name}.att_block`, block, [hc, heads]);
+    const bias = g.floats(`${name}.bias`, w(`${name}.bias`), [concat ? hc : channels]);
+    const mhc = g.ints(`${name}.shape_mhc`, [-1, heads, channels]);
+    const xs = g.op('MatMul', [x, ws]);
+    const xt = g.op('MatMul', [x, wt]);
+    const xsj = g.op('Gather', [xs, src], { axis: { i: 0 } });
+    const pre = g.op('Add', [g.op('Add', [g.op('Gather', [xt, dst], { axis: { i: 0 } }), xsj]), g.op('MatMul', ['mp_attr', we])]);
+    const raw = g.op('MatMul', [g.op('LeakyRelu', [pre], { alpha: { f: 0.2 } }), att]); // [m, H]
+    const thirty = g.floats(`${name}.thirty`, [30], []);
+    const logits = g.op('Mul', [g.op('Tanh', [g.op('Div', [raw, thirty])]), thirty]);
+    const ex = g.op('Exp', [logits]);
+    const denom = g.op('ScatterND', [zeros(heads, `${name}.denom`), dstIdx, ex], { reduction: { s: 'add' } }); // [n, H]
+    const alpha = g.op('Div', [ex, g.op('Add', [g.op('Gather', [denom, dst], { axis: { i: 0 } }), g.floats(`${name}.eps`, [1e-16], [])])]);
+    const msg = g.op('Reshape', [g.op('Mul', [g.op('Reshape', [xsj, mhc]), g.op('Unsqueeze', [alpha, g.ints(`${name}.axes_m1`, [-1])])]), g.ints(`${name}.shape_mhc2`, [-1, hc])]);
+    const agg = g.op('ScatterND', [zeros(hc, `${name}.agg`), dstIdx, msg], { reduction: { s: 'add' } }); // [n, HC]
+    const out = concat ? agg : g.op('ReduceMean', [g.op('Reshape', [agg, mhc])], { axes: { ints: [1] }, keepdims: { i: 0 } });
+    return g.op('Add', [out, bias]);
+  };
+
+  const h1 = g.op('Elu', [gatv2('x', 'gat1', F, args.heads, args.hidden, true)], { alpha: { f: 1 } });
+  const z = gatv2(h1, 'gat2', args.heads * args.hidden, args.heads, D, false); // [n, D]
+
+  // Temporal attention (layers/temporal_attention.ts) over [z, aligned past…].
+  const z3 = g.op('Unsqueeze', [z, g.ints('axes_0', [0])]);
+  // aligned past = past + fallback ⊙ z   [P, n, D]
+  const stacked = W > 1 ? g.op('Concat', [z3, g.op('Add', ['past', g.op('Mul', ['past_fallback', z])])], { axis: { i: 0 } }) : z3; // [W, n, D]
+  const q = g.op('MatMul', [z, g.floats('temporal.w_q', w('temporal.w_q'), [D, dk])]); // [n, dk]
+  const k = g.op('MatMul', [stacked, g.floats('temporal.w_k', w('temporal.w_k'), [D, dk])]); // [W, n, dk]
+  const scores = g.op('Div', [g.op('ReduceSum', [g.op('Mul', [k, q]), g.ints('axes_m1', [-1])], { keepdims: { i: 0 } }), g.floats('sqrt_dk', [Math.sqrt(dk)], [])]); // [W, n]
+  const mask = g.op('Mul', [g.op('Sub', [g.floats('one', [1], []), g.op('Reshape', ['lag_mask', g.ints('shape_w1', [W, 1])])]), g.floats('masked', [MASKED], [])]);
+  const logits = g.op('Add', [g.op('Add', [scores, g.floats('temporal.lag_bias', w('temporal.lag_bias'), [W, 1])]), mask]);
+  const beta = g.op('Softmax', [logits], { axis: { i: 0 } });
+  const v = g.op('MatMul', [stacked, g.floats('temporal.w_v', w('temporal.w_v'), [D, D])]);
+  const h = g.op('Add', [z, g.op('ReduceSum', [g.op('Mul', [v, g.op('Unsqueeze', [beta, g.ints('axes_m1b', [-1])])]), g.ints('axes_0b', [0])], { keepdims: { i: 0 } })]);
+
+  // Decoders (layers/inner_product_decoder.ts).
+  const half = D / 2;
+  const cols = (a: number, b: number): string => g.op('Slice', [h, g.ints(`cols_${a}`, [a]), g.ints(`cols_${a}_end`, [b]), g.ints(`cols_${a}_axis`, [1])]);
+  const adjacency = g.op('Sigmoid', [g.op('MatMul', [cols(0, half), g.op('Transpose', [cols(half, D)], { perm: { ints: [1, 0] } })])]);
+  const features = g.op('Add', [g.op('MatMul', [h, g.floats('decoder.w_x', w('decoder.w_x'), [D, F])]), g.floats('decoder.b_x', w('decoder.b_x'), [F])]);
+  g.nodes.push({ opType: 'Identity', input: [adjacency], output: ['adjacency'], name: 'adjacency_out' });
+  g.nodes.push({ opType: 'Identity', input: [features], output: ['features'], name: 'features_out' });
+  g.nodes.push({ opType: 'Identity', input: [z], output: ['z'], name: 'z_out' });
+
+  const P = Math.max(0, W - 1);
+  const model: IModelProto = {
+    irVersion: IR_VERSION,
+    producerName: 'gnnctl',
+    producerVersion: VERSION,
+    opsetImport: [{ domain: '', version: OPSET }],
+    metadataProps: Object.entries(metadata).map(([key, value]) => ({ key, value })),
+    graph: {
+      name: 'tagae',
+      docString: 'gnnctl TAGAE anomaly scorer: GATv2 ×2, temporal attention, inner-product and feature decoders',
+      node: g.nodes,
+      initializer: g.initializers,
+      input: [
+        valueInfo('x', FLOAT, ['n', F]),
+        valueInfo('mp_src', INT32, ['m']),
+        valueInfo('mp_dst', INT32, ['m']),
+        valueInfo('mp_attr', FLOAT, ['m', E]),
+        valueInfo('past', FLOAT, [P, 'n', D]),
+        valueInfo('past_fallback', FLOAT, [P, 'n', 1]),
+        valueInfo('lag_mask', FLOAT, [W]),
+      ],
+      output: [valueInfo('adjacency', FLOAT, ['n', 'n']), valueInfo('features', FLOAT, ['n', F]), valueInfo('z', FLOAT, ['n', D])],
+    },
+  };
+  return onnx.ModelProto.encode(model).finish();
+}

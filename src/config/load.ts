@@ -7,7 +7,7 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { LineCounter, parseDocument, isMap, isSeq, type Document } from 'yaml';
 import type { z } from 'zod';
 import { ConfigError, suggest, type ConfigProblem } from '../core/errors.js';
-import { parseQuery, conditionAggregates, conditionColumns, type PredictiveQuery, PqlSyntaxError } from '../task/pql.js';
+import { parseQuery, conditionAggregates, conditionColumns, type Aggregate, type PredictiveQuery, PqlSyntaxError } from '../task/pql.js';
 import { objectiveFor } from '../task/objective/objective.js';
 import type { HopPath, TaskDefinition } from '../task/task_spec.js';
 import { configSchema, type RawConfig, type TableConfig, type ModelConfig, modelSchema } from './schema.js';
@@ -219,6 +219,7 @@ function checkTasks(cfg: RawConfig, add: Add, raw: unknown): Record<string, Task
         add([...at, 'query'], `${agg.table} has ${link.length} foreign keys to ${ent.table} (${link.map(([c]) => c).join(', ')}); the aggregate is ambiguous`, 'keep one foreign key to the entity table');
       }
     }
+    if (query.target.kind === 'entity' && query.target.top_k !== null) checkRankingTarget(query.target.aggregate, tables, [...at, 'query'], add);
     const objective = objectiveFor(query.taskType);
     if (model.loss !== undefined && !objective.losses.includes(model.loss)) {
       add('loss' in overrides ? [...at, 'model', 'loss'] : ['model', 'loss'], `loss ${model.loss} does not fit task ${name}, a ${objective.description} task`, `use ${objective.losses.join(' or ')}`);
@@ -229,6 +230,25 @@ function checkTasks(cfg: RawConfig, add: Add, raw: unknown): Record<string, Task
     specs[name] = { name, query, split: task.split, model };
   }
   return specs;
+}
+
+/**
+ * A ranking target lists the items a foreign key points to: `LIST_DISTINCT(<table>.<fk>, …)` needs `fk` to
+ * be declared a foreign key of that table, to an items table with a primary key (the key the top-k file
+ * writes).
+ */
+function checkRankingTarget(agg: Aggregate, tables: RawConfig['data']['tables'], where: (string | number)[], add: Add): void {
+  const t = tables[agg.table];
+  if (!t || agg.column === null) return;
+  const itemTable = t.foreign_keys[agg.column];
+  if (itemTable === undefined) {
+    const fks = Object.keys(t.foreign_keys);
+    add(where, `LIST_DISTINCT(${agg.table}.${agg.column}, …): ${agg.column} is not a foreign key of ${agg.table}, so there are no items to rank`, fks.length ? `rank the rows a foreign key points to: ${suggest(agg.column, fks.map(String))}` : `declare data.tables.${agg.table}.foreign_keys: { ${agg.column}: <items table> }`);
+    return;
+  }
+  if (!tables[itemTable]?.primary_key) {
+    add(where, `LIST_DISTINCT(${agg.table}.${agg.column}, …): the items' table ${itemTable} has no primary_key`, `declare data.tables.${itemTable}.primary_key: the top-k file names items by it`);
+  }
 }
 
 /** The largest divisor of n that is at most `atMost` (a heads value that fits the channels). */

@@ -115,7 +115,7 @@ export const modelSchema = z
       .refine((s) => s > 0, 'a positive duration, e.g. "10 minutes"')
       .default(600)
       .describe('wall-clock budget of the variant search (default 10 minutes); a variant starts only when the slowest one so far still fits, the configured model always trains'),
-    loss: z.enum(['bce', 'l1', 'mse']).optional().describe('default: bce for binary, l1 for regression'),
+    loss: z.enum(['bce', 'l1', 'mse', 'sampled_softmax']).optional().describe('default: bce for binary, l1 for regression, sampled_softmax for ranking'),
     max_steps_per_epoch: z.number().int().positive().optional().describe('cap on optimizer steps per epoch'),
     min_steps_per_epoch: z
       .number()

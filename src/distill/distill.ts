@@ -98,6 +98,12 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   const taskName = opts.task ?? d.task;
   const task = cfg.taskSpecs[taskName];
   if (!task) throw new ConfigError(`unknown task "${taskName}"`, [], { where: '--task', hint: suggest(taskName, Object.keys(cfg.taskSpecs)) });
+  if (task.query.taskType === 'ranking') {
+    throw new NotImplementedError(`distilling the ranking task "${taskName}": the session-aware recommender is not part of this distillation`, {
+      where: opts.task ? '--task' : 'distillation.task',
+      hint: 'serve its batch top-k (gnnctl predict on the ranking run), or distil a binary/regression task',
+    });
+  }
   if (task.query.target.kind === 'entity' && opts.embeddings) {
     throw new NotImplementedError(`--embeddings with the entity task "${taskName}": snapshot files are joined to fact rows only`, {
       where: '--embeddings',

@@ -59,6 +59,8 @@ export function subPlan(model: DeepModel, table: string, depth: number): Plan {
 
 /** Depth at which a table first appears in the model's training tree (null when it never does above the leaves). */
 export function tableDepth(model: DeepModel, table: string): number | null {
+  // A recommender has a full tree rooted at its items too (the item side of its scores).
+  if (model.spec.ranking?.item_table === table) return 0;
   const d = model.plan.slots.filter((s) => s.type === table).reduce((m, s) => Math.min(m, s.depth), Infinity);
   return Number.isFinite(d) && d < model.spec.layers ? d : null;
 }

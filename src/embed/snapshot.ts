@@ -124,8 +124,7 @@ export async function openSnapshot(opts: SnapshotOptions, layout: SnapshotLayout
     const range = graph.manifest.time_range;
     const anchor = !opts.anchorTime || opts.anchorTime === 'latest' ? (range ? range[1] : Date.now() / 1000) : parseTime(opts.anchorTime, '--anchor-time');
     // Entities that exist at the anchor: every row, or (tables with a time column, node ids in time order) a prefix.
-    const time = graph.table(table).time;
-    const existing = time ? upper(time, anchor) : graph.table(table).rows;
+    const existing = existingAt(graph, table, anchor);
     const lo = opts.shard ? Math.floor((existing * opts.shard.index) / opts.shard.count) : 0;
     const hi = opts.shard ? Math.floor((existing * (opts.shard.index + 1)) / opts.shard.count) : existing;
 
@@ -295,8 +294,15 @@ export function checkSchema(run: { id: string; dir: string }, manifest: TrainMan
 
 /** Keys of the shard's nodes as an Arrow vector, via a small Parquet file DuckDB writes. */
 async function readKeys(s: Snapshot): Promise<arrow.Vector> {
-  const { graph, table, key, lo, hi } = s;
-  const tmp = tempSibling(`${s.path}.keys.parquet`);
+  return readTableKeys(s.graph, s.table, s.key, s.lo, s.hi, s.path);
+}
+
+/**
+ * Primary-key values of a table's nodes [lo, hi) in node order as an Arrow vector (integer keys keep their
+ * type, others are VARCHAR), through a temporary Parquet file beside `near`.
+ */
+export async function readTableKeys(graph: Graph, table: string, key: string, lo: number, hi: number, near: string): Promise<arrow.Vector> {
+  const tmp = tempSibling(`${near}.keys.parquet`);
   const type = graph.manifest.schema.tables[table]!.primary_key!.type;
   const expr = /^(VARCHAR|BIGINT|INTEGER|SMALLINT|TINYINT|UBIGINT|UINTEGER)$/.test(type) ? q(key) : `CAST(${q(key)} AS VARCHAR) AS ${q(key)}`;
   try {
@@ -307,6 +313,12 @@ async function readKeys(s: Snapshot): Promise<arrow.Vector> {
   } finally {
     rmSync(tmp, { force: true });
   }
+}
+
+/** Nodes of a table that exist at an anchor: all rows, or (tables with a time column) a time-ordered prefix. */
+export function existingAt(graph: Graph, table: string, anchor: number): number {
+  const time = graph.table(table).time;
+  return time ? upper(time, anchor) : graph.table(table).rows;
 }
 
 function upper(time: Float64Array, t: number): number {

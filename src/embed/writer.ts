@@ -94,6 +94,48 @@ export async function writeEmbeddings(path: string, chunks: AsyncIterable<Embedd
   }
 }
 
+/**
+ * Streams batches of named Arrow columns into a Parquet file, atomically (temp name, then rename), with
+ * the same properties as the entity files: for outputs that are not one row per entity (top-k lists).
+ */
+export async function writeColumns(path: string, chunks: AsyncIterable<Record<string, arrow.Vector>>, opts: Pick<WriteOptions, 'metadata' | 'rowGroupSize'>): Promise<{ rows: number }> {
+  const tmp = tempSibling(path);
+  let rows = 0;
+  const source: { failed: boolean; error: unknown; complete: boolean } = { failed: false, error: undefined, complete: false };
+  async function* batches(): AsyncGenerator<pq.RecordBatch> {
+    try {
+      for await (const vectors of chunks) {
+        const table = new arrow.Table(vectors);
+        rows += table.numRows;
+        for (const rb of pq.Table.fromIPCStream(arrow.tableToIPC(table, 'stream')).recordBatches()) yield rb;
+      }
+      source.complete = true;
+    } catch (e) {
+      source.failed = true;
+      source.error = e;
+      throw e;
+    }
+  }
+  const props = new pq.WriterPropertiesBuilder()
+    .setCompression(pq.Compression.SNAPPY)
+    .setDictionaryEnabled(false)
+    .setMaxRowGroupSize(opts.rowGroupSize)
+    .setKeyValueMetadata(new Map(Object.entries(opts.metadata)))
+    .build();
+  try {
+    const bytes = await pq.transformParquetStream(ReadableStream.from(batches()), props);
+    await pipeline(Readable.fromWeb(bytes as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(tmp));
+    if (source.failed) throw source.error;
+    if (!source.complete) throw new Error(`column writer: the chunk stream ended early (${rows} rows written)`);
+    sortParquetKeyValueMetadata(tmp);
+    renameSync(tmp, path);
+    return { rows };
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw source.failed ? source.error : e;
+  }
+}
+
 /** Reads one column of a Parquet file into an Arrow vector (keys for the output, in file order). */
 export function readColumnVector(bytes: Uint8Array, column: string): arrow.Vector {
   const wasmTable = pq.readParquet(bytes, { columns: [column] });

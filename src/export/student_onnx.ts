@@ -147,6 +147,9 @@ function outputTransform(g: OnnxGraphBuilder, x: string, transform: OutputTransf
       return g.op('Sigmoid', [x]);
     case 'affine':
       return g.op('Add', [g.op('Mul', [x, floatScalar(g, inp.label_std ?? 1, 'label_std')]), floatScalar(g, inp.label_mean ?? 0, 'label_mean')]);
+    case 'score':
+      // A ranking score is served as it is: an order over items, not a probability or a value.
+      return x;
     default:
       return assertUnreachable(transform);
   }

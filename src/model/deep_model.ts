@@ -16,6 +16,7 @@ import { HeteroGnn, type ModelSpec } from './hetero_gnn.js';
 import { ParamStore } from './params.js';
 import { buildPlan, type Plan } from './plan.js';
 import { TemporalSampler, type SampledBatch } from './sampler.js';
+import { RankingHead } from './recommender.js';
 
 export class DeepModel {
   readonly plan: Plan;
@@ -23,6 +24,10 @@ export class DeepModel {
   readonly features: Record<string, TableFeatures>;
   readonly params: ParamStore;
   readonly gnn: HeteroGnn;
+  /** ranking runs: the recommender's own weights, and the tree rooted at an item (see model/recommender.ts) */
+  readonly ranking: RankingHead | null = null;
+  readonly itemPlan: Plan | null = null;
+  readonly itemSampler: TemporalSampler | null = null;
 
   constructor(
     readonly graph: Graph,
@@ -35,6 +40,11 @@ export class DeepModel {
     this.features = bindFeatures(graph, featureSpec);
     this.params = new ParamStore(seed);
     this.gnn = new HeteroGnn(this.params, spec);
+    if (spec.ranking) {
+      this.ranking = new RankingHead(this.params, spec.ranking, spec.channels);
+      this.itemPlan = buildPlan(graph, spec.ranking.item_table, spec.fanouts);
+      this.itemSampler = new TemporalSampler(graph, this.itemPlan, spec.sampling);
+    }
   }
 
   /** Loads a trained model from a run folder onto `graph` (which may be newer than the training graph). */

@@ -21,6 +21,7 @@ import { GatConv } from './gat_conv.js';
 import { LayerNorm } from './layer_norm.js';
 import { NodeEncoder } from './node_encoder.js';
 import type { ParamStore } from './params.js';
+import type { RankingSpec } from './recommender.js';
 import { SageConv, type NeighbourBlock } from './sage_conv.js';
 
 export interface ModelSpec {
@@ -46,17 +47,25 @@ export interface ModelSpec {
   /** per layer (1-based index − 1), per node type updated at that layer: incoming edge types */
   convs: Record<string, string[]>[];
   output: OutputSpec;
-  /** one of the objective's losses (bce for binary; l1 or mse on standardised labels for regression) */
+  /** one of the objective's losses (bce for binary; l1 or mse on standardised labels for regression; sampled_softmax for ranking) */
   loss: LossName;
+  /**
+   * Ranking runs: the recommender's settings (model/recommender.ts). The GNN then also has the layers of a
+   * tree rooted at `ranking.item_table` (in `convs`), and the head above the root is unused.
+   */
+  ranking?: RankingSpec;
 }
 
-/** Which (layer, type) pairs need a conv, and their edges, for a training plan. */
-export function convLayout(plan: Plan): Record<string, string[]>[] {
+/**
+ * Which (layer, type) pairs need a conv, and their edges, for a training plan (or several plans of the
+ * same depth sharing one GNN: a recommender's user and item trees).
+ */
+export function convLayout(plan: Plan, ...more: Plan[]): Record<string, string[]>[] {
   const out: Record<string, string[]>[] = [];
   for (let l = 1; l <= plan.layers; l++) {
     const m: Record<string, string[]> = {};
-    for (const s of slotsAtLayer(plan, l)) {
-      const edges = s.children.map((c) => plan.slots[c]!.edge!);
+    for (const s of [plan, ...more].flatMap((p) => slotsAtLayer(p, l).map((x) => ({ ...x, children: x.children.map((c) => p.slots[c]!) })))) {
+      const edges = s.children.map((c) => c.edge!);
       m[s.type] = [...new Set([...(m[s.type] ?? []), ...edges])];
     }
     out.push(m);

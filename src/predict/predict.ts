@@ -8,7 +8,7 @@
  *
  * Every entity that exists at the anchor gets a row, including one without any history (no interaction
  * before the anchor): its prediction comes from its own columns alone — the cold-start path — never a
- * missing row. The task's WHERE filter (e.g. "active in the last 7 days") is not applied: it selects
+ * missing row. Ranking runs write each entity's top-k items instead (predict/top_k.ts). The task's WHERE filter (e.g. "active in the last 7 days") is not applied: it selects
  * training examples, while a batch job scores the whole table; filter the file by the same rule if needed.
  */
 import * as tf from '@tensorflow/tfjs';
@@ -18,6 +18,7 @@ import { VERSION } from '../core/version.js';
 import { openSnapshot, representations, snapshotMetadata, writeSnapshot, type RepresentationChunk, type Snapshot, type SnapshotFigures, type SnapshotOptions } from '../embed/snapshot.js';
 import type { EmbeddingChunk, EntityColumn } from '../embed/writer.js';
 import { objectiveFor, type ObjectiveKind } from '../task/objective/objective.js';
+import { predictTopK, type TopKResult } from './top_k.js';
 
 export interface PredictOptions extends SnapshotOptions {
   /** also write each entity's embedding (the representation the head reads) */
@@ -42,10 +43,12 @@ export interface PredictionMetadata extends ReturnType<typeof snapshotMetadata> 
   dim: number;
 }
 
-export async function predict(opts: PredictOptions): Promise<PredictResult> {
+export async function predict(opts: PredictOptions): Promise<PredictResult | TopKResult> {
   const t0 = performance.now();
   const s = await openSnapshot(opts, { verb: 'predict', done: 'predicted', folder: 'predictions', file: 'predictions.parquet', checkTable: checkEntityTable(opts) });
   try {
+    // Ranking runs write top-k lists (predict/top_k.ts), not one value per entity.
+    if (s.model.spec.ranking) return await predictTopK(opts, s, t0);
     const output = s.model.spec.output;
     const objective = objectiveFor(output.kind);
     const C = s.model.spec.channels;

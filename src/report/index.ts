@@ -7,6 +7,7 @@
  * | id            | train | distill | shows                                                          |
  * |---------------|-------|---------|----------------------------------------------------------------|
  * | `headline`    | ✓     | ✓       | test metrics; lift over the no-graph baseline / ratio to teacher |
+ * | `ranking-baselines` | ranking | | the model vs popularity, repeat and co-occurrence on val and test |
  * | `training`    | ✓     | ✓       | loss and validation metrics per epoch, best epoch marked        |
  * | `curves`      | binary | binary | ROC and PR (model vs baseline on the same axes)                 |
  * | `calibration` | binary | binary | reliability diagram, examples per bin, ECE                      |
@@ -24,7 +25,7 @@ import { calibrationSection, rocPrSection } from './sections/curves.js';
 import { dataSection, detailsSection } from './sections/data.js';
 import { ablationsSection, freshnessSection, sizeSection } from './sections/distill.js';
 import { headerSection, type RenderContext } from './sections/header.js';
-import { headlineSection } from './sections/headline.js';
+import { headlineSection, rankingBaselinesSection } from './sections/headline.js';
 import { throughputSection } from './sections/throughput.js';
 import { trainingSection } from './sections/training.js';
 import { searchSection } from './sections/search.js';
@@ -57,6 +58,7 @@ export function renderReportData(data: ReportData, now: Date = new Date()): Rend
   };
   add('headline', 'Headline', headlineSection(data));
   if (data.kind === 'train') add('search', 'Variant search', searchSection(data));
+  add('ranking-baselines', 'Ranking baselines', rankingBaselinesSection(data));
   add('training', 'Training curves', trainingSection(data));
   add('curves', 'ROC & PR', rocPrSection(data));
   add('calibration', 'Calibration', calibrationSection(data));

@@ -71,6 +71,9 @@ const trainMetricsSchema = z.object({
   curves: curvesSchema.optional(),
   baseline_curves: curvesSchema.omit({ calibration: true }).optional(),
   parameters: z.object({ total: z.number(), without_embeddings: z.number() }).optional(),
+  /** ranking runs: popularity, repeat and co-occurrence, and the one with the best validation MAP@k */
+  baselines: z.record(z.string(), z.object({ val: metricsSchema, test: metricsSchema })).optional(),
+  best_baseline: z.string().optional(),
 });
 
 const studentMetricsSchema = z.object({ val: metricsSchema, test: metricsSchema, best_epoch: z.number().optional() });
@@ -133,6 +136,13 @@ export const METRICS: Record<TaskKind, MetricSpec[]> = {
     { key: 'mae', label: 'MAE', higherIsBetter: false, format: 'metric' },
     { key: 'rmse', label: 'RMSE', higherIsBetter: false, format: 'metric' },
     { key: 'r2', label: 'R²', higherIsBetter: true, format: 'metric' },
+    { key: 'n', label: 'Examples', higherIsBetter: true, format: 'count' },
+  ],
+  ranking: [
+    { key: 'map_at_k', label: 'MAP@k', higherIsBetter: true, format: 'metric' },
+    { key: 'recall_at_k', label: 'Recall@k', higherIsBetter: true, format: 'metric' },
+    { key: 'ndcg_at_k', label: 'NDCG@k', higherIsBetter: true, format: 'metric' },
+    { key: 'k', label: 'k', higherIsBetter: true, format: 'count' },
     { key: 'n', label: 'Examples', higherIsBetter: true, format: 'count' },
   ],
 };

@@ -2,7 +2,7 @@
  * Evaluation metrics. Binary: AUROC (ties get the average rank), average precision (sklearn's step-wise
  * definition, ties grouped), accuracy and F1 at threshold 0.5, and recall and precision at a false-positive
  * rate of 1% and 5% (the top of the ranking a fraud team acts on, which AUROC hides). Regression: MAE,
- * RMSE, R².
+ * RMSE, R². Ranking: MAP@k, recall@k, NDCG@k.
  */
 import { round } from '../core/number.js';
 
@@ -27,7 +27,63 @@ export interface RegressionMetrics {
   n: number;
 }
 
-export type Metrics = BinaryMetrics | RegressionMetrics;
+/** Ranking metrics at the query's k over examples with at least one label item (see `rankingMetrics`). */
+export interface RankingMetrics {
+  map_at_k: number;
+  recall_at_k: number;
+  ndcg_at_k: number;
+  k: number;
+  n: number;
+}
+
+export type Metrics = BinaryMetrics | RegressionMetrics | RankingMetrics;
+
+/**
+ * MAP@k, recall@k and NDCG@k of top-k lists against label item lists, averaged over examples (each has at
+ * least one label item; one without counts as 0 everywhere). `ranked` holds k item ids per example, best
+ * first, −1 where the list is shorter (an empty slot is a miss). Definitions as RelBench and the H&M
+ * competition use them, binary relevance:
+ *
+ *   AP@k   = Σ_{i ≤ k} P(i)·rel(i) / min(|labels|, k)        P(i): precision of the first i
+ *   recall = |top-k ∩ labels| / |labels|
+ *   NDCG@k = Σ_{i ≤ k} rel(i) / log2(i + 1)  ÷  Σ_{i ≤ min(|labels|, k)} 1 / log2(i + 1)
+ */
+export function rankingMetrics(labels: { offsets: Int32Array; items: Int32Array }, ranked: Int32Array, k: number): RankingMetrics {
+  const n = labels.offsets.length - 1;
+  if (ranked.length !== n * k) throw new Error(`rankingMetrics: ${ranked.length} ranked ids for ${n} examples × k = ${k}`);
+  let map = 0;
+  let recall = 0;
+  let ndcg = 0;
+  for (let e = 0; e < n; e++) {
+    const lo = labels.offsets[e]!;
+    const hi = labels.offsets[e + 1]!;
+    const m = hi - lo;
+    if (m === 0) continue;
+    const truth = new Set<number>();
+    for (let j = lo; j < hi; j++) truth.add(labels.items[j]!);
+    let hits = 0;
+    let ap = 0;
+    let dcg = 0;
+    const seen = new Set<number>();
+    for (let i = 0; i < k; i++) {
+      const item = ranked[e * k + i]!;
+      // A repeated id is counted once: a list that names an item twice gains nothing the second time.
+      if (item < 0 || seen.has(item)) continue;
+      seen.add(item);
+      if (!truth.has(item)) continue;
+      hits++;
+      ap += hits / (i + 1);
+      dcg += 1 / Math.log2(i + 2);
+    }
+    let idcg = 0;
+    for (let i = 0; i < Math.min(m, k); i++) idcg += 1 / Math.log2(i + 2);
+    map += ap / Math.min(m, k);
+    recall += hits / m;
+    ndcg += dcg / idcg;
+  }
+  const d = Math.max(1, n);
+  return { map_at_k: round(map / d, 5), recall_at_k: round(recall / d, 5), ndcg_at_k: round(ndcg / d, 5), k, n };
+}
 
 /** Indices sorted by descending score (stable). */
 function orderDesc(scores: ArrayLike<number>): Uint32Array {

@@ -11,12 +11,16 @@
  * - WHERE filters entities at the anchor: comparisons of aggregates over past windows (b ≤ 0) or of the
  *   entity's own columns, joined with AND / OR / NOT and parentheses.
  *
+ * - Ranking targets, as Kumo writes them: `LIST_DISTINCT(t.fk, a, b, unit) RANK TOP k` → the distinct items
+ *   (the rows of the table `t.fk` points to) in the window after each anchor, to be predicted as a top-k list;
+ *   seeds are the entities with at least one item in the window (and the WHERE).
+ *
  * Errors carry the character position and what was expected, rendered with a caret under the query.
  */
 import type { ObjectiveKind } from './objective/objective.js';
 import { ConfigError, assertUnreachable } from '../core/errors.js';
 
-export type AggregateFn = 'COUNT' | 'SUM' | 'AVG' | 'MIN' | 'MAX' | 'EXISTS';
+export type AggregateFn = 'COUNT' | 'SUM' | 'AVG' | 'MIN' | 'MAX' | 'EXISTS' | 'LIST_DISTINCT';
 export type CompareOp = '=' | '!=' | '<' | '<=' | '>' | '>=';
 export type TimeUnit = 'days' | 'hours' | 'minutes';
 export type Literal = number | string | boolean;
@@ -45,7 +49,8 @@ export interface Comparison {
 }
 
 export type Target =
-  | { kind: 'entity'; aggregate: Aggregate; compare: Comparison | null }
+  /** `top_k`: ranking targets (`LIST_DISTINCT(…) RANK TOP k`) only, else null */
+  | { kind: 'entity'; aggregate: Aggregate; compare: Comparison | null; top_k: number | null }
   | { kind: 'fact'; column: ColumnRef; compare: Comparison | null };
 
 export type Condition =
@@ -58,13 +63,15 @@ export interface PredictiveQuery {
   target: Target;
   entity: ColumnRef;
   where: Condition | null;
-  /** binary when the target is compared (or EXISTS), regression otherwise */
+  /** ranking for LIST_DISTINCT … RANK TOP k, binary when the target is compared (or EXISTS), regression otherwise */
   taskType: ObjectiveKind;
 }
 
 const UNIT_SECONDS: Record<TimeUnit, number> = { days: 86400, hours: 3600, minutes: 60 };
-const AGGREGATES = new Set<AggregateFn>(['COUNT', 'SUM', 'AVG', 'MIN', 'MAX', 'EXISTS']);
-const KEYWORDS = new Set(['PREDICT', 'FOR', 'EACH', 'WHERE', 'AND', 'OR', 'NOT', 'TRUE', 'FALSE']);
+const AGGREGATES = new Set<AggregateFn>(['COUNT', 'SUM', 'AVG', 'MIN', 'MAX', 'EXISTS', 'LIST_DISTINCT']);
+/** The largest k of `RANK TOP k`: a batch job writes k rows per entity, and MAP@k beyond this means little. */
+export const MAX_TOP_K = 1000;
+const KEYWORDS = new Set(['PREDICT', 'FOR', 'EACH', 'WHERE', 'AND', 'OR', 'NOT', 'TRUE', 'FALSE', 'RANK', 'TOP']);
 
 interface Token {
   kind: 'ident' | 'number' | 'string' | 'punct' | 'op' | 'eof';
@@ -193,7 +200,8 @@ class Parser {
     if (target.kind === 'fact' && target.column.table !== entity.table) {
       throw new PqlSyntaxError(this.text, eachTok.pos, `FOR EACH on the target's table "${target.column.table}"`, `"${entity.table}"`);
     }
-    const taskType = target.compare !== null || (target.kind === 'entity' && target.aggregate.fn === 'EXISTS') ? 'binary' : 'regression';
+    const taskType =
+      target.kind === 'entity' && target.top_k !== null ? 'ranking' : target.compare !== null || (target.kind === 'entity' && target.aggregate.fn === 'EXISTS') ? 'binary' : 'regression';
     return { text: this.text, target, entity, where, taskType };
   }
 
@@ -207,10 +215,26 @@ class Parser {
       if (aggregate.start < 0) {
         throw new PqlSyntaxError(this.text, t.pos, 'a target window that starts at or after the anchor (a ≥ 0): a label must come from the future', `a = ${aggregate.start / UNIT_SECONDS[aggregate.unit]}`);
       }
-      return { kind: 'entity', aggregate, compare: this.optionalComparison() };
+      if (aggregate.fn === 'LIST_DISTINCT') return { kind: 'entity', aggregate, compare: null, top_k: this.rankTop(aggregate) };
+      if (this.isKeyword('RANK')) this.fail(`FOR after ${aggregate.fn}(…): RANK TOP k ranks the items of LIST_DISTINCT(<table>.<foreign key>, a, b, unit) only`);
+      return { kind: 'entity', aggregate, compare: this.optionalComparison(), top_k: null };
     }
     const column = this.columnRef('a target: an aggregate like COUNT(t.*, 0, 7, days) or a column <table>.<column>');
     return { kind: 'fact', column, compare: this.optionalComparison() };
+  }
+
+  /** `RANK TOP k` after a LIST_DISTINCT target: required, k a positive integer. */
+  private rankTop(aggregate: Aggregate): number {
+    if (this.peek().kind === 'op') this.fail('RANK TOP k after LIST_DISTINCT(…): a list of items is ranked, not compared');
+    if (!this.isKeyword('RANK')) this.fail(`RANK TOP k after LIST_DISTINCT(${aggregate.table}.${aggregate.column}, …), e.g. RANK TOP 12`);
+    this.next();
+    this.keyword('TOP');
+    const t = this.peek();
+    const k = this.number('the list length k of RANK TOP k (a positive integer, e.g. 12)');
+    if (!Number.isInteger(k) || k < 1 || k > MAX_TOP_K) {
+      throw new PqlSyntaxError(this.text, t.pos, `a whole number k with 1 ≤ k ≤ ${MAX_TOP_K} for RANK TOP k`, `${k}`);
+    }
+    return k;
   }
 
   private optionalComparison(): Comparison | null {
@@ -270,6 +294,7 @@ class Parser {
     const colTok = this.peek();
     if (colTok.kind === 'punct' && colTok.text === '*') {
       this.next();
+      if (fn === 'LIST_DISTINCT') throw new PqlSyntaxError(this.text, colTok.pos, `the item column for LIST_DISTINCT: a foreign key of ${table} to the items' table (e.g. ${table}.article_id)`, '"*"');
       if (fn !== 'COUNT' && fn !== 'EXISTS') throw new PqlSyntaxError(this.text, colTok.pos, `a column for ${fn} (only COUNT and EXISTS take "*")`, '"*"');
     } else {
       column = this.name(`a column name or "*" after "${table}."`);
@@ -323,6 +348,7 @@ class Parser {
     let left: Aggregate | ColumnRef;
     if (t.kind === 'ident' && AGGREGATES.has(t.text.toUpperCase() as AggregateFn) && this.tokens[this.i + 1]?.text === '(') {
       left = this.aggregate();
+      if (left.fn === 'LIST_DISTINCT') throw new PqlSyntaxError(this.text, t.pos, 'COUNT, SUM, AVG, MIN, MAX or EXISTS in WHERE (LIST_DISTINCT is a ranking target, not a filter)', '"LIST_DISTINCT"');
       if (left.end > 0) {
         throw new PqlSyntaxError(this.text, t.pos, 'a WHERE window in the past (end ≤ 0): filters may not look after the anchor', `end = ${left.end / UNIT_SECONDS[left.unit]}`);
       }

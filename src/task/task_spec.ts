@@ -47,13 +47,25 @@ export function isEntityHopPath(hop: HopPath): boolean {
 export interface Examples {
   nodes: Int32Array;
   anchors: Float64Array;
+  /** ranking: the number of label items */
   labels: Float32Array;
+  /** ranking only: each example's label items (node ids of the item table), ascending */
+  label_items?: ItemLists;
+}
+
+/** Lists of item node ids in CSR form: example i's items are `items[offsets[i] .. offsets[i + 1])`. */
+export interface ItemLists {
+  offsets: Int32Array;
+  items: Int32Array;
 }
 
 /** Columns a task may never see: the fact target column, or the column its target aggregates. */
 export function targetExclusions(task: TaskDefinition): { table: string; column: string; reason: string }[] {
   const t = task.query.target;
   if (t.kind === 'fact') return [{ table: t.column.table, column: t.column.column, reason: `target of task ${task.name}` }];
+  // A ranking target lists a foreign key: the purchase edges it defines are the graph itself (the sampler
+  // sees only those before the anchor), not a column to leave out.
+  if (t.top_k !== null) return [];
   if (t.aggregate.column) return [{ table: t.aggregate.table, column: t.aggregate.column, reason: `aggregated by the target of task ${task.name}` }];
   return [];
 }

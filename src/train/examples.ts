@@ -13,7 +13,7 @@ import { lit, q, queryValue, readColumns, withDuck } from '../data/duck.js';
 import { ConfigError, NotImplementedError, suggest, assertUnreachable } from '../core/errors.js';
 import { rowsPath, type GraphManifest } from '../artifacts/graph_manifest.js';
 import { baselineSqlFeatures, type SqlFeatures } from './baseline.js';
-import type { Examples } from '../task/task_spec.js';
+import type { Examples, ItemLists } from '../task/task_spec.js';
 import type { TaskSplit } from '../task/split.js';
 import type { Aggregate, CompareOp, Condition, Literal } from '../task/pql.js';
 
@@ -49,6 +49,9 @@ export async function buildTrainingTables(graphDir: string, manifest: GraphManif
       }
     }
     const tables: TrainingTables = { train: await readExamples(conn, where.train), val: await readExamples(conn, where.val), test: await readExamples(conn, where.test) };
+    if (task.query.taskType === 'ranking') {
+      for (const split of ['train', 'val', 'test'] as const) tables[split].label_items = await readLabelItems(conn, graphDir, manifest, task, where[split], tables[split]);
+    }
     if (opts.baselineExcluding) tables.baseline = await baselineSqlFeatures(conn, graphDir, manifest, task, opts.baselineExcluding, where);
     return tables;
   });
@@ -95,6 +98,9 @@ function aggregateSql(agg: Aggregate, alias: string): string {
       return `count(${col}) AS ${alias}`;
     case 'EXISTS':
       return `count(${col}) AS ${alias}`;
+    case 'LIST_DISTINCT':
+      // The label value of a ranking example is its number of distinct items (the list is read separately).
+      return `count(DISTINCT ${col}) AS ${alias}`;
     case 'SUM':
       return `sum(${col})::DOUBLE AS ${alias}`;
     case 'AVG':
@@ -113,6 +119,7 @@ function aggregateValue(agg: Aggregate, alias: string): string {
   switch (agg.fn) {
     case 'COUNT':
     case 'SUM':
+    case 'LIST_DISTINCT':
       return `coalesce(${alias}, 0)`;
     case 'EXISTS':
       return `(coalesce(${alias}, 0) > 0)`;
@@ -175,7 +182,8 @@ async function entityExamples(conn: DuckDBConnection, graphDir: string, manifest
   const target = query.target;
   const value = aggregateValue(target.aggregate, 'target.target');
   const label = target.compare ? `CASE WHEN ${value} ${op(target.compare.op)} ${literal(target.compare.value)} THEN 1.0 ELSE 0.0 END` : `${value}::DOUBLE`;
-  const where = [query.where ? cond(query.where) : 'true', `${value} IS NOT NULL`].join(' AND ');
+  // Ranking: seeds are the entities with at least one item in the window (an empty list has nothing to rank).
+  const where = [query.where ? cond(query.where) : 'true', `${value} IS NOT NULL`, ...(target.top_k !== null ? [`${value} > 0`] : [])].join(' AND ');
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE examples AS SELECT c.anchor, c.node, ${label} AS label FROM ` +
       `(SELECT a.anchor, e.__node AS node FROM anchors a CROSS JOIN read_parquet(${eRows}) e ${eHasTime ? 'WHERE e.__t <= a.anchor' : ''}) c ` +
@@ -213,6 +221,34 @@ async function readExamples(conn: DuckDBConnection, where: string): Promise<Exam
   const n = Number(await queryValue(conn, `SELECT count(*) FROM examples WHERE ${where}`));
   const [anchors, nodes, labels] = await readColumns(conn, `SELECT anchor, node, label FROM examples WHERE ${where} ORDER BY anchor, node`, n, ['f64', 'i32', 'f32']);
   return { nodes: nodes as Int32Array, anchors: anchors as Float64Array, labels: labels as Float32Array };
+}
+
+/**
+ * A ranking task's label lists: the distinct items of each example's window (anchor + a, anchor + b], in
+ * the examples' order (anchor, node), as CSR. The count per example is its label (checked here).
+ */
+async function readLabelItems(conn: DuckDBConnection, graphDir: string, manifest: GraphManifest, task: TaskSpec, where: string, ex: Examples): Promise<ItemLists> {
+  const target = task.query.target;
+  if (target.kind !== 'entity' || target.top_k === null) throw new Error('readLabelItems needs a ranking task');
+  const agg = target.aggregate;
+  const entityFk = manifest.schema.tables[agg.table]!.foreign_keys.find((f) => f.target === task.query.entity.table)!;
+  const fRows = lit(rowsPath(graphDir, manifest, agg.table));
+  const ent = q(`__fk_${entityFk.column}`);
+  const item = q(`__fk_${agg.column!}`);
+  const sql =
+    `SELECT DISTINCT e.anchor, e.node, f.${item} AS item FROM (SELECT anchor, node FROM examples WHERE ${where}) e JOIN read_parquet(${fRows}) f ` +
+    `ON f.${ent} = e.node AND f.__t > e.anchor + ${agg.start} AND f.__t <= e.anchor + ${agg.end} WHERE f.${item} IS NOT NULL`;
+  const n = Number(await queryValue(conn, `SELECT count(*) FROM (${sql})`));
+  const [anchors, nodes, items] = await readColumns(conn, `${sql} ORDER BY 1, 2, 3`, n, ['f64', 'i32', 'i32']);
+  const offsets = new Int32Array(ex.nodes.length + 1);
+  let r = 0;
+  for (let i = 0; i < ex.nodes.length; i++) {
+    offsets[i] = r;
+    while (r < n && anchors[r] === ex.anchors[i] && nodes[r] === ex.nodes[i]) r++;
+    if (r - offsets[i]! !== ex.labels[i]) throw new Error(`ranking labels: example ${i} has ${r - offsets[i]!} items, its count says ${ex.labels[i]}`);
+  }
+  offsets[ex.nodes.length] = r;
+  return { offsets, items: items as Int32Array };
 }
 
 type Compare = Extract<Condition, { kind: 'compare' }>;

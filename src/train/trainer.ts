@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { rmSync } from 'node:fs';
 import { selectBackend, type BackendInfo, type BackendRequest } from '../compute/backend.js';
 import type { Config, TaskSpec } from '../config/load.js';
-import { ArtifactError, ConfigError, DataError, suggest } from '../core/errors.js';
+import { ArtifactError, ConfigError, DataError, NotImplementedError, suggest } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
 import { diffSchemas } from '../graph/schema_diff.js';
@@ -34,6 +34,10 @@ import { LocalEngine, type GradientEngine } from './engine.js';
 import { WorkerEngine } from './parallel.js';
 import { fitBaseline } from './baseline_model.js';
 import { trainLoop, type EpochRecord, type LoopResult } from './loop.js';
+import { fitRanking } from './ranking_trainer.js';
+import type { RankingBaseline } from './ranking_baselines.js';
+import { MIN_HISTORY, PAIR_FEATURES, rankingEdges, type RankingSpec } from '../model/recommender.js';
+import type { Plan } from '../model/plan.js';
 import { availableParallelism } from 'node:os';
 
 export interface TrainOptions {
@@ -101,6 +105,9 @@ export interface TrainMetrics {
   curves?: Curves;
   baseline_curves?: { roc: [number, number][]; pr: [number, number][] };
   parameters: { total: number; without_embeddings: number };
+  /** ranking runs: every baseline's metrics, the best one on validation (also in `baseline`) */
+  baselines?: Record<RankingBaseline, { val: Metrics; test: Metrics }>;
+  best_baseline?: RankingBaseline;
 }
 
 export interface TrainManifest extends RunManifestBase {
@@ -145,7 +152,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
 
   let tStage = performance.now();
   const { split, validation } = await validationSplit(task, mc, timeRange, built.dir, graph);
-  const tables = await buildTrainingTables(built.dir, graph.manifest, task, split, { seed, baselineExcluding: opts.skip_baseline ? undefined : excludedSet });
+  const tables = await buildTrainingTables(built.dir, graph.manifest, task, split, { seed, baselineExcluding: opts.skip_baseline || kindOf(task) === 'ranking' ? undefined : excludedSet });
   const tablesSeconds = (performance.now() - tStage) / 1000;
   checkTables(task, tables, split);
   const kind = task.query.taskType;
@@ -184,6 +191,8 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   }
 
   const objective = objectiveFor(kind);
+  const ranking = kind === 'ranking' ? rankingSpec(graph, task, buildPlan(graph, task.query.entity.table, mc.num_neighbors)) : undefined;
+  if (ranking && search) throw new NotImplementedError('the variant search does not cover ranking tasks yet', { hint: `train task ${task.name} without --search / model.search` });
   const specFor = (v: Pick<Variant, 'encoder' | 'layers' | 'sampling' | 'num_neighbors'>): ModelSpec => ({
     encoder: v.encoder,
     layers: v.layers,
@@ -198,10 +207,13 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     sampling: v.sampling,
     degree: 'visible',
     types: Object.fromEntries(Object.entries(featureSpec.tables).map(([t, s]) => [t, { num_dim: numericDim(s), cat_sizes: categoricalSizes(s) }])),
-    convs: convLayout(buildPlan(graph, task.query.entity.table, v.num_neighbors)),
+    convs: ranking
+      ? convLayout(buildPlan(graph, task.query.entity.table, v.num_neighbors), buildPlan(graph, ranking.item_table, v.num_neighbors))
+      : convLayout(buildPlan(graph, task.query.entity.table, v.num_neighbors)),
     output: objective.fitOutput(tables.train.labels),
     // `config validate` already checked that a configured loss fits the objective.
     loss: mc.loss ?? objective.losses[0]!,
+    ...(ranking ? { ranking } : {}),
   });
   const { variants, skipped } = search ? searchVariants(mc) : { variants: [searchVariants(mc).variants[0]!], skipped: [] };
 
@@ -237,6 +249,16 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     warn('interrupt: stopping after this step; the best checkpoint is kept (Ctrl-C again to quit now)');
   };
   process.on('SIGINT', onSigint);
+  const finish = (metrics: TrainMetrics): TrainResult => {
+    writeJsonAtomic(join(runDir, 'metrics.json'), metrics);
+    const status = stop.requested ? 'interrupted' : 'complete';
+    manifest.status = status;
+    manifest.finished_at = new Date().toISOString();
+    manifest.timings.total = round((performance.now() - t0) / 1000, 2);
+    manifest.metrics = { val: metrics.val, test: metrics.test, baseline_test: metrics.baseline?.test ?? null, lift: metrics.lift };
+    writeManifest(runDir, manifest);
+    return { runId, runDir, status, metrics, seconds: (performance.now() - t0) / 1000 };
+  };
   const workers = mc.workers === 'auto' ? (availableParallelism() >= 2 && (backend.name === 'wasm' || backend.name === 'cpu') ? 2 : 1) : mc.workers;
   const data = { train: tables.train, val: tables.val, test: tables.test };
   const batchSize = effectiveBatchSize(tables.train.nodes.length, mc.batch_size, mc.min_steps_per_epoch);
@@ -279,6 +301,26 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       await engine?.close();
     }
   };
+  if (ranking) {
+    // The recommender trains on its own loop (train/ranking_trainer.ts), one thread, without the search.
+    const model = new DeepModel(graph, specFor(variants[0]!), featureSpec, seed);
+    try {
+      if (init) {
+        const w = loadWeights(init.dir);
+        model.params.load(w.index, w.blob, { allowGrow: true });
+        info(`train: fine-tuning from ${init.id}`);
+      }
+      return finish(await trainRankingRun(model, tables, task, mc, seed, stop, runDir, opts, manifest, split, validation));
+    } catch (e) {
+      manifest.status = 'failed';
+      manifest.error = e instanceof Error ? e.message : String(e);
+      writeManifest(runDir, manifest);
+      throw e;
+    } finally {
+      process.off('SIGINT', onSigint);
+      model.dispose();
+    }
+  }
 
   let chosen: Awaited<ReturnType<typeof fit>> | null = null;
   try {
@@ -369,15 +411,8 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     }
     const behind = baselineWarning(task.name, mm.name, metrics.val_lift, metrics.lift);
     if (behind) warn(behind);
-    writeJsonAtomic(join(runDir, 'metrics.json'), metrics);
-    const status = stop.requested ? 'interrupted' : 'complete';
-    manifest.status = status;
-    manifest.finished_at = new Date().toISOString();
-    manifest.timings.total = round((performance.now() - t0) / 1000, 2);
-    manifest.metrics = { val: val, test: test, baseline_test: baseline?.test ?? null, lift: metrics.lift };
     if (search) manifest.search = { chosen: metrics.search!.chosen, budget_seconds: search.budget_seconds };
-    writeManifest(runDir, manifest);
-    return { runId, runDir, status, metrics, seconds: (performance.now() - t0) / 1000 };
+    return finish(metrics);
   } catch (e) {
     manifest.status = 'failed';
     manifest.error = e instanceof Error ? e.message : String(e);
@@ -413,6 +448,8 @@ function splitRecord(split: TaskSplit): TrainManifest['split'] {
 async function validationSplit(task: TaskSpec, mc: TaskSpec['model'], range: { min: number; max: number }, graphDir: string, graph: Graph): Promise<{ split: TaskSplit; validation: ValidationPlan }> {
   const one = taskSplit(task, range);
   const entityTask = task.query.target.kind === 'entity';
+  // Ranking runs train on their own loop (ranking_trainer.ts), which validates at one anchor by the raw score.
+  if (task.query.taskType === 'ranking') return { split: one, validation: { val_anchors: 1, smoothing: 1, at_val_anchor: null, small: null, reason: 'ranking runs validate at the val anchor by the raw score' } };
   const configured = task.split.val_anchors ?? 'auto';
   const validation = await planValidation({ val_anchors: configured, smoothing: mc.val_smoothing }, entityTask, () => validationSize(graphDir, graph.manifest, task, one));
   let split = one;
@@ -456,6 +493,71 @@ function readGraphSchema(m: TrainManifest): Graph['manifest']['schema'] {
   return s;
 }
 
+/** A ranking task's recommender settings, from its query and the graph (model/recommender.ts). */
+function rankingSpec(graph: Graph, task: TaskSpec, plan: Plan): RankingSpec {
+  const t = task.query.target;
+  if (t.kind !== 'entity' || t.top_k === null || t.aggregate.column === null) throw new Error('rankingSpec needs a ranking task');
+  const edges = rankingEdges(graph, task.query.entity.table, t.aggregate.table, t.aggregate.column);
+  // H_u is the first hop of the user's training tree: the items of the interactions the sampler shows.
+  const firstHop = plan.slots.find((s) => s.parent === 0 && s.edge === edges.user_edge);
+  return {
+    ...edges,
+    item_count: graph.tables[edges.item_table]!.rows,
+    fact_table: t.aggregate.table,
+    history: Math.max(firstHop?.fanout ?? 0, MIN_HISTORY),
+    window: t.aggregate.end - t.aggregate.start,
+    top_k: t.top_k,
+    pair_hidden: 16,
+    pair_features: PAIR_FEATURES,
+  };
+}
+
+/** Fits the recommender and its baselines; the metrics file of a ranking run. */
+async function trainRankingRun(
+  model: DeepModel,
+  tables: TrainingTables,
+  task: TaskSpec,
+  mc: TaskSpec['model'],
+  seed: number,
+  stop: { requested: boolean },
+  runDir: string,
+  opts: TrainOptions,
+  manifest: TrainManifest,
+  split: TaskSplit,
+  validation: ValidationPlan,
+): Promise<TrainMetrics> {
+  manifest.workers = 1;
+  const tStage = performance.now();
+  const fit = await fitRanking(model, tables, { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr }, seed, stop, runDir);
+  manifest.timings.training = round((performance.now() - tStage) / 1000, 2);
+  const best = fit.baselines[fit.best_baseline];
+  const metrics: TrainMetrics = {
+    task: task.name,
+    kind: 'ranking',
+    main_metric: 'map_at_k',
+    val: fit.val,
+    test: fit.test,
+    baseline: { val: best.val, test: best.test, features: [fit.best_baseline] },
+    lift: round(fit.test.map_at_k - best.test.map_at_k, 5),
+    val_lift: round(fit.val.map_at_k - best.val.map_at_k, 5),
+    best_epoch: fit.bestEpoch,
+    epochs: fit.epochs,
+    counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
+    anchors: manifest.split,
+    stopped: null,
+    seeds: { model: seed, evaluation: EVAL_SEED },
+    batch_size: mc.batch_size,
+    validation: { anchors: split.valAnchors.map(isoSeconds), examples: tables.val.nodes.length, smoothing: validation.smoothing, small: validation.small, at_val_anchor: validation.at_val_anchor, reason: validation.reason },
+    search: null,
+    parameters: { total: model.gnn.parameterCount(false), without_embeddings: model.gnn.parameterCount(true) },
+    baselines: fit.baselines,
+    best_baseline: fit.best_baseline,
+  };
+  const behind = baselineWarning(task.name, 'map_at_k', metrics.val_lift, metrics.lift);
+  if (behind) warn(behind.replace("the baseline uses only the entity's own columns and past-window aggregates", `the best baseline is ${fit.best_baseline}`));
+  return metrics;
+}
+
 function checkTables(task: TaskSpec, t: TrainingTables, split: TaskSplit): void {
   for (const [name, ex] of Object.entries({ train: t.train, val: t.val, test: t.test })) {
     if (ex.nodes.length === 0) {
@@ -490,3 +592,8 @@ function growVocabularies(spec: FeatureSpec, graph: Graph): FeatureSpec {
   return { ...spec, tables };
 }
 
+
+/** The task's objective kind (ranking runs report their own baselines, not the no-graph MLP). */
+function kindOf(task: TaskSpec): ObjectiveKind {
+  return task.query.taskType;
+}

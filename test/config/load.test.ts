@@ -53,7 +53,8 @@ function problemsOf(text: string): ConfigProblem[] {
 describe('loadConfig accepts valid configs', () => {
   it('configs/retail.yaml (the bundled default) loads with its tasks, tables and hop paths', () => {
     const cfg = loadConfig('configs/retail.yaml', { cwd: REPO, artifacts: '/tmp/gnnctl-artifacts' });
-    expect(Object.keys(cfg.taskSpecs).sort()).toEqual(['churn', 'fraud', 'item_sales']);
+    expect(Object.keys(cfg.taskSpecs).sort()).toEqual(['churn', 'fraud', 'item_sales', 'next_purchases']);
+    expect(cfg.taskSpecs.next_purchases!.query.taskType).toBe('ranking');
     expect(cfg.taskSpecs.churn!.query.taskType).toBe('binary');
     expect(cfg.taskSpecs.item_sales!.query.taskType).toBe('regression');
     expect(cfg.taskSpecs.fraud!.query.target.kind).toBe('fact');

@@ -15,7 +15,7 @@ describe("RelBench rel-hm's tasks parse to the right AST and task type", () => {
       name: 'user-churn (no transaction next week, among customers active last week)',
       query: 'PREDICT COUNT(transactions.*, 0, 7, days) = 0 FOR EACH customers.customer_id WHERE COUNT(transactions.*, -7, 0, days) > 0',
       expected: {
-        target: { kind: 'entity', aggregate: agg('COUNT', 'transactions', null, 0, 7), compare: { op: '=', value: 0 } },
+        target: { kind: 'entity', aggregate: agg('COUNT', 'transactions', null, 0, 7), compare: { op: '=', value: 0 }, top_k: null },
         entity: { kind: 'column', table: 'customers', column: 'customer_id' },
         where: { kind: 'compare', left: agg('COUNT', 'transactions', null, -7, 0), op: '>', value: 0 },
         taskType: 'binary',
@@ -25,7 +25,7 @@ describe("RelBench rel-hm's tasks parse to the right AST and task type", () => {
       name: 'item-sales (sum of prices next week)',
       query: 'PREDICT SUM(transactions.price, 0, 7, days) FOR EACH articles.article_id',
       expected: {
-        target: { kind: 'entity', aggregate: agg('SUM', 'transactions', 'price', 0, 7), compare: null },
+        target: { kind: 'entity', aggregate: agg('SUM', 'transactions', 'price', 0, 7), compare: null, top_k: null },
         entity: { kind: 'column', table: 'articles', column: 'article_id' },
         where: null,
         taskType: 'regression',
@@ -55,7 +55,7 @@ describe("RelBench rel-hm's tasks parse to the right AST and task type", () => {
       name: 'EXISTS target without comparison is binary',
       query: 'PREDICT EXISTS(transactions.*, 0, 36, hours) FOR EACH customers.customer_id',
       expected: {
-        target: { kind: 'entity', aggregate: agg('EXISTS', 'transactions', null, 0, 36, 'hours'), compare: null },
+        target: { kind: 'entity', aggregate: agg('EXISTS', 'transactions', null, 0, 36, 'hours'), compare: null, top_k: null },
         entity: { kind: 'column', table: 'customers', column: 'customer_id' },
         where: null,
         taskType: 'binary',
@@ -65,7 +65,7 @@ describe("RelBench rel-hm's tasks parse to the right AST and task type", () => {
       name: 'lower-case keywords, singular unit, <> and a hyphenated column',
       query: "predict avg(transactions.unit-price, 0, 90, minute) <> 'x' for each articles.article_id",
       expected: {
-        target: { kind: 'entity', aggregate: agg('AVG', 'transactions', 'unit-price', 0, 90, 'minutes'), compare: { op: '!=', value: 'x' } },
+        target: { kind: 'entity', aggregate: agg('AVG', 'transactions', 'unit-price', 0, 90, 'minutes'), compare: { op: '!=', value: 'x' }, top_k: null },
         entity: { kind: 'column', table: 'articles', column: 'article_id' },
         where: null,
         taskType: 'binary',

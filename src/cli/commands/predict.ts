@@ -28,6 +28,12 @@ export async function predictCommand(opts: PredictCommandOptions): Promise<Comma
     backend: parseBackendRequest(opts.backend),
     cwd: opts.cwd,
   });
+  if (r.prediction === 'top_k') {
+    const text =
+      `wrote the top ${r.k} ${r.item_table} of ${(r.rows / r.k).toLocaleString('en-US', { maximumFractionDigits: 0 })} ${r.table} (${r.task}, ${r.mode}, anchor ${r.anchor_time}, ${r.items.toLocaleString('en-US')} items) in ${r.seconds}s: ${r.path}` +
+      `\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s${r.item_embeddings ? `\n  item embeddings: ${r.item_embeddings}` : ''}`;
+    return { result: r, text };
+  }
   const text = `wrote ${r.rows.toLocaleString('en-US')} ${r.table} predictions (${r.task}: ${r.prediction}, ${r.mode}, anchor ${r.anchor_time}${r.with_embeddings ? ', with embeddings' : ''}) in ${r.seconds}s: ${r.path}\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s`;
   return { result: r, text };
 }

@@ -16,7 +16,7 @@ export async function runsListCommand(opts: RunsOptions): Promise<CommandOutput>
   const runs = listRuns(artifacts).map((r) => {
     const m = r.manifest.metrics as { test?: Record<string, number> } | undefined;
     const test = m?.test ?? {};
-    const metric = 'auroc' in test ? 'auroc' : 'mae' in test ? 'mae' : null;
+    const metric = 'auroc' in test ? 'auroc' : 'mae' in test ? 'mae' : 'map_at_k' in test ? 'map_at_k' : null;
     return {
       id: r.id,
       kind: r.manifest.kind,

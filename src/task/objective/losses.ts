@@ -16,6 +16,9 @@ export function lossOf(name: LossName, raw: tf.Tensor1D, target: tf.Tensor1D): t
       return tf.tidy(() => tf.mean(tf.abs(raw.sub(target))) as tf.Scalar);
     case 'mse':
       return tf.tidy(() => tf.mean(tf.square(raw.sub(target))) as tf.Scalar);
+    case 'sampled_softmax':
+      // Needs a [batch × candidates] score matrix: the ranking objective computes it (objective/ranking.ts).
+      throw new Error('sampled_softmax scores candidate lists; use rankingObjective.loss');
     default:
       return assertUnreachable(name);
   }

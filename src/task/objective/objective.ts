@@ -2,11 +2,12 @@
  * The objective seam: everything that differs between task kinds — how labels become training targets,
  * the losses that fit, the output transform, the metrics and the main metric — behind one interface, as
  * TF-GNN's `Task` does. Trainer, baseline, distillation, report and export ask the objective; a new task
- * kind (ranking is next) is a new file here and one entry in `OBJECTIVES`, not a branch in every stage.
+ * kind (ranking was the third) is a new file here and one entry in `OBJECTIVES`, not a branch in every stage.
  * See docs/architecture.md.
  */
 import type { Metrics } from '../metrics.js';
 import { binaryObjective } from './binary.js';
+import { rankingObjective } from './ranking.js';
 import { regressionObjective } from './regression.js';
 import type { Objective, ObjectiveKind, OutputSpec } from './types.js';
 
@@ -16,6 +17,7 @@ export type { Curves, LossName, Objective, ObjectiveKind, OutputSpec, OutputTran
 const OBJECTIVES: Record<ObjectiveKind, Objective> = {
   binary: binaryObjective,
   regression: regressionObjective,
+  ranking: rankingObjective,
 };
 
 export function objectiveFor(kind: ObjectiveKind): Objective {
@@ -34,7 +36,8 @@ export function teacherRatio(objective: Objective, student: Metrics, teacher: Me
 
 /** A raw output → prediction, in plain JS. */
 export function predictValue(out: OutputSpec, raw: number): number {
-  return objectiveFor(out.kind).transform === 'sigmoid' ? 1 / (1 + Math.exp(-raw)) : raw * out.label_std + out.label_mean;
+  const t = objectiveFor(out.kind).transform;
+  return t === 'sigmoid' ? 1 / (1 + Math.exp(-raw)) : t === 'score' ? raw : raw * out.label_std + out.label_mean;
 }
 
 /** Raw outputs → predictions, in place-free plain JS. */

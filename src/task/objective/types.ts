@@ -2,9 +2,9 @@
 import type * as tf from '@tensorflow/tfjs';
 import type { calibration, Metrics } from '../metrics.js';
 
-export const OBJECTIVE_KINDS = ['binary', 'regression'] as const;
+export const OBJECTIVE_KINDS = ['binary', 'regression', 'ranking'] as const;
 export type ObjectiveKind = (typeof OBJECTIVE_KINDS)[number];
-export type LossName = 'bce' | 'l1' | 'mse';
+export type LossName = 'bce' | 'l1' | 'mse' | 'sampled_softmax';
 
 /**
  * How model outputs map to predictions. Stored with every trained model (`spec.output`), so a later
@@ -12,13 +12,14 @@ export type LossName = 'bce' | 'l1' | 'mse';
  */
 export interface OutputSpec {
   kind: ObjectiveKind;
-  /** regression: label mean and standard deviation on the training split (binary: 0 and 1) */
+  /** regression: label mean and standard deviation on the training split (binary, ranking: 0 and 1) */
   label_mean: number;
   label_std: number;
 }
 
 /** The output transform as an operation, so TF.js, plain JS and the ONNX graph implement the same one. */
-export type OutputTransform = 'sigmoid' | 'affine';
+/** ranking: `score`, the raw item score (an order, not a probability). */
+export type OutputTransform = 'sigmoid' | 'affine' | 'score';
 
 export interface Objective {
   readonly kind: ObjectiveKind;
@@ -49,6 +50,10 @@ export interface Objective {
   target(label: number, out: OutputSpec): number;
   /** the loss of raw outputs against targets (both [n]) */
   loss(name: LossName, raw: tf.Tensor1D, target: tf.Tensor1D): tf.Scalar;
+  /**
+   * Metrics of one prediction per example (binary, regression). Ranking examples have item lists, not
+   * one value: their metrics come from `rankingMetrics` over top-k lists, and this refuses.
+   */
   metrics(labels: ArrayLike<number>, predictions: ArrayLike<number>): Metrics;
   /** the main metric as a number to maximise */
   score(m: Metrics): number;

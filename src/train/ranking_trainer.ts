@@ -1,0 +1,267 @@
+/**
+ * Training of the deep recommender (model/recommender.ts) for ranking tasks: batches of users that share
+ * an anchor, so one candidate set and one item tree batch serve the whole batch; sampled softmax over
+ * the candidates (task/objective/ranking.ts says why); MAP@k on the validation anchor after each epoch with
+ * exact top-k over the whole catalogue; early stopping; the best checkpoint saved at every improvement;
+ * and the three baselines (train/ranking_baselines.ts) on the same validation and test users.
+ *
+ * Candidates per step: every label item of the batch, the items of the batch users' own histories (the
+ * hard negatives: what a user bought before but not this time; subsampled to keep at most
+ * MAX_CANDIDATES), and NEGATIVES uniform negatives; the whole catalogue when it has at most FULL_SOFTMAX
+ * items (exact softmax, no sampling).
+ * One thread: the recommender does not use the worker pool of the other tasks.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { saveWeights } from '../artifacts/run_store.js';
+import { info } from '../core/log.js';
+import { round } from '../core/number.js';
+import { Progress, formatRate } from '../core/progress.js';
+import { Rng } from '../core/rng.js';
+import type { DeepModel } from '../model/deep_model.js';
+import { FlatAdam } from '../model/optim.js';
+import { pairCells, popularityCache, rankCatalogue, sampleNegatives, userHistories, type RankingSpec } from '../model/recommender.js';
+import { rankingMetrics, type RankingMetrics } from '../task/metrics.js';
+import { sampledSoftmax } from '../task/objective/ranking.js';
+import type { Examples } from '../task/task_spec.js';
+import type { EpochRecord } from './loop.js';
+import { cooccurrenceTopK, popularityTopK, repeatList, repeatTopK, RANKING_BASELINES, type RankingBaseline } from './ranking_baselines.js';
+
+/** catalogues up to this size are scored in full at every step */
+export const FULL_SOFTMAX = 4096;
+/** uniform negatives per step for larger catalogues */
+export const NEGATIVES = 1024;
+/**
+ * candidates per step for larger catalogues: the item trees cost per candidate, and 512 users' last 50
+ * purchases alone reach ~10k distinct articles at `medium`; history items beyond this are subsampled
+ */
+export const MAX_CANDIDATES = 4096;
+
+export interface RankingLoopOptions {
+  epochs: number;
+  batchSize: number;
+  patience: number;
+  maxSteps?: number;
+  lr: number;
+}
+
+export interface RankingFit {
+  best: Float32Array;
+  bestEpoch: number;
+  epochs: EpochRecord[];
+  val: RankingMetrics;
+  test: RankingMetrics;
+  baselines: Record<RankingBaseline, { val: RankingMetrics; test: RankingMetrics }>;
+  /** the baseline with the best validation MAP@k (what a user would have deployed instead) */
+  best_baseline: RankingBaseline;
+}
+
+/** Trains, then evaluates the best checkpoint and the baselines on val and test. */
+export async function fitRanking(model: DeepModel, data: { train: Examples; val: Examples; test: Examples }, mc: RankingLoopOptions, seed: number, stop: { requested: boolean }, runDir: string): Promise<RankingFit> {
+  const rs = model.spec.ranking!;
+  const k = rs.top_k;
+  const pop = popularityCache(model.graph, rs);
+  const rng = new Rng(seed);
+  const { index, blob: weights } = model.params.serialize();
+  const optimizer = new FlatAdam(weights.length, mc.lr);
+  const vars = [...model.params.vars.values()];
+  const nItems = model.graph.tables[rs.item_table]!.rows;
+
+  // Examples grouped by anchor: a batch never mixes anchors.
+  const byAnchor = new Map<number, number[]>();
+  data.train.anchors.forEach((a, i) => byAnchor.set(a, [...(byAnchor.get(a) ?? []), i]));
+  const records: EpochRecord[] = [];
+  let best = weights.slice();
+  let bestScore = -Infinity;
+  let bestEpoch = -1;
+  let stale = 0;
+  const progress = new Progress();
+  for (let epoch = 0; epoch < mc.epochs && !stop.requested; epoch++) {
+    const batches: Int32Array[] = [];
+    for (const rows of byAnchor.values()) {
+      const order = rng.shuffle(Int32Array.from(rows));
+      for (let s = 0; s < order.length; s += mc.batchSize) batches.push(order.subarray(s, s + mc.batchSize));
+    }
+    rng.shuffle(batches);
+    const steps = Math.min(batches.length, mc.maxSteps ?? Infinity);
+    const timing = { sample: 0, gather: 0, step: 0 };
+    let lossSum = 0;
+    let seen = 0;
+    const tEpoch = performance.now();
+    progress.begin(`epoch ${epoch + 1}/${mc.epochs}`, batches.slice(0, steps).reduce((a, b) => a + b.length, 0));
+    for (let s = 0; s < steps && !stop.requested; s++) {
+      model.params.assignBlob(weights);
+      const r = step(model, rs, data.train, batches[s]!, nItems, pop, new Rng(rng.nextU32()), vars);
+      optimizer.update(weights, r.grads);
+      timing.sample += r.timing.sample;
+      timing.gather += r.timing.gather;
+      timing.step += r.timing.step;
+      lossSum += r.loss * r.count;
+      seen += r.count;
+      progress.update(seen, `loss ${(lossSum / seen).toFixed(4)}`);
+      // Ctrl-C (SIGINT) is delivered on the event loop.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    const seconds = (performance.now() - tEpoch) / 1000;
+    if (seen === 0) break;
+    model.params.assignBlob(weights);
+    const val = evaluate(model, data.val, k, pop);
+    const record: EpochRecord = {
+      epoch: epoch + 1,
+      loss: round(lossSum / seen, 5),
+      val,
+      seconds: round(seconds, 2),
+      seeds_per_s: Math.round(seen / seconds),
+      timing: { sample: round(timing.sample / 1000, 2), gather: round(timing.gather / 1000, 2), step: round(timing.step / 1000, 2) },
+    };
+    records.push(record);
+    const improved = val.map_at_k > bestScore + 1e-6;
+    progress.end(`epoch ${epoch + 1}/${mc.epochs}: loss ${record.loss.toFixed(4)}, val map@${k} ${val.map_at_k.toFixed(4)}${improved ? ' (best)' : ''}, ${formatRate(record.seeds_per_s)} users/s, ${record.seconds.toFixed(1)}s`);
+    if (improved) {
+      bestScore = val.map_at_k;
+      bestEpoch = epoch + 1;
+      best = weights.slice();
+      saveWeights(runDir, index, best);
+      stale = 0;
+    } else if (++stale >= mc.patience) {
+      info(`early stopping: no val improvement for ${mc.patience} epoch(s)`);
+      break;
+    }
+  }
+  if (bestEpoch < 0) saveWeights(runDir, index, (best = weights.slice()));
+
+  model.params.assignBlob(best);
+  const val = evaluate(model, data.val, k, pop);
+  const test = evaluate(model, data.test, k, pop);
+  const baselines = {} as RankingFit['baselines'];
+  for (const name of RANKING_BASELINES) baselines[name] = { val: baselineMetrics(model, rs, name, data.val, pop), test: baselineMetrics(model, rs, name, data.test, pop) };
+  const bestBaseline = RANKING_BASELINES.reduce((a, b) => (baselines[b].val.map_at_k > baselines[a].val.map_at_k ? b : a));
+  return { best, bestEpoch, epochs: records, val, test, baselines, best_baseline: bestBaseline };
+}
+
+interface StepResult {
+  loss: number;
+  count: number;
+  grads: Float32Array;
+  timing: { sample: number; gather: number; step: number };
+}
+
+function step(model: DeepModel, rs: RankingSpec, train: Examples, rows: Int32Array, nItems: number, pop: (a: number) => Float32Array, rng: Rng, vars: tf.Variable[]): StepResult {
+  const B = rows.length;
+  const anchor = train.anchors[rows[0]!]!;
+  const users = Int32Array.from(rows, (r) => train.nodes[r]!);
+  const anchors = new Float64Array(B).fill(anchor);
+  const labels = train.label_items!;
+  let t = performance.now();
+  const histories = userHistories(model.graph, rs, users, anchors, pop);
+
+  // Candidates: label items, history items, then negatives (or the whole catalogue).
+  const column = new Map<number, number>();
+  const cand: number[] = [];
+  const add = (i: number): void => {
+    if (!column.has(i)) {
+      column.set(i, cand.length);
+      cand.push(i);
+    }
+  };
+  if (nItems <= FULL_SOFTMAX) for (let i = 0; i < nItems; i++) add(i);
+  for (const r of rows) for (let j = labels.offsets[r]!; j < labels.offsets[r + 1]!; j++) add(labels.items[j]!);
+  if (nItems <= FULL_SOFTMAX) for (const i of histories.items) add(i);
+  else {
+    // A seeded subset of the history items (hard negatives), then uniform negatives.
+    const hist = rng.shuffle(Int32Array.from(new Set(histories.items)));
+    for (let j = 0; j < hist.length && cand.length < MAX_CANDIDATES - NEGATIVES; j++) add(hist[j]!);
+    for (const i of sampleNegatives(nItems, NEGATIVES, new Set(cand), rng)) add(i);
+  }
+  const items = Int32Array.from(cand);
+  const M = items.length;
+  const positives = new Float32Array(B * M);
+  rows.forEach((r, b) => {
+    for (let j = labels.offsets[r]!; j < labels.offsets[r + 1]!; j++) positives[b * M + column.get(labels.items[j]!)!] = 1;
+  });
+  const p = pop(anchor);
+  const popCand = Float32Array.from(items, (i) => p[i]!);
+  const pair = pairCells(histories, Int32Array.from({ length: B }, (_, b) => b), M, (i) => column.get(i) ?? -1);
+  const userSample = model.sampler.sample(users, anchors, rng);
+  const itemSample = model.itemSampler!.sample(items, new Float64Array(M).fill(anchor), rng);
+  const sample = performance.now() - t;
+  t = performance.now();
+  const userArrays = model.arrays(userSample);
+  const itemArrays = model.arrays(itemSample, model.itemPlan!);
+  const gather = performance.now() - t;
+  t = performance.now();
+  const head = model.ranking!;
+  const { value, grads } = tf.variableGrads(() => {
+    const u = model.gnn.forward(model.plan, userArrays, true).embedding;
+    const g = model.gnn.forward(model.itemPlan!, itemArrays, true).embedding;
+    const s = head.scores(u, head.itemEmbeddings(g, items), popCand, pair);
+    return sampledSoftmax(s, tf.tensor2d(positives, [B, M]));
+  }, vars);
+  const loss = value.dataSync()[0]!;
+  value.dispose();
+  const blob = model.params.gradientBlob(grads);
+  for (const g of Object.values(grads)) g.dispose();
+  return { loss, count: B, grads: blob, timing: { sample, gather, step: performance.now() - t } };
+}
+
+/** e_i at an anchor for the whole catalogue [N × C], from sampled trees with the deterministic (most recent) neighbours. */
+export function catalogueVectors(model: DeepModel, anchor: number, chunk = 4096): Float32Array {
+  const rs = model.spec.ranking!;
+  const C = model.spec.channels;
+  const N = model.graph.tables[rs.item_table]!.rows;
+  const out = new Float32Array(N * C);
+  for (let lo = 0; lo < N; lo += chunk) {
+    const hi = Math.min(N, lo + chunk);
+    const items = Int32Array.from({ length: hi - lo }, (_, i) => lo + i);
+    const arrays = model.batch(items, new Float64Array(hi - lo).fill(anchor), null, model.itemPlan!, model.itemSampler!);
+    const e = tf.tidy(() => model.ranking!.itemEmbeddings(model.gnn.forward(model.itemPlan!, arrays, false).embedding, items));
+    out.set(e.dataSync() as Float32Array, lo * C);
+    e.dispose();
+  }
+  return out;
+}
+
+/** h_u of users at one anchor [n × C] (sampled trees, most recent neighbours). */
+function userVectors(model: DeepModel, users: Int32Array, anchor: number, chunk = 2048): Float32Array {
+  const C = model.spec.channels;
+  const out = new Float32Array(users.length * C);
+  for (let lo = 0; lo < users.length; lo += chunk) {
+    const hi = Math.min(users.length, lo + chunk);
+    const arrays = model.batch(users.subarray(lo, hi), new Float64Array(hi - lo).fill(anchor), null);
+    const h = tf.tidy(() => model.gnn.forward(model.plan, arrays, false).embedding);
+    out.set(h.dataSync() as Float32Array, lo * C);
+    h.dispose();
+  }
+  return out;
+}
+
+/** Examples' indices per anchor (val and test have one anchor each; the train split several). */
+function groups(ex: Examples): Map<number, number[]> {
+  const m = new Map<number, number[]>();
+  ex.anchors.forEach((a, i) => m.set(a, [...(m.get(a) ?? []), i]));
+  return m;
+}
+
+/** The model's top k for every example, over the whole catalogue, and its metrics. */
+export function evaluate(model: DeepModel, ex: Examples, k: number, pop: (a: number) => Float32Array): RankingMetrics {
+  const rs = model.spec.ranking!;
+  const ranked = new Int32Array(ex.nodes.length * k);
+  for (const [anchor, idx] of groups(ex)) {
+    const users = Int32Array.from(idx, (i) => ex.nodes[i]!);
+    const anchors = new Float64Array(users.length).fill(anchor);
+    const { ids } = rankCatalogue(model.ranking!, userVectors(model, users, anchor), catalogueVectors(model, anchor), pop(anchor), userHistories(model.graph, rs, users, anchors, pop), k);
+    idx.forEach((e, j) => ranked.set(ids.subarray(j * k, (j + 1) * k), e * k));
+  }
+  return rankingMetrics(ex.label_items!, ranked, k);
+}
+
+function baselineMetrics(model: DeepModel, rs: RankingSpec, name: RankingBaseline, ex: Examples, pop: (a: number) => Float32Array): RankingMetrics {
+  const k = rs.top_k;
+  const ranked = new Int32Array(ex.nodes.length * k);
+  for (const [anchor, idx] of groups(ex)) {
+    const users = Int32Array.from(idx, (i) => ex.nodes[i]!);
+    const ids =
+      name === 'popularity' ? repeatList(popularityTopK(pop(anchor), k), users.length) : name === 'repeat' ? repeatTopK(model.graph, rs, users, anchor, k) : cooccurrenceTopK(model.graph, rs, users, anchor, k);
+    idx.forEach((e, j) => ranked.set(ids.subarray(j * k, (j + 1) * k), e * k));
+  }
+  return rankingMetrics(ex.label_items!, ranked, k);
+}

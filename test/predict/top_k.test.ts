@@ -1,0 +1,200 @@
+/**
+ * `train` and `predict` on a ranking task over tiny synthetic data, through the real binary: train's
+ * --json carries MAP@k/recall@k/NDCG@k, the three baselines and the lift; predict writes k rows per customer
+ * (`customer_id`, `rank` 1…k, `article_id`, `score`), read back with DuckDB; MAP@k computed from the file at
+ * the run's test anchor equals the run's own test figure (the same model, exact top-k over the catalogue);
+ * shards concatenate to the unsharded file; transactions appended after the anchor change nothing at it;
+ * item embeddings land beside the predictions; a ranking run's report; bad values
+ * exit 2 naming the flag.
+ */
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { selectBackend } from '../../src/compute/backend.js';
+import { loadConfig, type Config } from '../../src/config/load.js';
+import { setQuiet } from '../../src/core/log.js';
+import { buildGraph } from '../../src/graph/build.js';
+import { predict } from '../../src/predict/predict.js';
+import type { TopKResult } from '../../src/predict/top_k.js';
+import { rankingMetrics } from '../../src/task/metrics.js';
+import { taskSplit } from '../../src/task/split.js';
+import { buildTrainingTables } from '../../src/train/examples.js';
+import { nodeKeys } from '../helpers/graph.js';
+import { parquetKv, parquetTypes, sqlPath, sqlRows } from '../helpers/pipeline.js';
+import { copyFixture, synthConfig, tinySynth, type SynthFixture } from '../helpers/synth.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const BIN = join(ROOT, 'bin', 'gnnctl.js');
+const K = 12;
+const QUERY = `PREDICT LIST_DISTINCT(transactions.article_id, 0, 7, days) RANK TOP ${K} FOR EACH customers.customer_id`;
+
+let fx: SynthFixture;
+let cfg: Config;
+let out: string;
+let trained: { run_id: string; run_dir: string; kind: string; metrics: Record<string, unknown> };
+
+const run = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { cwd: fx.dir, encoding: 'utf8', timeout: 170_000, env: { ...process.env, NO_COLOR: '1' } });
+
+beforeAll(async () => {
+  setQuiet(true);
+  await selectBackend('wasm');
+  fx = await tinySynth(
+    synthConfig(`tasks:
+  next_purchases:
+    query: ${QUERY}
+    split: { train_anchors: 2 }
+model: { channels: 8, categorical_dim: 4, num_neighbors: [6, 3], epochs: 1, batch_size: 128, max_steps_per_epoch: 3 }
+`),
+  );
+  cfg = loadConfig(fx.config, { cwd: fx.dir, artifacts: fx.artifacts });
+  out = join(fx.dir, '..', 'out');
+  mkdirSync(out);
+  const r = run(['train', '-c', fx.config, '-t', 'next_purchases', '--artifacts', fx.artifacts, '--backend', 'wasm', '--json']);
+  expect(r.status, r.stderr).toBe(0);
+  trained = JSON.parse(r.stdout);
+}, 180_000);
+afterAll(() => {
+  fx?.cleanup();
+  setQuiet(false);
+});
+
+describe.skipIf(!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))('the real binary on a ranking task', () => {
+  it('train --json: kind ranking, MAP@k/recall@k/NDCG@k on val and test, the best baseline and the lift', async () => {
+    expect(trained.kind).toBe('ranking');
+    const m = trained.metrics as { val: Record<string, number>; test: Record<string, number>; baseline: { test: Record<string, number> }; lift: number };
+    for (const split of [m.val, m.test, m.baseline.test]) {
+      expect(split).toMatchObject({ k: K, map_at_k: expect.any(Number), recall_at_k: expect.any(Number), ndcg_at_k: expect.any(Number) });
+      expect(split.map_at_k).toBeGreaterThanOrEqual(0);
+      expect(split.map_at_k).toBeLessThanOrEqual(1);
+    }
+    expect(m.lift).toBeCloseTo(m.test.map_at_k! - m.baseline.test.map_at_k!, 4);
+    // metrics.json has all three baselines, and the best (on val) is the one reported as `baseline`
+    const file = (await import(join(trained.run_dir, 'metrics.json'), { with: { type: 'json' } })).default as { baselines: Record<string, { val: { map_at_k: number } }>; best_baseline: string };
+    expect(Object.keys(file.baselines).sort()).toEqual(['cooccurrence', 'popularity', 'repeat']);
+    const best = Object.entries(file.baselines).sort((a, b) => b[1].val.map_at_k - a[1].val.map_at_k)[0]![0];
+    expect(file.best_baseline).toBe(best);
+  });
+
+  it('predict --json writes k ranked rows per customer, read back with DuckDB; item embeddings beside them', async () => {
+    const path = join(out, 'top.parquet');
+    const r = run(['predict', '-c', fx.config, '-r', trained.run_dir, '--artifacts', fx.artifacts, '--backend', 'wasm', '--out', path, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const res = JSON.parse(r.stdout) as TopKResult;
+    expect(res).toMatchObject({ objective: 'ranking', prediction: 'top_k', k: K, key: 'customer_id', item_table: 'articles', item_key: 'article_id', path });
+    expect(await parquetTypes(path)).toEqual({ customer_id: 'VARCHAR', rank: 'SMALLINT', article_id: 'VARCHAR', score: 'FLOAT' });
+    const customers = await sqlRows(`SELECT count(*) AS n FROM read_csv(${sqlPath(join(fx.dir, 'customers.csv'))})`);
+    const per = await sqlRows(
+      `SELECT customer_id, count(*) AS n, count(DISTINCT article_id) AS d, min(rank) AS lo, max(rank) AS hi, ` +
+        `bool_and(score IS NOT NULL AND isfinite(score)) AS finite FROM read_parquet(${sqlPath(path)}) GROUP BY 1`,
+    );
+    expect(per.length).toBe(Number(customers[0]!.n));
+    for (const p of per) expect(p).toMatchObject({ n: BigInt(K), d: BigInt(K), lo: 1, hi: K, finite: true });
+    const unordered = await sqlRows(`SELECT count(*) AS n FROM (SELECT score < lead(score) OVER (PARTITION BY customer_id ORDER BY rank) AS up FROM read_parquet(${sqlPath(path)})) WHERE up`);
+    expect(unordered[0]!.n).toBe(0n);
+    const kv = await parquetKv(path);
+    expect(kv).toMatchObject({ run_id: trained.run_id, objective: 'ranking', k: String(K), item_table: 'articles' });
+    expect(res.item_embeddings).toBe(join(out, 'top.item_embeddings.parquet'));
+    const items = await sqlRows(`SELECT count(*) AS n, min(len(embedding)) AS d FROM read_parquet(${sqlPath(res.item_embeddings!)})`);
+    const articles = await sqlRows(`SELECT count(*) AS n FROM read_csv(${sqlPath(join(fx.dir, 'articles.csv'))})`);
+    expect(items[0]).toEqual({ n: articles[0]!.n, d: 8n });
+  });
+
+  it('embed keeps working on a ranking run: customers (the user side h_u) and articles (the item tree, at depth 0)', async () => {
+    for (const table of ['customers', 'articles']) {
+      const path = join(out, `embed-${table}.parquet`);
+      const r = run(['embed', '-c', fx.config, '-r', trained.run_dir, '--artifacts', fx.artifacts, '--backend', 'wasm', '--table', table, '--out', path, '--json']);
+      expect(r.status, r.stderr).toBe(0);
+      const rows = await sqlRows(`SELECT count(*) AS n FROM read_csv(${sqlPath(join(fx.dir, `${table}.csv`))})`);
+      expect(JSON.parse(r.stdout)).toMatchObject({ rows: Number(rows[0]!.n), dim: 8, table });
+    }
+  });
+
+  it('report on the ranking run shows MAP@k, recall@k, NDCG@k and the three baselines', () => {
+    const path = join(out, 'report.html');
+    const r = run(['report', trained.run_dir, '--artifacts', fx.artifacts, '--out', path, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const html = readFileSync(path, 'utf8');
+    const m = trained.metrics as { test: Record<string, number> };
+    expect(html).toContain(`data-metric="test.map_at_k" data-value="${m.test.map_at_k}"`);
+    expect(html).toContain('id="ranking-baselines"');
+    for (const name of ['popularity', 'repeat', 'cooccurrence', 'Recall@k', 'NDCG@k']) expect(html).toContain(name);
+    expect(html).not.toContain('no-graph MLP');
+  });
+
+  it.each([
+    [['--shard', '2/2'], '--shard'],
+    [['--anchor-time', 'yesterday'], '--anchor-time'],
+    [['--with-embeddings'], '--with-embeddings'],
+  ])('predict %j exits 2 naming %s', (args, flag) => {
+    const r = run(['predict', '-c', fx.config, '-r', trained.run_dir, '--artifacts', fx.artifacts, '--backend', 'wasm', '--out', join(out, 'bad.parquet'), '--json', ...args]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain(flag);
+    expect(existsSync(join(out, 'bad.parquet'))).toBe(false);
+  });
+});
+
+describe('predict on a ranking run agrees with the run', () => {
+  it("MAP@k from the file at the run's test anchor equals the run's test MAP@k", async () => {
+    const built = await buildGraph(cfg);
+    const spec = cfg.taskSpecs.next_purchases!;
+    const range = built.manifest.time_range!;
+    const split = taskSplit(spec, { min: range[0], max: range[1] });
+    const tables = await buildTrainingTables(built.dir, built.manifest, spec, split, { seed: 0 });
+    const r = (await predict({ cfg, run: trained.run_dir, backend: 'wasm', anchorTime: new Date(split.testAnchor * 1000).toISOString(), out: join(out, 'test_anchor.parquet') })) as TopKResult;
+    const customers = await nodeKeys(built.dir, built.manifest, 'customers');
+    const articles = await nodeKeys(built.dir, built.manifest, 'articles');
+    const article = new Map(articles.map((k, i) => [k, i]));
+    const rows = await sqlRows(`SELECT customer_id AS c, rank AS r, article_id AS a FROM read_parquet(${sqlPath(r.path)})`);
+    const byCustomer = new Map<string, Int32Array>();
+    for (const x of rows) {
+      const list = byCustomer.get(x.c as string) ?? new Int32Array(K).fill(-1);
+      list[(x.r as number) - 1] = article.get(x.a as string)!;
+      byCustomer.set(x.c as string, list);
+    }
+    const test = tables.test;
+    const ranked = new Int32Array(test.nodes.length * K);
+    for (let i = 0; i < test.nodes.length; i++) ranked.set(byCustomer.get(customers[test.nodes[i]!]!)!, i * K);
+    const fromFile = rankingMetrics(test.label_items!, ranked, K);
+    expect(fromFile.map_at_k).toBeCloseTo((trained.metrics as { test: { map_at_k: number } }).test.map_at_k, 3);
+  });
+
+  it('transactions appended after the anchor change no top-k list and no score at the anchor', async () => {
+    const anchor = '2020-08-01T00:00:00Z';
+    const before = (await predict({ cfg, run: trained.run_dir, backend: 'wasm', anchorTime: anchor, out: join(out, 'before.parquet') })) as TopKResult;
+    const copy = copyFixture(fx, 'future');
+    try {
+      // 300 copies of existing purchases (same customers and articles), dated 1 s … 30 days after the anchor
+      const lines = readFileSync(join(copy.dir, 'transactions.csv'), 'utf8').trimEnd().split('\n');
+      const maxId = Math.max(...lines.slice(1).map((l) => Number(l.split(',')[0])));
+      const t0 = Date.parse(anchor);
+      const rows = Array.from({ length: 300 }, (_, i) => {
+        const f = lines[1 + ((i * 7919) % (lines.length - 1))]!.split(',');
+        f[0] = String(maxId + 1 + i);
+        f[1] = new Date(t0 + 1000 + i * 8_640_000).toISOString().slice(0, 19).replace('T', ' ');
+        return f.join(',');
+      });
+      appendFileSync(join(copy.dir, 'transactions.csv'), `${rows.join('\n')}\n`);
+      const cfg2 = loadConfig(copy.config, { cwd: copy.dir, artifacts: fx.artifacts });
+      const after = (await predict({ cfg: cfg2, run: trained.run_dir, backend: 'wasm', anchorTime: anchor, out: join(out, 'after.parquet') })) as TopKResult;
+      const q = (p: string) => sqlRows(`SELECT customer_id, rank, article_id, score FROM read_parquet(${sqlPath(p)}) ORDER BY 1, 2`);
+      expect(await q(after.path)).toEqual(await q(before.path));
+    } finally {
+      copy.cleanup();
+    }
+  });
+
+  it('two shards concatenate to the unsharded file; only shard 0 writes the item embeddings', async () => {
+    const anchor = '2020-08-01T00:00:00Z';
+    const whole = (await predict({ cfg, run: trained.run_dir, backend: 'wasm', anchorTime: anchor, out: join(out, 'whole.parquet') })) as TopKResult;
+    const parts = [];
+    for (const index of [0, 1]) parts.push((await predict({ cfg, run: trained.run_dir, backend: 'wasm', anchorTime: anchor, shard: { index, count: 2 }, out: join(out, `part${index}.parquet`) })) as TopKResult);
+    expect(parts[0]!.item_embeddings).not.toBeNull();
+    expect(parts[1]!.item_embeddings).toBeNull();
+    const q = (p: string) => sqlRows(`SELECT customer_id, rank, article_id, round(score, 4) AS s FROM read_parquet(${sqlPath(p)}) ORDER BY 1, 2`);
+    const a = await q(whole.path);
+    const b = await sqlRows(`SELECT customer_id, rank, article_id, round(score, 4) AS s FROM read_parquet([${sqlPath(parts[0]!.path)}, ${sqlPath(parts[1]!.path)}]) ORDER BY 1, 2`);
+    expect(b).toEqual(a);
+    expect(parts[0]!.rows + parts[1]!.rows).toBe(whole.rows);
+  });
+});

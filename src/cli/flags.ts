@@ -52,6 +52,21 @@ export function secondsFlag(flag: string): FlagParser<number> {
   };
 }
 
+/** A positive duration: seconds, or "90s", "10m", "10 minutes", "1h" (a time budget). */
+export function budgetFlag(flag: string): FlagParser<number> {
+  const seconds = secondsFlag(flag);
+  return (v) => {
+    let s: number;
+    try {
+      s = seconds(v);
+    } catch {
+      fail(flag, v, 'a positive duration like "10m", "90s", "1h" or a number of seconds');
+    }
+    if (!(s > 0)) fail(flag, v, 'a positive duration like "10m", "90s", "1h" or a number of seconds');
+    return s;
+  };
+}
+
 const BYTE_UNITS: Record<string, number> = { b: 1, kb: 1e3, kib: 2 ** 10, k: 2 ** 10, mb: 1e6, mib: 2 ** 20, m: 2 ** 20, gb: 1e9, gib: 2 ** 30, g: 2 ** 30 };
 
 /** Bytes from a number or a size with a unit ("4MiB", "512KiB", "8MB"). */

@@ -7,7 +7,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { ExitCode } from '../core/errors.js';
 import { reportError, runCommand, type CommandOutput } from './run.js';
 import { VERSION } from '../core/version.js';
-import { bytesFlag, choiceFlag, externalDataFlag, forCommander, intFlag, numberFlag, secondsFlag, shardFlag, timeFlag } from './flags.js';
+import { budgetFlag, bytesFlag, choiceFlag, externalDataFlag, forCommander, intFlag, numberFlag, secondsFlag, shardFlag, timeFlag } from './flags.js';
 
 type Opts = Record<string, unknown> & { json?: boolean; quiet?: boolean };
 
@@ -31,7 +31,7 @@ const EXAMPLES: Record<string, string[]> = {
   'datasets synth': ['gnnctl datasets synth --out datasets/retail --size small', 'gnnctl datasets synth --out datasets/big --size medium --format parquet --seed 7'],
   'graph build': ['gnnctl graph build --config configs/retail.yaml', 'gnnctl graph build --config configs/retail.yaml --force --json'],
   'graph inspect': ['gnnctl graph inspect --config configs/retail.yaml'],
-  train: ['gnnctl train --config configs/retail.yaml --task churn', 'gnnctl train --config configs/retail.yaml --task fraud --epochs 5 --fail-under test.auroc=0.7 --json'],
+  train: ['gnnctl train --config configs/retail.yaml --task churn', 'gnnctl train --config configs/retail.yaml --task fraud --epochs 5 --fail-under test.auroc=0.7 --json', 'gnnctl train --config configs/bursty.yaml --task churn --search --search-budget 10m'],
   'runs list': ['gnnctl runs list --config configs/retail.yaml'],
   embed: ['gnnctl embed --config configs/retail.yaml --run latest:churn', 'gnnctl embed --config configs/retail.yaml --run latest:churn --anchor-time 2020-09-01 --shard 0/4'],
   predict: [
@@ -161,6 +161,8 @@ export function buildProgram(): Command {
     .addOption(opt.backend())
     .option('--init-from <run>', 'fine-tune: start from this run\'s weights and encoders (run id, folder or latest:<task>)')
     .addOption(typed('--epochs <n>', 'override model.epochs', intFlag('--epochs', 1)))
+    .option('--search', 'try the variant set (sampling last/uniform × layers 1/2 × encoder sage/gat, the configured model first) and keep the best on validation (as model.search: true)')
+    .addOption(typed('--search-budget <duration>', 'wall-clock budget of the search, e.g. 10m, 90s, 1h (implies --search; default: model.search_budget, 10 minutes)', budgetFlag('--search-budget')))
     .addOption(opt.artifacts())
     .addOption(opt.failUnder())
     .addOption(opt.json())

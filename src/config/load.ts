@@ -189,12 +189,13 @@ function checkTasks(cfg: RawConfig, add: Add, raw: unknown): Record<string, Task
   let topLevelReported = false;
   // A mistake in the top-level model block is reported once, not once per task that inherits it.
   let gatReported = false;
-  const rawTasks = (raw as { tasks?: Record<string, { model?: Record<string, unknown> } | null> } | null)?.tasks;
+  const rawTasks = (raw as { tasks?: Record<string, { model?: Record<string, unknown> | string } | null> } | null)?.tasks;
   for (const [name, task] of Object.entries(cfg.tasks)) {
     const at = ['tasks', name];
     // zod fills the defaults into the partial override block too: keep only the keys the file sets, or
     // every task with a model block would reset the top-level settings to their defaults.
-    const written = Object.keys(rawTasks?.[name]?.model ?? {});
+    const rawModel = rawTasks?.[name]?.model;
+    const written = rawModel === 'auto' ? ['search'] : typeof rawModel === 'object' && rawModel !== null ? Object.keys(rawModel) : [];
     const overrides = Object.fromEntries(written.map((k) => [k, (task.model as Record<string, unknown> | undefined)?.[k]]));
     const model = modelSchema.parse({ ...cfg.model, ...overrides });
     if (model.num_neighbors.length !== model.layers) {
@@ -408,11 +409,12 @@ function knownKeysAt(path: readonly PropertyKey[]): string[] {
 }
 
 function unwrap(s: unknown): unknown {
-  let cur = s as { def?: { type?: string; innerType?: unknown; in?: unknown; schema?: unknown } } | undefined;
+  let cur = s as { def?: { type?: string; innerType?: unknown; in?: unknown; out?: unknown; schema?: unknown } } | undefined;
   for (let i = 0; i < 10 && cur?.def; i++) {
     const t = cur.def.type;
     if (t === 'optional' || t === 'default' || t === 'nullable' || t === 'prefault') cur = cur.def.innerType as typeof cur;
-    else if (t === 'pipe') cur = cur.def.in as typeof cur;
+    // z.preprocess (e.g. `model: auto`) is a pipe from a transform into the real schema: the keys are in `out`
+    else if (t === 'pipe') cur = ((cur.def.in as typeof cur)?.def?.type === 'transform' ? cur.def.out : cur.def.in) as typeof cur;
     else break;
   }
   return cur;

@@ -74,6 +74,12 @@ const splitSchema = z
     test_anchor: isoTimeSchema.optional().describe('ISO time of the test anchor (default: newest time − window)'),
     val_anchor: isoTimeSchema.optional().describe('ISO time of the validation anchor (default: test anchor − window)'),
     train_anchors: z.number().int().min(1).default(10).describe('entity tasks: number of train anchors stepping back from val by the window'),
+    val_anchors: z
+      .union([z.literal('auto'), z.number().int().min(1).max(14)])
+      .default('auto')
+      .describe(
+        'entity tasks: validation anchors, stepping back from val_anchor by window / val_anchors (whole days for day windows); the training anchors move back so no training label window overlaps a validation one. "auto": 4 when the validation set at val_anchor is small (fewer than 1,000 examples, or fewer than 200 in the rarer class), else 1',
+      ),
     max_train_examples: z.number().int().positive().optional().describe('subsample training examples to at most this many (seeded)'),
     baseline_max_train_examples: z
       .number()
@@ -103,8 +109,26 @@ export const modelSchema = z
     batch_size: z.number().int().min(1).default(512),
     lr: z.number().positive().default(0.002).describe('Adam learning rate'),
     patience: z.number().int().min(1).default(3).describe('early stopping: epochs without val improvement'),
+    val_smoothing: z
+      .union([z.literal('auto'), z.number().int().min(1).max(9).refine((n) => n % 2 === 1, 'an odd number of epochs (1, 3, 5, …): the window is centered on the epoch it judges')])
+      .default('auto')
+      .describe('best epoch and early stopping judge each epoch by the mean validation score of this many epochs centered on it ("auto": 3 when the validation set is small, see split.val_anchors, else 1)'),
+    search: z
+      .boolean()
+      .default(false)
+      .describe('try the variant set (sampling last/uniform × layers 1/2 × encoder sage/gat, the configured model first) within search_budget and keep the best on validation; `model: auto` is short for this'),
+    search_budget: durationSchema
+      .refine((s) => s > 0, 'a positive duration, e.g. "10 minutes"')
+      .default(600)
+      .describe('wall-clock budget of the variant search (default 10 minutes); a variant starts only when the slowest one so far still fits, the configured model always trains'),
     loss: z.enum(['bce', 'l1', 'mse', 'sampled_softmax']).optional().describe('default: bce for binary, l1 for regression, sampled_softmax for ranking'),
     max_steps_per_epoch: z.number().int().positive().optional().describe('cap on optimizer steps per epoch'),
+    min_steps_per_epoch: z
+      .number()
+      .int()
+      .min(1)
+      .default(16)
+      .describe('fewest optimizer steps per epoch: a training set smaller than batch_size × this trains with smaller batches (never below 32 rows), so ~1,000 examples get 16 Adam steps an epoch, not 2'),
     workers: z
       .union([z.literal('auto'), z.number().int().min(1).max(16)])
       .default('auto')
@@ -115,11 +139,19 @@ export const modelSchema = z
   .strict();
 export type ModelConfig = z.infer<typeof modelSchema>;
 
+/** `model: auto` is short for `model: { search: true }` (the variant search with every other setting as it is). */
+function autoModel(v: unknown): unknown {
+  return v === 'auto' ? { search: true } : v;
+}
+
 export const taskSchema = z
   .object({
     query: z.string().describe('predictive query, e.g. PREDICT COUNT(transactions.*, 0, 7, days) = 0 FOR EACH customers.customer_id'),
-    split: splitSchema.default({ train_anchors: 10, baseline_max_train_examples: 1000000 }),
-    model: modelSchema.partial().optional().describe('overrides of the top-level model block for this task'),
+    split: splitSchema.default({ train_anchors: 10, val_anchors: 'auto', baseline_max_train_examples: 1000000 }),
+    model: z
+      .preprocess(autoModel, modelSchema.partial())
+      .optional()
+      .describe('overrides of the top-level model block for this task; "auto": the top-level block with search: true'),
   })
   .strict();
 
@@ -212,7 +244,10 @@ export const configSchema = z
     artifacts: z.string().optional().describe('artifact folder (default: ./artifacts; --artifacts overrides)'),
     data: dataSchema.prefault({ tables: {} }).describe('the tables and how they link (optional when the config has only an `anomaly` block)'),
     tasks: z.record(z.string(), taskSchema).default({}).describe('predictive tasks by name'),
-    model: modelSchema.default(modelSchema.parse({})).describe('the deep model (per-task overrides under tasks.<name>.model)'),
+    model: z
+      .preprocess(autoModel, modelSchema)
+      .default(modelSchema.parse({}))
+      .describe('the deep model (per-task overrides under tasks.<name>.model); "auto": the defaults with search: true'),
     distillation: distillationSchema.optional().describe('the shallow serving model (Kumo field names)'),
     export: exportSchema.default(exportSchema.parse({})).describe('the Triton model repository'),
     session_recommender: sessionRecommenderSchema.optional().describe('the session-aware distilled recommender for a ranking task (gnnctl recommender distill|export)'),

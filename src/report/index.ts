@@ -28,6 +28,7 @@ import { headerSection, type RenderContext } from './sections/header.js';
 import { headlineSection, rankingBaselinesSection } from './sections/headline.js';
 import { throughputSection } from './sections/throughput.js';
 import { trainingSection } from './sections/training.js';
+import { searchSection } from './sections/search.js';
 
 export { loadReportData, type ReportData } from './model.js';
 
@@ -56,6 +57,7 @@ export function renderReportData(data: ReportData, now: Date = new Date()): Rend
     if (html !== null) sections.push({ id, title, html });
   };
   add('headline', 'Headline', headlineSection(data));
+  if (data.kind === 'train') add('search', 'Variant search', searchSection(data));
   add('ranking-baselines', 'Ranking baselines', rankingBaselinesSection(data));
   add('training', 'Training curves', trainingSection(data));
   add('curves', 'ROC & PR', rocPrSection(data));

@@ -17,8 +17,13 @@ export interface TaskSplit {
   window: number;
   /** entity tasks: training anchors, oldest first (empty for fact tasks) */
   trainAnchors: number[];
-  /** entity tasks: the val anchor; fact tasks: rows with val < t ≤ test are validation */
+  /** entity tasks: the newest val anchor; fact tasks: rows with val < t ≤ test are validation */
   valAnchor: number;
+  /**
+   * entity tasks: every validation anchor, oldest first, ending with `valAnchor` (one unless
+   * `val_anchors` asks for more); fact tasks: [valAnchor]
+   */
+  valAnchors: number[];
   /** entity tasks: the test anchor; fact tasks: rows with t > test are test */
   testAnchor: number;
 }
@@ -35,7 +40,23 @@ export function parseTime(text: string, where: string): number {
   return t;
 }
 
-export function taskSplit(task: TaskDefinition, timeRange: { min: number; max: number }): TaskSplit {
+/**
+ * Spacing of extra validation anchors: the window split in `count` steps, whole days when the window is
+ * whole days (so date-only data keeps its anchors on midnights, see the tie handling in docs/quality.md).
+ */
+export function valAnchorStride(window: number, count: number): number {
+  if (count <= 1) return window;
+  const step = window / count;
+  return window % DAY === 0 ? Math.max(DAY, Math.floor(step / DAY) * DAY) : step;
+}
+
+/**
+ * Anchors of a task. `valAnchorCount` > 1 (entity tasks) adds validation anchors stepping back from the
+ * val anchor by `valAnchorStride`, and moves the training anchors back so that the newest training label
+ * window ends at the oldest validation anchor: no training label overlaps a validation label window, and
+ * no validation label window reaches past the test anchor (so model choice never sees the test period).
+ */
+export function taskSplit(task: TaskDefinition, timeRange: { min: number; max: number }, opts: { valAnchorCount?: number } = {}): TaskSplit {
   const where = `tasks.${task.name}.split`;
   const window = task.split.window ?? targetWindow(task.query) ?? FACT_WINDOW;
   const end = alignedEnd(timeRange.max, window);
@@ -51,15 +72,26 @@ export function taskSplit(task: TaskDefinition, timeRange: { min: number; max: n
     });
   }
   const trainAnchors: number[] = [];
+  const valAnchors = [valAnchor];
   if (task.query.target.kind === 'entity') {
+    const count = opts.valAnchorCount ?? 1;
+    const stride = valAnchorStride(window, count);
+    for (let k = 1; k < count; k++) {
+      const a = valAnchor - k * stride;
+      if (a <= timeRange.min) break;
+      valAnchors.unshift(a);
+    }
     for (let k = 1; k <= task.split.train_anchors; k++) {
-      const a = valAnchor - k * window;
+      const a = valAnchors[0]! - k * window;
       if (a <= timeRange.min) break;
       trainAnchors.unshift(a);
     }
     if (trainAnchors.length === 0) {
-      throw new DataError(`no training anchor fits in the data before the val anchor ${isoSeconds(valAnchor)}`, { where, hint: 'use more data or a shorter split.window' });
+      throw new DataError(`no training anchor fits in the data before the val anchor ${isoSeconds(valAnchors[0]!)}`, {
+        where,
+        hint: valAnchors.length > 1 ? `use fewer val_anchors (${valAnchors.length} move the training anchors back), more data or a shorter split.window` : 'use more data or a shorter split.window',
+      });
     }
   }
-  return { window, trainAnchors, valAnchor, testAnchor };
+  return { window, trainAnchors, valAnchor, valAnchors, testAnchor };
 }

@@ -12,6 +12,8 @@ export interface SplitSpec {
   test_anchor?: string;
   val_anchor?: string;
   train_anchors: number;
+  /** entity tasks: validation anchors (a count, or "auto": decided from the validation set's size) */
+  val_anchors?: number | 'auto';
   max_train_examples?: number;
 }
 

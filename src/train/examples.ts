@@ -57,6 +57,24 @@ export async function buildTrainingTables(graphDir: string, manifest: GraphManif
   });
 }
 
+/** Size of the validation set at the newest val anchor alone: what `val_anchors: auto` decides on. */
+export interface ValidationSize {
+  examples: number;
+  /** binary tasks: examples of the rarer class (AUROC's noise depends on it); null for regression */
+  rarer_class: number | null;
+}
+
+export async function validationSize(graphDir: string, manifest: GraphManifest, task: TaskSpec, split: TaskSplit): Promise<ValidationSize> {
+  return withDuck(async ({ conn }) => {
+    // Only the val and test anchors: a fraction of the full build's SQL.
+    await entityExamples(conn, graphDir, manifest, task, { ...split, trainAnchors: [], valAnchors: [split.valAnchor] });
+    const examples = Number(await queryValue(conn, `SELECT count(*) FROM examples WHERE anchor = ${split.valAnchor}`));
+    if (task.query.taskType !== 'binary') return { examples, rarer_class: null };
+    const positives = Number(await queryValue(conn, `SELECT coalesce(sum(label), 0) FROM examples WHERE anchor = ${split.valAnchor}`));
+    return { examples, rarer_class: Math.min(positives, examples - positives) };
+  });
+}
+
 function literal(v: Literal): string {
   if (typeof v === 'string') return lit(v);
   if (typeof v === 'boolean') return v ? 'TRUE' : 'FALSE';
@@ -114,7 +132,7 @@ async function entityExamples(conn: DuckDBConnection, graphDir: string, manifest
   const query = task.query;
   if (query.target.kind !== 'entity') throw new Error('entityExamples needs an entity task');
   const entity = query.entity.table;
-  const anchors = [...split.trainAnchors, split.valAnchor, split.testAnchor];
+  const anchors = [...split.trainAnchors, ...split.valAnchors, split.testAnchor];
   await conn.run(`CREATE OR REPLACE TEMP TABLE anchors AS SELECT unnest([${anchors.join(', ')}]::DOUBLE[]) AS anchor`);
   const eRows = lit(rowsPath(graphDir, manifest, entity));
   const eHasTime = manifest.tables[entity]!.time_file !== null;
@@ -172,7 +190,7 @@ async function entityExamples(conn: DuckDBConnection, graphDir: string, manifest
       `JOIN read_parquet(${eRows}) e ON e.__node = c.node ${joins.join(' ')} WHERE ${where}`,
   );
   const trainMax = split.trainAnchors[split.trainAnchors.length - 1]!;
-  return { train: `anchor <= ${trainMax}`, val: `anchor = ${split.valAnchor}`, test: `anchor = ${split.testAnchor}` };
+  return { train: `anchor <= ${trainMax}`, val: `anchor IN (${split.valAnchors.join(', ')})`, test: `anchor = ${split.testAnchor}` };
 }
 
 async function factExamples(conn: DuckDBConnection, graphDir: string, manifest: GraphManifest, task: TaskSpec, split: TaskSplit): Promise<SplitWhere> {

@@ -2,6 +2,11 @@
  * The training loop: epochs of shuffled mini-batches through a gradient engine (one thread or a worker
  * pool), Adam on the flat weight blob, the objective's validation score after each epoch, the best
  * checkpoint saved atomically on every improvement, early stopping, and Ctrl-C between steps.
+ *
+ * Model choice on a small validation set: with `smoothing` k = 2h + 1 > 1, epoch e is judged by the mean
+ * validation score of epochs e − h … e + h (a centered moving average, partial at both ends), so one lucky
+ * or unlucky evaluation on ~150 examples neither picks nor ends the run. The weights kept are epoch e's
+ * own; the loop holds the last h + 1 epochs' weights until their window is complete.
  */
 import { saveWeights } from '../artifacts/run_store.js';
 import { info } from '../core/log.js';
@@ -19,6 +24,8 @@ export interface EpochRecord {
   epoch: number;
   loss: number;
   val: Metrics;
+  /** the score model choice used for this epoch: the centered moving average (smoothing > 1), else the score itself */
+  val_smoothed?: number;
   seconds: number;
   seeds_per_s: number;
   /** seconds spent per phase in this epoch */
@@ -32,13 +39,38 @@ export interface LoopResult {
   epochs: EpochRecord[];
   /** the best epoch's raw validation outputs: the final evaluation reuses them instead of a second pass */
   bestValRaw: Float32Array | null;
+  /** why training ended early: the budget's deadline, early stopping, or Ctrl-C; null when all epochs ran */
+  stopped: 'deadline' | 'early_stopping' | 'interrupt' | null;
+}
+
+export interface LoopOptions {
+  epochs: number;
+  batchSize: number;
+  patience: number;
+  maxSteps?: number;
+  lr: number;
+  /** odd window of the centered moving average of the validation score (1: the raw score) */
+  smoothing?: number;
+  /** performance.now() in ms after which no new epoch starts (variant search budget) */
+  deadline?: number;
+  /** where checkpoints go (default: the run folder) */
+  checkpointDir?: string;
+}
+
+/** Mean of scores[c − h … c + h] clipped to the epochs that exist (0-based c). */
+export function smoothedScore(scores: readonly number[], c: number, h: number): number {
+  const lo = Math.max(0, c - h);
+  const hi = Math.min(scores.length - 1, c + h);
+  let sum = 0;
+  for (let i = lo; i <= hi; i++) sum += scores[i]!;
+  return sum / (hi - lo + 1);
 }
 
 export async function trainLoop(
   model: DeepModel,
   engine: GradientEngine,
   tables: TrainingTables,
-  mc: { epochs: number; batchSize: number; patience: number; maxSteps?: number; lr: number },
+  mc: LoopOptions,
   seed: number,
   stop: { requested: boolean },
   runDir: string,
@@ -51,15 +83,48 @@ export async function trainLoop(
   const { index, blob } = model.params.serialize();
   const weights = blob;
   const optimizer = new FlatAdam(weights.length, mc.lr);
-  const save = (w: Float32Array): void => saveWeights(runDir, index, w);
+  const save = (w: Float32Array): void => saveWeights(mc.checkpointDir ?? runDir, index, w);
   const records: EpochRecord[] = [];
+  const h = Math.max(0, Math.floor(((mc.smoothing ?? 1) - 1) / 2));
+  const scores: number[] = [];
+  // weights of the epochs whose smoothing window is not complete yet, by 0-based epoch
+  const pending = new Map<number, Float32Array<ArrayBuffer>>();
+  /** each pending epoch's raw validation outputs, kept until its smoothed score is judged */
+  const pendingValRaw = new Map<number, Float32Array>();
+  let decided = 0;
   let best = weights.slice();
   let bestScore = -Infinity;
   let bestEpoch = -1;
   let bestValRaw: Float32Array | null = null;
   let stale = 0;
+  let stopped: LoopResult['stopped'] = null;
+  /** Judges epoch c on its smoothed score; true when early stopping should end training. */
+  const decide = (c: number): boolean => {
+    const smooth = smoothedScore(scores, c, h);
+    if (h > 0) records[c]!.val_smoothed = round(smooth, 4);
+    const w = pending.get(c)!;
+    const raw = pendingValRaw.get(c)!;
+    pending.delete(c);
+    pendingValRaw.delete(c);
+    decided = c + 1;
+    if (smooth > bestScore + 1e-6) {
+      bestScore = smooth;
+      bestEpoch = c + 1;
+      best = w;
+      bestValRaw = raw;
+      save(best);
+      stale = 0;
+      return false;
+    }
+    return ++stale >= mc.patience;
+  };
   const progress = new Progress();
   for (let epoch = 0; epoch < mc.epochs && !stop.requested; epoch++) {
+    if (mc.deadline !== undefined && epoch > 0 && performance.now() > mc.deadline) {
+      stopped = 'deadline';
+      info(`search budget reached: stopping after epoch ${epoch}`);
+      break;
+    }
     rng.shuffle(order);
     const steps = Math.min(Math.ceil(n / mc.batchSize), mc.maxSteps ?? Infinity);
     const timing = { sample: 0, gather: 0, step: 0 };
@@ -93,24 +158,26 @@ export async function trainLoop(
       timing: { sample: round(timing.sample / 1000, 2), gather: round(timing.gather / 1000, 2), step: round(timing.step / 1000, 2) },
     };
     records.push(record);
-    const improved = score > bestScore + 1e-6;
+    scores.push(score);
+    pending.set(epoch, weights.slice());
+    pendingValRaw.set(epoch, valRaw);
+    const before = bestEpoch;
+    const stopNow = epoch - h >= 0 && decide(epoch - h);
     progress.end(
-      `epoch ${epoch + 1}/${mc.epochs}: loss ${record.loss.toFixed(4)}, val ${mm.name} ${(val as unknown as Record<string, number>)[mm.name]!.toFixed(4)}${improved ? ' (best)' : ''}, ` +
+      `epoch ${epoch + 1}/${mc.epochs}: loss ${record.loss.toFixed(4)}, val ${mm.name} ${(val as unknown as Record<string, number>)[mm.name]!.toFixed(4)}` +
+        `${bestEpoch !== before ? (h > 0 ? ` (epoch ${bestEpoch} best, smoothed ${bestScore.toFixed(4)})` : ' (best)') : ''}, ` +
         `${formatRate(record.seeds_per_s)} seeds/s, ${record.seconds.toFixed(1)}s`,
     );
-    if (improved) {
-      bestScore = score;
-      bestEpoch = epoch + 1;
-      best = weights.slice();
-      bestValRaw = valRaw;
-      save(best);
-      stale = 0;
-    } else if (++stale >= mc.patience) {
-      info(`early stopping: no val improvement for ${mc.patience} epoch(s)`);
+    if (stopNow) {
+      stopped = 'early_stopping';
+      info(`early stopping: no val improvement for ${mc.patience} epoch(s)${h > 0 ? ` (moving average over ${2 * h + 1})` : ''}`);
       break;
     }
   }
+  if (stop.requested && stopped === null) stopped = 'interrupt';
+  // The last epochs' windows end with training: judge them on what there is (they were trained anyway).
+  for (let c = decided; c < scores.length; c++) decide(c);
   // Interrupted before the first epoch ended: keep the current weights so the run is still loadable.
   if (bestEpoch < 0) save((best = weights.slice()));
-  return { best, bestEpoch, epochs: records, bestValRaw };
+  return { best, bestEpoch, epochs: records, bestValRaw, stopped };
 }

@@ -6,13 +6,14 @@
  */
 import { round } from '../core/number.js';
 import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { selectBackend, type BackendInfo, type BackendRequest } from '../compute/backend.js';
 import type { Config, TaskSpec } from '../config/load.js';
-import { ArtifactError, ConfigError, DataError, suggest } from '../core/errors.js';
+import { ArtifactError, ConfigError, DataError, NotImplementedError, suggest } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
 import { diffSchemas } from '../graph/schema_diff.js';
-import { createRunDir, newRunId, readManifest, readModelJson, resolveRun, writeManifest, writeModelJson, loadWeights, type RunManifestBase } from '../artifacts/run_store.js';
+import { createRunDir, newRunId, readManifest, readModelJson, resolveRun, writeManifest, writeModelJson, loadWeights, saveWeights, type RunManifestBase } from '../artifacts/run_store.js';
 import { writeJsonAtomic } from '../core/atomic.js';
 import { hashValue } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
@@ -22,9 +23,11 @@ import { VERSION } from '../core/version.js';
 import { taskSplit, type TaskSplit } from '../task/split.js';
 import { targetExclusions } from '../task/task_spec.js';
 import { DeepModel } from '../model/deep_model.js';
-import { buildTrainingTables, type TrainingTables } from './examples.js';
-import { categoricalSizes, featureSpecFromGraph, numericDim, type FeatureSpec } from '../model/features.js';
-import { type Metrics } from '../task/metrics.js';
+import { buildTrainingTables, validationSize, type TrainingTables, type ValidationSize } from './examples.js';
+import { planValidation, type ValidationPlan } from './validation.js';
+import { chooseVariant, fitsBudget, searchVariants, type Variant } from './search.js';
+import { bindFeatures, categoricalSizes, featureSpecFromGraph, numericDim, type FeatureSpec } from '../model/features.js';
+import type { Metrics } from '../task/metrics.js';
 import { objectiveFor, type Curves, type ObjectiveKind } from '../task/objective/objective.js';
 import { convLayout, type ModelSpec } from '../model/hetero_gnn.js';
 import { buildPlan } from '../model/plan.js';
@@ -32,7 +35,7 @@ import { LocalEngine, type GradientEngine } from './engine.js';
 import { WorkerEngine } from './parallel.js';
 import { baselineInputs, type BaselineResult } from './baseline_model.js';
 import { BaselineJob } from './baseline_job.js';
-import { trainLoop, type EpochRecord } from './loop.js';
+import { trainLoop, type EpochRecord, type LoopResult } from './loop.js';
 import { fitRanking } from './ranking_trainer.js';
 import type { RankingBaseline } from './ranking_baselines.js';
 import { MIN_HISTORY, PAIR_FEATURES, rankingEdges, type RankingSpec } from '../model/recommender.js';
@@ -49,6 +52,31 @@ export interface TrainOptions {
   epochs?: number;
   /** skip the no-graph baseline (benchmarks) */
   skip_baseline?: boolean;
+  /** variant search (`--search`); overrides model.search / model.search_budget */
+  search?: { budget_seconds: number };
+}
+
+/** One variant of a search as metrics.json records it. */
+export interface SearchVariantRecord {
+  name: string;
+  status: 'trained' | 'skipped';
+  /** skipped: why (budget, interrupt, or a setting the variant cannot run with) */
+  reason?: string;
+  configured: boolean;
+  encoder?: 'sage' | 'gat';
+  layers?: number;
+  sampling?: 'last' | 'uniform';
+  num_neighbors?: Variant['num_neighbors'];
+  val?: Metrics;
+  test?: Metrics;
+  /** the objective's validation score the choice compared (higher is better) */
+  val_score?: number;
+  best_epoch?: number;
+  epochs?: number;
+  stopped?: LoopResult['stopped'];
+  seconds?: number;
+  /** parameters without embedding tables */
+  parameters?: number;
 }
 
 export interface TrainMetrics {
@@ -65,8 +93,18 @@ export interface TrainMetrics {
   val_lift: number | null;
   best_epoch: number;
   epochs: EpochRecord[];
+  /** why training ended before model.epochs (null: all epochs ran) */
+  stopped: LoopResult['stopped'];
   counts: { train: number; val: number; test: number };
-  anchors: { train: string[]; val: string; test: string };
+  anchors: { train: string[]; val: string; val_anchors: string[]; test: string };
+  /** every seed the result depends on: the model's (initialization, shuffling, training sampling, the training subsample) and the evaluation sampling's */
+  seeds: { model: number; evaluation: number };
+  /** the batch trained with (batch_size, or smaller for model.min_steps_per_epoch) */
+  batch_size: number;
+  /** how model choice validated: anchors, examples, the moving-average window, and why */
+  validation: { anchors: string[]; examples: number; smoothing: number; small: boolean | null; at_val_anchor: ValidationSize | null; reason: string };
+  /** the variant search, when asked for: every variant's validation and test figures and the one chosen */
+  search: { budget_seconds: number; seconds: number | undefined; chosen: string; variants: SearchVariantRecord[] } | null;
   curves?: Curves;
   baseline_curves?: { roc: [number, number][]; pr: [number, number][] };
   parameters: { total: number; without_embeddings: number };
@@ -79,8 +117,9 @@ export interface TrainManifest extends RunManifestBase {
   kind: 'train';
   /** identity of what was trained: same key → same model (pipeline re-runs reuse such a run) */
   run_key: string;
-  split: { window: number; train: string[]; val: string; test: string };
+  split: { window: number; train: string[]; val: string; val_anchors: string[]; test: string };
   init_from: string | null;
+  search?: { chosen: string; budget_seconds: number };
   backend_info: BackendInfo;
 }
 
@@ -102,15 +141,20 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   const backend = await selectBackend(opts.backend ?? 'auto');
   info(`train: task ${task.name} on the ${backend.name} backend`);
 
+  const search = opts.search ?? (mc.search ? { budget_seconds: mc.search_budget } : null);
+  if (search && opts.init_from) {
+    throw new ConfigError('a variant search trains every variant from scratch, so it cannot fine-tune', [], { where: opts.search ? '--search' : `tasks.${task.name}.model.search`, hint: 'drop --init-from, or train without the search (omit --search; model.search: false)' });
+  }
   const built = await buildGraph(cfg);
   const graph = Graph.load(built.dir);
   const range = graph.manifest.time_range;
   if (!range) throw new DataError('no table has a time_column, so there are no anchor times to train at', { hint: 'declare time_column on the fact tables' });
-  const split = taskSplit(task, { min: range[0], max: range[1] });
+  const timeRange = { min: range[0], max: range[1] };
   const exclusions = targetExclusions(task);
   const excludedSet = new Set(exclusions.map((e) => `${e.table}.${e.column}`));
 
   let tStage = performance.now();
+  const { split, validation } = await validationSplit(task, mc, timeRange, built.dir, graph);
   // DuckDB SQL with no count to report: the heartbeat says how long it has been running.
   const tp = new Progress();
   tp.begin(`training tables for ${task.name}`, 0);
@@ -157,12 +201,12 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     featureSpec = featureSpecFromGraph(graph, exclusions, task.query.entity.table);
   }
 
-  const plan = buildPlan(graph, task.query.entity.table, mc.num_neighbors);
   const objective = objectiveFor(kind);
-  const ranking = kind === 'ranking' ? rankingSpec(graph, task, plan) : undefined;
-  const spec: ModelSpec = {
-    encoder: mc.encoder,
-    layers: mc.layers,
+  const ranking = kind === 'ranking' ? rankingSpec(graph, task, buildPlan(graph, task.query.entity.table, mc.num_neighbors)) : undefined;
+  if (ranking && search) throw new NotImplementedError('the variant search does not cover ranking tasks yet', { hint: `train task ${task.name} without --search / model.search` });
+  const specFor = (v: Pick<Variant, 'encoder' | 'layers' | 'sampling' | 'num_neighbors'>): ModelSpec => ({
+    encoder: v.encoder,
+    layers: v.layers,
     channels: mc.channels,
     heads: mc.heads,
     dropout: mc.dropout,
@@ -170,26 +214,23 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     skip: mc.skip,
     categorical_dim: mc.categorical_dim,
     root: task.query.entity.table,
-    fanouts: mc.num_neighbors,
-    sampling: mc.sampling,
+    fanouts: v.num_neighbors,
+    sampling: v.sampling,
     degree: 'visible',
     types: Object.fromEntries(Object.entries(featureSpec.tables).map(([t, s]) => [t, { num_dim: numericDim(s), cat_sizes: categoricalSizes(s) }])),
-    convs: ranking ? convLayout(plan, buildPlan(graph, ranking.item_table, mc.num_neighbors)) : convLayout(plan),
+    convs: ranking
+      ? convLayout(buildPlan(graph, task.query.entity.table, v.num_neighbors), buildPlan(graph, ranking.item_table, v.num_neighbors))
+      : convLayout(buildPlan(graph, task.query.entity.table, v.num_neighbors)),
     output: objective.fitOutput(tables.train.labels),
     // `config validate` already checked that a configured loss fits the objective.
     loss: mc.loss ?? objective.losses[0]!,
     ...(ranking ? { ranking } : {}),
-  };
-  const model = new DeepModel(graph, spec, featureSpec, seed);
-  if (init) {
-    const w = loadWeights(init.dir);
-    model.params.load(w.index, w.blob, { allowGrow: true });
-    info(`train: fine-tuning from ${init.id}`);
-  }
+  });
+  const { variants, skipped } = search ? searchVariants(mc) : { variants: [searchVariants(mc).variants[0]!], skipped: [] };
 
   const runId = newRunId(task.name);
   const runDir = createRunDir(cfg.artifactsDir, runId);
-  writeModelJson(runDir, 'spec.json', spec);
+  writeModelJson(runDir, 'spec.json', specFor(variants[0]!));
   writeModelJson(runDir, 'features.json', featureSpec);
   const manifest: TrainManifest = {
     kind: 'train',
@@ -204,7 +245,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     backend_info: backend,
     seed,
     config: { name: cfg.name, path: cfg.path, task: { query: task.query.text, split: task.split }, model: mc, data: cfg.data },
-    split: { window: split.window, train: split.trainAnchors.map(isoSeconds), val: isoSeconds(split.valAnchor), test: isoSeconds(split.testAnchor) },
+    split: splitRecord(split),
     init_from: init?.id ?? null,
     run_key: trainRunKey(cfg, task, graph.manifest.fingerprint, opts),
     timings: { training_tables: round(tablesSeconds, 2) },
@@ -231,45 +272,143 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
   };
   const workers = mc.workers === 'auto' ? (availableParallelism() >= 2 && (backend.name === 'wasm' || backend.name === 'cpu') ? 2 : 1) : mc.workers;
   const data = { train: tables.train, val: tables.val, test: tables.test };
-  let engine: GradientEngine | null = null;
+  const batchSize = effectiveBatchSize(tables.train.nodes.length, mc.batch_size, mc.min_steps_per_epoch);
+  if (batchSize < mc.batch_size) info(`train: batch ${batchSize} (not ${mc.batch_size}) so that ${tables.train.nodes.length} training examples give ≥ ${mc.min_steps_per_epoch} steps an epoch (model.min_steps_per_epoch)`);
+  const mm = objective.mainMetric;
+  const mainOf = (m: Metrics): number => (m as unknown as Record<string, number>)[mm.name]!;
+  /** Trains one variant to its best epoch and evaluates it; its model stays open for the caller. */
+  const fit = async (spec: ModelSpec, checkpointDir: string, deadline: number | undefined) => {
+    const model = new DeepModel(graph, spec, featureSpec, seed);
+    let engine: GradientEngine | null = null;
+    try {
+      if (init) {
+        const w = loadWeights(init.dir);
+        model.params.load(w.index, w.blob, { allowGrow: true });
+        info(`train: fine-tuning from ${init.id}`);
+      }
+      engine = workers > 1 ? await WorkerEngine.start(workers, graph, spec, featureSpec, data, opts.backend ?? 'auto') : null;
+      engine ??= new LocalEngine(model, data);
+      manifest.workers = engine.workers;
+      if (engine.workers > 1) info(`train: data parallel over ${engine.workers} worker threads`);
+      const t = performance.now();
+      const loop = await trainLoop(
+        model,
+        engine,
+        tables,
+        { epochs: opts.epochs ?? mc.epochs, batchSize, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr, smoothing: validation.smoothing, deadline, checkpointDir },
+        seed,
+        stop,
+        runDir,
+      );
+      const trainingSeconds = (performance.now() - t) / 1000;
+      const tEval = performance.now();
+      model.params.assignBlob(loop.best);
+      const evalProgress = new Progress();
+      // The best epoch's validation outputs were computed with the same weights and seed: no second pass.
+      let valRaw = loop.bestValRaw;
+      if (!valRaw) {
+        evalProgress.begin('evaluation: validation', tables.val.nodes.length);
+        valRaw = await engine.predict(loop.best, 'val', EVAL_SEED, (done) => evalProgress.update(done));
+      }
+      evalProgress.begin('evaluation: test', tables.test.nodes.length);
+      const testRaw = await engine.predict(loop.best, 'test', EVAL_SEED, (done) => evalProgress.update(done));
+      const valPred = model.toOutput(valRaw);
+      const testPred = model.toOutput(testRaw);
+      const evaluationSeconds = (performance.now() - tEval) / 1000;
+      evalProgress.end(`evaluation: ${tables.test.nodes.length.toLocaleString('en-US')} test examples in ${evaluationSeconds.toFixed(1)}s`);
+      return { model, loop, trainingSeconds, evaluationSeconds, valPred, testPred, val: objective.metrics(tables.val.labels, valPred), test: objective.metrics(tables.test.labels, testPred) };
+    } catch (e) {
+      model.dispose();
+      throw e;
+    } finally {
+      await engine?.close();
+    }
+  };
+  if (ranking) {
+    // The recommender trains on its own loop (train/ranking_trainer.ts), one thread, without the search.
+    const model = new DeepModel(graph, specFor(variants[0]!), featureSpec, seed);
+    try {
+      if (init) {
+        const w = loadWeights(init.dir);
+        model.params.load(w.index, w.blob, { allowGrow: true });
+        info(`train: fine-tuning from ${init.id}`);
+      }
+      return finish(await trainRankingRun(model, tables, task, mc, seed, stop, runDir, opts, manifest, split, validation));
+    } catch (e) {
+      manifest.status = 'failed';
+      manifest.error = e instanceof Error ? e.message : String(e);
+      writeManifest(runDir, manifest);
+      throw e;
+    } finally {
+      process.off('SIGINT', onSigint);
+      model.dispose();
+    }
+  }
+
+  let chosen: Awaited<ReturnType<typeof fit>> | null = null;
   let baselineJob: BaselineJob | null = null;
   let baselineRowCount = 0;
   try {
-    // The recommender trains on its own loop (train/ranking_trainer.ts), one thread.
-    if (ranking) return finish(await trainRankingRun(model, tables, task, mc, seed, stop, runDir, opts, manifest));
+    // The no-graph baseline fits on a worker thread beside the epochs (and the search's variants).
     if (tables.baseline) {
       const inputs = baselineInputs(tables, task.split.baseline_max_train_examples, seed);
       baselineRowCount = inputs.train.nodes.length;
       const entity = task.query.entity.table;
-      baselineJob = BaselineJob.start({ featureSpec, table: entity, inputs, kind, seed, backend: opts.backend ?? 'auto' }, graph, model.features[entity]!);
+      baselineJob = BaselineJob.start({ featureSpec, table: entity, inputs, kind, seed, backend: opts.backend ?? 'auto' }, graph, bindFeatures(graph, featureSpec)[entity]!);
     }
-    engine = workers > 1 ? await WorkerEngine.start(workers, graph, spec, featureSpec, data, opts.backend ?? 'auto') : null;
-    engine ??= new LocalEngine(model, data);
-    manifest.workers = engine.workers;
-    if (engine.workers > 1) info(`train: data parallel over ${engine.workers} worker threads`);
     tStage = performance.now();
-    const loop = await trainLoop(model, engine, tables, { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr }, seed, stop, runDir);
-    manifest.timings.training = round((performance.now() - tStage) / 1000, 2);
-
-    tStage = performance.now();
-    model.params.assignBlob(loop.best);
-    const evalProgress = new Progress();
-    // The best epoch's validation outputs were computed with the same weights and seed: no second pass.
-    let valRaw = loop.bestValRaw;
-    if (!valRaw) {
-      evalProgress.begin('evaluation: validation', tables.val.nodes.length);
-      valRaw = await engine.predict(loop.best, 'val', 1234, (done) => evalProgress.update(done));
+    const records: SearchVariantRecord[] = [];
+    const durations: number[] = [];
+    const deadline = search ? tStage + search.budget_seconds * 1000 : undefined;
+    let chosenIndex = -1;
+    for (const v of variants) {
+      const elapsed = (performance.now() - tStage) / 1000;
+      const base = { name: v.name, encoder: v.encoder, layers: v.layers, sampling: v.sampling, num_neighbors: v.num_neighbors, configured: v.configured };
+      if (stop.requested || (search && !fitsBudget(elapsed, durations, search.budget_seconds))) {
+        records.push({ ...base, status: 'skipped', reason: stop.requested ? 'interrupted' : `budget: ${Math.round(elapsed)}s of ${search!.budget_seconds}s used, the slowest variant took ${Math.round(Math.max(...durations))}s` });
+        continue;
+      }
+      if (search) info(`search: variant ${records.length + 1}/${variants.length} ${v.name}${v.configured ? ' (configured)' : ''}`);
+      const spec = specFor(v);
+      const tVariant = performance.now();
+      // The configured model has no deadline: a search never ends without it.
+      const r = await fit(spec, search ? join(runDir, 'variants', v.name) : runDir, v.configured ? undefined : deadline);
+      durations.push((performance.now() - tVariant) / 1000);
+      records.push({
+        ...base,
+        status: 'trained',
+        val: r.val,
+        test: r.test,
+        val_score: round(objective.score(r.val), 4),
+        best_epoch: r.loop.bestEpoch,
+        epochs: r.loop.epochs.length,
+        stopped: r.loop.stopped,
+        seconds: round(durations[durations.length - 1]!, 2),
+        parameters: r.model.gnn.parameterCount(true),
+      });
+      if (search) info(`search: ${v.name}: val ${mm.name} ${mainOf(r.val).toFixed(4)}, test ${mainOf(r.test).toFixed(4)} (best epoch ${r.loop.bestEpoch})`);
+      const scores = records.map((x) => (x.status === 'trained' ? x.val_score! : null));
+      const pick = chooseVariant(scores);
+      // A validation set with one class scores NaN: then the first variant stays, as a run without search would.
+      if (pick === records.length - 1 || (chosen === null && pick < 0)) {
+        chosen?.model.dispose();
+        chosen = r;
+        chosenIndex = records.length - 1;
+        if (search) {
+          // The run folder always holds the best variant so far: spec and weights agree at every moment.
+          writeModelJson(runDir, 'spec.json', spec);
+          saveWeights(runDir, r.model.params.serialize().index, r.loop.best);
+        }
+      } else {
+        r.model.dispose();
+      }
     }
-    evalProgress.begin('evaluation: test', tables.test.nodes.length);
-    const testRaw = await engine.predict(loop.best, 'test', 1234, (done) => evalProgress.update(done));
-    const valPred = model.toOutput(valRaw);
-    const testPred = model.toOutput(testRaw);
-    const val = objective.metrics(tables.val.labels, valPred);
-    const test = objective.metrics(tables.test.labels, testPred);
-    manifest.timings.evaluation = round((performance.now() - tStage) / 1000, 2);
-    evalProgress.end(`evaluation: ${tables.test.nodes.length.toLocaleString('en-US')} test examples in ${manifest.timings.evaluation.toFixed(1)}s`);
-    await engine.close();
-    engine = null;
+    for (const sk of skipped) records.push({ name: sk.name, status: 'skipped', reason: sk.reason, configured: false });
+    if (!chosen) throw new DataError(`task ${task.name}: no variant produced a validation score`, { hint: 'check the validation examples (their labels may be all one class)' });
+    if (search) rmSync(join(runDir, 'variants'), { recursive: true, force: true });
+    const { model, loop, val, test, testPred } = chosen;
+    manifest.timings.training = round((performance.now() - tStage - chosen.evaluationSeconds * 1000) / 1000, 2);
+    manifest.timings.evaluation = round(chosen.evaluationSeconds, 2);
 
     tStage = performance.now();
     let baseline: BaselineResult | null = null;
@@ -291,9 +430,8 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       bp.end(`baseline: no-graph MLP on ${baseline.train_rows.toLocaleString('en-US')} rows in ${baseline.seconds.toFixed(1)}s${baselineJob.onWorker ? ` (beside training; waited ${manifest.timings.baseline_wait.toFixed(1)}s)` : ''}`);
     }
 
-    const mm = objective.mainMetric;
-    const testMain = (test as unknown as Record<string, number>)[mm.name]!;
-    const baseMain = baseline ? (baseline.test as unknown as Record<string, number>)[mm.name]! : null;
+    const testMain = mainOf(test);
+    const baseMain = baseline ? mainOf(baseline.test) : null;
     const metrics: TrainMetrics = {
       task: task.name,
       kind,
@@ -305,8 +443,13 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
       val_lift: baseline ? round(objective.score(val) - objective.score(baseline.val), 4) : null,
       best_epoch: loop.bestEpoch,
       epochs: loop.epochs,
+      stopped: loop.stopped,
       counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
       anchors: manifest.split,
+      seeds: { model: seed, evaluation: EVAL_SEED },
+      batch_size: batchSize,
+      validation: { anchors: split.valAnchors.map(isoSeconds), examples: tables.val.nodes.length, smoothing: validation.smoothing, small: validation.small, at_val_anchor: validation.at_val_anchor, reason: validation.reason },
+      search: search ? { budget_seconds: search.budget_seconds, seconds: manifest.timings.training, chosen: records[chosenIndex]!.name, variants: records } : null,
       parameters: { total: model.gnn.parameterCount(false), without_embeddings: model.gnn.parameterCount(true) },
     };
     const curves = objective.curves(tables.test.labels, testPred);
@@ -317,6 +460,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     }
     const behind = baselineWarning(task.name, mm.name, metrics.val_lift, metrics.lift);
     if (behind) warn(behind);
+    if (search) manifest.search = { chosen: metrics.search!.chosen, budget_seconds: search.budget_seconds };
     return finish(metrics);
   } catch (e) {
     manifest.status = 'failed';
@@ -325,10 +469,53 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     throw e;
   } finally {
     process.off('SIGINT', onSigint);
-    await engine?.close();
     await baselineJob?.close();
-    model.dispose();
+    chosen?.model.dispose();
   }
+}
+
+/**
+ * The batch a training set trains with: batch_size, shrunk so an epoch has at least `minSteps` optimizer
+ * steps, never below 32 rows. With ~1,000 examples and batch 512 an epoch was two Adam steps: ten epochs
+ * ended undertrained (best epoch = last epoch in every run) and early stopping judged a model that had
+ * barely moved. Training sets of batch_size × minSteps rows or more keep batch_size.
+ */
+export function effectiveBatchSize(n: number, batchSize: number, minSteps: number): number {
+  return Math.max(1, Math.min(batchSize, Math.max(32, Math.ceil(n / minSteps))));
+}
+
+/** Seed of the neighbour sampling when validation and test are predicted: fixed, so evaluations compare. */
+export const EVAL_SEED = 1234;
+
+function splitRecord(split: TaskSplit): TrainManifest['split'] {
+  return { window: split.window, train: split.trainAnchors.map(isoSeconds), val: isoSeconds(split.valAnchor), val_anchors: split.valAnchors.map(isoSeconds), test: isoSeconds(split.testAnchor) };
+}
+
+/**
+ * The split with the validation anchors the run uses (`split.val_anchors`, "auto" decided on the size of
+ * the validation set at the val anchor), and the smoothing of the validation score (`model.val_smoothing`).
+ */
+async function validationSplit(task: TaskSpec, mc: TaskSpec['model'], range: { min: number; max: number }, graphDir: string, graph: Graph): Promise<{ split: TaskSplit; validation: ValidationPlan }> {
+  const one = taskSplit(task, range);
+  const entityTask = task.query.target.kind === 'entity';
+  // Ranking runs train on their own loop (ranking_trainer.ts), which validates at one anchor by the raw score.
+  if (task.query.taskType === 'ranking') return { split: one, validation: { val_anchors: 1, smoothing: 1, at_val_anchor: null, small: null, reason: 'ranking runs validate at the val anchor by the raw score' } };
+  const configured = task.split.val_anchors ?? 'auto';
+  const validation = await planValidation({ val_anchors: configured, smoothing: mc.val_smoothing }, entityTask, () => validationSize(graphDir, graph.manifest, task, one));
+  let split = one;
+  if (validation.val_anchors > 1) {
+    try {
+      split = taskSplit(task, range, { valAnchorCount: validation.val_anchors });
+    } catch (e) {
+      // "auto" must not break a task that trains with one val anchor: fall back when more do not fit.
+      if (!(e instanceof DataError) || configured !== 'auto') throw e;
+      warn(`train: ${validation.val_anchors} validation anchors do not fit the data (${e.message}); validating at one anchor`);
+      validation.val_anchors = 1;
+    }
+    validation.val_anchors = split.valAnchors.length;
+  }
+  info(`train: validation at ${split.valAnchors.length} anchor(s), best epoch by ${validation.smoothing > 1 ? `a ${validation.smoothing}-epoch moving average` : 'the epoch\'s own score'} (${validation.reason})`);
+  return { split, validation };
 }
 
 /** Everything that determines a training run's result: config of the task, data, seed, code version. */
@@ -344,8 +531,10 @@ export function baselineWarning(task: string, metric: string, valLift: number | 
   );
 }
 
-export function trainRunKey(cfg: Config, task: TaskSpec, dataFingerprint: string, opts: Pick<TrainOptions, 'init_from' | 'epochs'>): string {
-  return hashValue({ v: VERSION, data: dataFingerprint, query: task.query.text, split: task.split, model: task.model, seed: cfg.seed, init: opts.init_from ?? null, epochs: opts.epochs ?? null });
+export function trainRunKey(cfg: Config, task: TaskSpec, dataFingerprint: string, opts: Pick<TrainOptions, 'init_from' | 'epochs' | 'search'>): string {
+  // `search` joins the key only when asked for on the command line, so existing runs keep their keys.
+  const search = opts.search ? { search: opts.search } : {};
+  return hashValue({ v: VERSION, data: dataFingerprint, query: task.query.text, split: task.split, model: task.model, seed: cfg.seed, init: opts.init_from ?? null, epochs: opts.epochs ?? null, ...search });
 }
 
 function readGraphSchema(m: TrainManifest): Graph['manifest']['schema'] {
@@ -384,6 +573,8 @@ async function trainRankingRun(
   runDir: string,
   opts: TrainOptions,
   manifest: TrainManifest,
+  split: TaskSplit,
+  validation: ValidationPlan,
 ): Promise<TrainMetrics> {
   manifest.workers = 1;
   const tStage = performance.now();
@@ -403,6 +594,11 @@ async function trainRankingRun(
     epochs: fit.epochs,
     counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
     anchors: manifest.split,
+    stopped: null,
+    seeds: { model: seed, evaluation: EVAL_SEED },
+    batch_size: mc.batch_size,
+    validation: { anchors: split.valAnchors.map(isoSeconds), examples: tables.val.nodes.length, smoothing: validation.smoothing, small: validation.small, at_val_anchor: validation.at_val_anchor, reason: validation.reason },
+    search: null,
     parameters: { total: model.gnn.parameterCount(false), without_embeddings: model.gnn.parameterCount(true) },
     baselines: fit.baselines,
     best_baseline: fit.best_baseline,

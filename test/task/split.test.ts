@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TaskSpec } from '../../src/config/load.js';
 import { modelSchema, taskSchema } from '../../src/config/schema.js';
 import { DataError } from '../../src/core/errors.js';
-import { alignedEnd, parseTime, taskSplit } from '../../src/task/split.js';
+import { alignedEnd, parseTime, taskSplit, valAnchorStride } from '../../src/task/split.js';
 import { parseQuery } from '../../src/task/pql.js';
 
 const DAY = 86400;
@@ -51,7 +51,7 @@ describe('default anchors: test = newest − window, val = test − window, trai
 
   it('fact tasks split at 7-day boundaries and have no train anchors', () => {
     const s = taskSplit(task(FRAUD), RANGE);
-    expect(s).toEqual({ window: 7 * DAY, trainAnchors: [], valAnchor: t('2020-01-14T00:00:00Z'), testAnchor: t('2020-01-21T00:00:00Z') });
+    expect(s).toEqual({ window: 7 * DAY, trainAnchors: [], valAnchor: t('2020-01-14T00:00:00Z'), valAnchors: [t('2020-01-14T00:00:00Z')], testAnchor: t('2020-01-21T00:00:00Z') });
   });
 
   it('explicit test_anchor / val_anchor (ISO dates, times, offsets) win over the defaults', () => {
@@ -106,5 +106,56 @@ describe('anchor times', () => {
     const a = taskSplit(task(CHURN, { test_anchor: '2020-01-20T02:00:00+02:00' }), RANGE);
     const b = taskSplit(task(CHURN, { test_anchor: '2020-01-20T00:00:00Z' }), RANGE);
     expect(a.testAnchor).toBe(b.testAnchor);
+  });
+});
+
+describe('several validation anchors (small validation sets)', () => {
+  // A 14-day churn window over a long span: test 14 days before the newest midnight.
+  const LONG = { min: t('2019-01-01T00:00:00Z'), max: t('2020-03-31T12:00:00Z') };
+  const CHURN14 = 'PREDICT COUNT(transactions.*, 0, 14, days) = 0 FOR EACH customers.customer_id';
+
+  it('steps back from the val anchor in whole days; the newest is val_anchor; test does not move', () => {
+    const one = taskSplit(task(CHURN14), LONG);
+    const four = taskSplit(task(CHURN14), LONG, { valAnchorCount: 4 });
+    expect(four.testAnchor).toBe(one.testAnchor);
+    expect(four.valAnchor).toBe(one.valAnchor);
+    expect(four.valAnchors).toEqual([one.valAnchor - 9 * DAY, one.valAnchor - 6 * DAY, one.valAnchor - 3 * DAY, one.valAnchor]);
+    expect(one.valAnchors).toEqual([one.valAnchor]);
+    for (const a of four.valAnchors) expect(a % DAY).toBe(0);
+  });
+
+  it('no validation label window reaches the test period, no training label window reaches a validation one', () => {
+    const s = taskSplit(task(CHURN14), LONG, { valAnchorCount: 4 });
+    for (const a of s.valAnchors) expect(a + s.window).toBeLessThanOrEqual(s.testAnchor);
+    const newestTrain = s.trainAnchors[s.trainAnchors.length - 1]!;
+    expect(newestTrain + s.window).toBeLessThanOrEqual(s.valAnchors[0]!);
+    expect(s.trainAnchors).toHaveLength(10);
+    // the training anchors keep their spacing, one window apart
+    for (let i = 1; i < s.trainAnchors.length; i++) expect(s.trainAnchors[i]! - s.trainAnchors[i - 1]!).toBe(s.window);
+  });
+
+  it('the stride: window / count, whole days for day windows, the exact fraction otherwise', () => {
+    expect(valAnchorStride(14 * DAY, 4)).toBe(3 * DAY);
+    expect(valAnchorStride(7 * DAY, 14)).toBe(DAY);
+    expect(valAnchorStride(36 * 3600, 4)).toBe(9 * 3600);
+    expect(valAnchorStride(14 * DAY, 1)).toBe(14 * DAY);
+  });
+
+  it('fact-row tasks keep one val boundary', () => {
+    const s = taskSplit(task(FRAUD), RANGE, { valAnchorCount: 4 });
+    expect(s.valAnchors).toEqual([s.valAnchor]);
+  });
+
+  it('when the extra anchors leave no room for training, the error says to use fewer val_anchors', () => {
+    const short = { min: t('2020-01-01T00:00:00Z'), max: t('2020-02-20T00:00:00Z') };
+    expect(() => taskSplit(task(CHURN14, { train_anchors: 1 }), short)).not.toThrow();
+    let err: unknown = null;
+    try {
+      taskSplit(task(CHURN14, { train_anchors: 1 }), short, { valAnchorCount: 14 });
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(DataError);
+    expect((err as DataError).hint).toMatch(/fewer val_anchors/);
   });
 });

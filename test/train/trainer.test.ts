@@ -105,7 +105,7 @@ describe('a training run', () => {
   it('save → DeepModel.load gives the predictions the run was evaluated with', async () => {
     const m = readManifest<TrainManifest>(first.runDir);
     const graph = Graph.load(m.graph.dir);
-    const tables = await churnTables(graph);
+    const tables = await churnTables(graph, first.metrics.validation.anchors.length);
     const a = DeepModel.load(first.runDir, graph);
     const b = DeepModel.load(first.runDir, graph);
     try {
@@ -187,10 +187,11 @@ describe('fine-tuning with --init-from', () => {
   });
 });
 
-async function churnTables(graph: Graph): Promise<TrainingTables> {
+/** The churn examples of a run: at its validation anchors (several when the tiny validation set was small). */
+async function churnTables(graph: Graph, valAnchors = 1): Promise<TrainingTables> {
   const task = cfg.taskSpecs.churn!;
   const range = graph.manifest.time_range!;
-  return buildTrainingTables(graph.dir, graph.manifest, task, taskSplit(task, { min: range[0], max: range[1] }), { seed: 0 });
+  return buildTrainingTables(graph.dir, graph.manifest, task, taskSplit(task, { min: range[0], max: range[1] }, { valAnchorCount: valAnchors }), { seed: 0 });
 }
 
 describe('the deep model can fit', () => {

@@ -4,7 +4,7 @@ import { InterruptedError } from '../../core/errors.js';
 import { train } from '../../train/trainer.js';
 import type { CommandOutput } from '../run.js';
 import { checkQualityGates, parseGates } from '../gates.js';
-import { intFlag, optional } from '../flags.js';
+import { budgetFlag, intFlag, optional } from '../flags.js';
 
 export interface TrainCommandOptions {
   config: string;
@@ -12,6 +12,8 @@ export interface TrainCommandOptions {
   backend?: string;
   initFrom?: string;
   epochs?: unknown;
+  search?: boolean;
+  searchBudget?: unknown;
   artifacts?: string;
   failUnder?: string[];
   cwd?: string;
@@ -19,8 +21,12 @@ export interface TrainCommandOptions {
 
 export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOutput> {
   const gates = parseGates(opts.failUnder);
+  const budget = optional(budgetFlag('--search-budget'), opts.searchBudget);
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
+  // --search-budget implies --search; the budget defaults to the task's model.search_budget.
+  const search = opts.search || budget !== undefined ? { budget_seconds: budget ?? cfg.taskSpecs[opts.task]?.model.search_budget ?? 600 } : undefined;
   const r = await train({
+    search,
     cfg,
     task: opts.task,
     backend: parseBackendRequest(opts.backend),
@@ -37,7 +43,25 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
     seconds: Math.round(r.seconds * 10) / 10,
     metrics: { val: m.val, test: m.test, baseline: m.baseline ? { val: m.baseline.val, test: m.baseline.test } : null, lift: m.lift, val_lift: m.val_lift },
     best_epoch: m.best_epoch,
+    stopped: m.stopped,
     counts: m.counts,
+    seeds: m.seeds,
+    validation: { anchors: m.validation.anchors, examples: m.validation.examples, smoothing: m.validation.smoothing, small: m.validation.small, reason: m.validation.reason },
+    search: m.search
+      ? {
+          chosen: m.search.chosen,
+          budget_seconds: m.search.budget_seconds,
+          variants: m.search.variants.map((v) => ({
+            name: v.name,
+            status: v.status,
+            ...(v.reason ? { reason: v.reason } : {}),
+            val: v.val ? pickMain(v.val, m.main_metric) : null,
+            test: v.test ? pickMain(v.test, m.main_metric) : null,
+            best_epoch: v.best_epoch ?? null,
+            seconds: v.seconds ?? null,
+          })),
+        }
+      : null,
     seeds_per_s: m.epochs.length ? Math.round(m.epochs.reduce((a, e) => a + e.seeds_per_s, 0) / m.epochs.length) : 0,
   };
   if (r.status === 'interrupted') {
@@ -52,7 +76,23 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
   const text = [
     `run ${r.runId} (${r.status}) in ${result.seconds}s: ${r.runDir}`,
     `  ${mm}: val ${pick(m.val)}  test ${pick(m.test)}  no-graph baseline test ${pick(m.baseline?.test ?? null)}  lift ${m.lift === null ? '-' : m.lift.toFixed(4)}`,
-    `  best epoch ${m.best_epoch} of ${m.epochs.length}; ${result.seeds_per_s.toLocaleString('en-US')} seeds/s`,
+    `  best epoch ${m.best_epoch} of ${m.epochs.length}${m.validation.smoothing > 1 ? ` (${m.validation.smoothing}-epoch moving average)` : ''}; validation ${m.validation.examples} examples at ${m.validation.anchors.length} anchor(s); seed ${m.seeds.model}; ${result.seeds_per_s.toLocaleString('en-US')} seeds/s`,
+    ...(m.search
+      ? [
+          `  search (budget ${m.search.budget_seconds}s): chose ${m.search.chosen}`,
+          ...m.search.variants.map((v) =>
+            v.status === 'trained'
+              ? `    ${v.name === m.search!.chosen ? '*' : ' '} ${v.name.padEnd(16)} val ${pick(v.val)}  test ${pick(v.test)}  best epoch ${v.best_epoch}  ${v.seconds}s`
+              : `      ${v.name.padEnd(16)} skipped: ${v.reason}`,
+          ),
+        ]
+      : []),
   ].join('\n');
   return { result, text };
+}
+
+/** The main metric of a metrics record (null when absent, e.g. NaN AUROC serialized). */
+function pickMain(m: unknown, metric: string): number | null {
+  const v = (m as Record<string, number | null>)[metric];
+  return v === undefined ? null : v;
 }

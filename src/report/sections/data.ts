@@ -30,6 +30,8 @@ export function dataSection(d: TrainReport | DistillReport): string {
       facts([
         ['Train anchors', a.train.length ? `${esc(a.train.length)} anchors, ${esc(fmtTime(a.train[0]))} → ${esc(fmtTime(a.train[a.train.length - 1]))}` : 'none: each fact row is an example at its own time, up to the validation anchor'],
         ['Validation anchor', `<span data-anchor="val">${esc(fmtTime(a.val))}</span>`],
+        // several when the validation set at val_anchor was small (split.val_anchors)
+        ['Validation anchors', a.val_anchors && a.val_anchors.length > 1 ? `<span data-anchor="val_anchors">${esc(a.val_anchors.length)}: ${esc(a.val_anchors.map((t) => fmtTime(t).replace(' 00:00 UTC', '')).join(', '))}</span>` : null],
         ['Test anchor', `<span data-anchor="test">${esc(fmtTime(a.test))}</span>`],
         ['Label window', a.window !== undefined ? esc(fmtAge(a.window)) : null],
       ]) + (a.train.length ? chips(a.train.map((t) => fmtTime(t).replace(' 00:00 UTC', ''))) : '');

@@ -39,15 +39,33 @@ export function trainingSection(d: TrainReport | DistillReport): string {
     ],
     marker,
   });
+  const smoothedOf = (e: (typeof epochs)[number]): number | undefined => ('val_smoothed' in e ? e.val_smoothed : undefined);
+  const smoothed = epochs.some((e) => smoothedOf(e) !== undefined);
   const tbl = table({
     id: 'epochs-table',
     caption: 'Per-epoch values',
-    columns: [{ label: 'Epoch' }, { label: 'Loss', numeric: true }, { label: `Val ${main.label}`, numeric: true }, { label: `Val ${second.label}`, numeric: true }],
-    rows: epochs.map((e) => [`${esc(e.epoch)}${e.epoch === best ? ' <span class="tag">best</span>' : ''}`, esc(fmtMetric(e.loss)), esc(formatBySpec(main, e.val[main.key])), esc(formatBySpec(second, e.val[second.key]))]),
+    columns: [
+      { label: 'Epoch' },
+      { label: 'Loss', numeric: true },
+      { label: `Val ${main.label}`, numeric: true },
+      ...(smoothed ? [{ label: `Val ${main.label}, moving average`, numeric: true }] : []),
+      { label: `Val ${second.label}`, numeric: true },
+    ],
+    rows: epochs.map((e) => [
+      `${esc(e.epoch)}${e.epoch === best ? ' <span class="tag">best</span>' : ''}`,
+      esc(fmtMetric(e.loss)),
+      esc(formatBySpec(main, e.val[main.key])),
+      ...(smoothed ? [esc(fmtMetric(smoothedOf(e)))] : []),
+      esc(formatBySpec(second, e.val[second.key])),
+    ]),
     rowAttrs: (i) => `data-epoch="${epochs[i]!.epoch}"${epochs[i]!.epoch === best ? ' class="best"' : ''}`,
     className: 'compact',
   });
   const stopped = epochs.length > 0 && best < epochs[epochs.length - 1]!.epoch ? ` Training went on for ${epochs[epochs.length - 1]!.epoch - best} more epoch(s) without improving, then stopped.` : '';
-  const intro = `The model kept is the checkpoint of the best validation ${esc(main.label)}: epoch <strong>${esc(best)}</strong> of ${epochs.length}.${esc(stopped)}`;
+  const v = d.kind === 'train' ? d.metrics.validation : undefined;
+  const how = v && v.smoothing > 1 ? ` averaged over ${esc(v.smoothing)} epochs centered on each (the validation set is small: ${esc(v.reason)})` : '';
+  const where = v ? ` Validation: ${esc(v.examples)} examples at ${esc(v.anchors.length)} anchor(s).` : '';
+  const seeds = d.kind === 'train' && d.metrics.seeds ? ` Seeds: model <span data-metric="seeds.model">${esc(d.metrics.seeds.model)}</span>, evaluation sampling ${esc(d.metrics.seeds.evaluation)}.` : '';
+  const intro = `The model kept is the checkpoint of the best validation ${esc(main.label)}${how}: epoch <strong>${esc(best)}</strong> of ${epochs.length}.${esc(stopped)}${where}${seeds}`;
   return section('training', 'Training curves', grid([figure(loss, 'Training loss; the dashed green line marks the kept checkpoint.'), figure(val, `Validation ${esc(main.label)} (solid) and ${esc(second.label)} (dashed).`)]) + tbl, intro);
 }

@@ -7,7 +7,8 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { HopPath } from '../task/task_spec.js';
-import { lit, q, queryRows, queryValue, readColumns, withDuck } from '../data/duck.js';
+import { lit, q, queryRows, queryValue, readColumns, withDuck, type TypedOut } from '../data/duck.js';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { embedExact, tableDepth } from '../embed/layerwise.js';
 import { ArtifactError, DataError } from '../core/errors.js';
 import type { Graph } from '../graph/graph.js';
@@ -255,26 +256,12 @@ export async function fileEmbeddings(
   const missing = new Float32Array(n).fill(1);
   if (n === 0) return { values, missing, anchors: [] };
   return withDuck(async ({ conn }) => {
-    const list = `[${files.map(lit).join(', ')}]`;
-    const cols = await queryRows<{ name: string }>(conn, `SELECT column_name AS name FROM (DESCRIBE SELECT * FROM read_parquet(${list}, union_by_name = true))`);
-    if (!cols.some((c) => c.name === targetKey) || !cols.some((c) => c.name === 'embedding')) {
-      throw new DataError(`the embedding files lack a "${targetKey}" or "embedding" column`, { where: files[0], hint: 'pass files written by `gnnctl embed` for the embedded table' });
-    }
-    await conn.run(`CREATE TEMP TABLE e AS SELECT CAST(${q(targetKey)} AS VARCHAR) AS k, embedding, epoch_us(anchor_time) / 1e6 AS a FROM read_parquet(${list}, union_by_name = true)`);
-    const dims = await queryRows<{ d: number }>(conn, 'SELECT DISTINCT len(embedding)::INTEGER AS d FROM e');
-    if (dims.length !== 1 || dims[0]!.d !== dim) {
-      throw new ArtifactError(`the embedding files have dimension ${dims.map((x) => x.d).join('/')}, the base run ${dim}`, { where: files[0], hint: 'use embeddings written with the base run' });
-    }
+    await loadSnapshots(conn, files, targetKey, dim, 'pass files written by `gnnctl embed` for the embedded table');
     await conn.run(
       `CREATE TEMP TABLE f AS SELECT __node AS ex, __t AS t, CAST(${q(keyColumn)} AS VARCHAR) AS k FROM read_parquet(${lit(rowsPath(graph.dir, graph.manifest, factTable))}) ` +
         `WHERE __node >= ${nodes[0]} AND __node <= ${nodes[n - 1]}`,
     );
-    const sql =
-      `SELECT f.ex, ${Array.from({ length: dim }, (_, j) => `e.embedding[${j + 1}]::DOUBLE`).join(', ')} ` +
-      `FROM f ASOF JOIN e ON f.k = e.k AND f.t - ${offsets.min} >= e.a WHERE e.a >= f.t - ${offsets.max} ORDER BY f.ex`;
-    const count = Number(await queryValue(conn, `SELECT count(*) FROM (${sql})`));
-    const arrays = await readColumns(conn, sql, count, ['i32', ...Array.from({ length: dim }, () => 'f32' as const)]);
-    const ex = arrays[0] as Int32Array;
+    const { count, ex, arrays } = await asofSnapshots(conn, offsets, dim);
     const rowOf = new Map<number, number>();
     nodes.forEach((v, i) => rowOf.set(v, i));
     const anchorsSeen = (await queryRows<{ a: number }>(conn, 'SELECT DISTINCT a FROM e ORDER BY a')).map((r) => r.a);
@@ -314,16 +301,7 @@ export async function entityFileEmbeddings(
   const missing = new Float32Array(n).fill(1);
   if (n === 0) return { values, missing, anchors: [] };
   return withDuck(async ({ conn }) => {
-    const list = `[${files.map(lit).join(', ')}]`;
-    const cols = await queryRows<{ name: string }>(conn, `SELECT column_name AS name FROM (DESCRIBE SELECT * FROM read_parquet(${list}, union_by_name = true))`);
-    if (!cols.some((c) => c.name === keyColumn) || !cols.some((c) => c.name === 'embedding')) {
-      throw new DataError(`the embedding files lack a "${keyColumn}" or "embedding" column`, { where: files[0], hint: `pass files written by \`gnnctl embed --table ${table}\`` });
-    }
-    await conn.run(`CREATE TEMP TABLE e AS SELECT CAST(${q(keyColumn)} AS VARCHAR) AS k, embedding, epoch_us(anchor_time) / 1e6 AS a FROM read_parquet(${list}, union_by_name = true)`);
-    const dims = await queryRows<{ d: number }>(conn, 'SELECT DISTINCT len(embedding)::INTEGER AS d FROM e');
-    if (dims.length !== 1 || dims[0]!.d !== dim) {
-      throw new ArtifactError(`the embedding files have dimension ${dims.map((x) => x.d).join('/')}, the base run ${dim}`, { where: files[0], hint: 'use embeddings written with the base run' });
-    }
+    await loadSnapshots(conn, files, keyColumn, dim, `pass files written by \`gnnctl embed --table ${table}\``);
     await conn.run('CREATE TEMP TABLE x (ex INTEGER, node INTEGER, t DOUBLE)');
     const app = await conn.createAppender('x');
     try {
@@ -340,12 +318,7 @@ export async function entityFileEmbeddings(
     await conn.run(
       `CREATE TEMP TABLE f AS SELECT x.ex, x.t, CAST(r.${q(keyColumn)} AS VARCHAR) AS k FROM x JOIN read_parquet(${lit(rowsPath(graph.dir, graph.manifest, table))}) r ON r.__node = x.node`,
     );
-    const sql =
-      `SELECT f.ex, ${Array.from({ length: dim }, (_, j) => `e.embedding[${j + 1}]::DOUBLE`).join(', ')} ` +
-      `FROM f ASOF JOIN e ON f.k = e.k AND f.t - ${offsets.min} >= e.a WHERE e.a >= f.t - ${offsets.max} ORDER BY f.ex`;
-    const count = Number(await queryValue(conn, `SELECT count(*) FROM (${sql})`));
-    const arrays = await readColumns(conn, sql, count, ['i32', ...Array.from({ length: dim }, () => 'f32' as const)]);
-    const ex = arrays[0] as Int32Array;
+    const { count, ex, arrays } = await asofSnapshots(conn, offsets, dim);
     for (let i = 0; i < count; i++) {
       const r = ex[i]!;
       for (let j = 0; j < dim; j++) values[r * dim + j] = (arrays[j + 1] as Float32Array)[i]!;
@@ -354,4 +327,34 @@ export async function entityFileEmbeddings(
     const anchorsSeen = (await queryRows<{ a: number }>(conn, 'SELECT DISTINCT a FROM e ORDER BY a')).map((r) => r.a);
     return { values, missing, anchors: anchorsSeen };
   });
+}
+
+/**
+ * Loads snapshot files (key, embedding, anchor_time) into temp table `e` (k VARCHAR, embedding, a seconds),
+ * checking the key column and that every vector has the base run's dimension.
+ */
+async function loadSnapshots(conn: DuckDBConnection, files: string[], keyColumn: string, dim: number, hint: string): Promise<void> {
+  const list = `[${files.map(lit).join(', ')}]`;
+  const cols = await queryRows<{ name: string }>(conn, `SELECT column_name AS name FROM (DESCRIBE SELECT * FROM read_parquet(${list}, union_by_name = true))`);
+  if (!cols.some((c) => c.name === keyColumn) || !cols.some((c) => c.name === 'embedding')) {
+    throw new DataError(`the embedding files lack a "${keyColumn}" or "embedding" column`, { where: files[0], hint });
+  }
+  await conn.run(`CREATE TEMP TABLE e AS SELECT CAST(${q(keyColumn)} AS VARCHAR) AS k, embedding, epoch_us(anchor_time) / 1e6 AS a FROM read_parquet(${list}, union_by_name = true)`);
+  const dims = await queryRows<{ d: number }>(conn, 'SELECT DISTINCT len(embedding)::INTEGER AS d FROM e');
+  if (dims.length !== 1 || dims[0]!.d !== dim) {
+    throw new ArtifactError(`the embedding files have dimension ${dims.map((x) => x.d).join('/')}, the base run ${dim}`, { where: files[0], hint: 'use embeddings written with the base run' });
+  }
+}
+
+/**
+ * ASOF join of examples `f` (ex, t, k) with snapshots `e`: the newest snapshot at or before t − min, rejected
+ * when older than t − max. Returns the matched example ids and one column per embedding dimension.
+ */
+async function asofSnapshots(conn: DuckDBConnection, offsets: { min: number; max: number }, dim: number): Promise<{ count: number; ex: Int32Array; arrays: TypedOut[] }> {
+  const sql =
+    `SELECT f.ex, ${Array.from({ length: dim }, (_, j) => `e.embedding[${j + 1}]::DOUBLE`).join(', ')} ` +
+    `FROM f ASOF JOIN e ON f.k = e.k AND f.t - ${offsets.min} >= e.a WHERE e.a >= f.t - ${offsets.max} ORDER BY f.ex`;
+  const count = Number(await queryValue(conn, `SELECT count(*) FROM (${sql})`));
+  const arrays = await readColumns(conn, sql, count, ['i32', ...Array.from({ length: dim }, () => 'f32' as const)]);
+  return { count, ex: arrays[0] as Int32Array, arrays };
 }

@@ -15,7 +15,7 @@ import type { Config } from '../config/load.js';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
 import { withDuck } from '../data/duck.js';
 import { ArtifactError, DataError } from '../core/errors.js';
-import { newRunId, runsDir } from '../artifacts/run_store.js';
+import { newRunId, runsDir, weightMap } from '../artifacts/run_store.js';
 import { produceAtomically } from '../core/atomic.js';
 import { isoSeconds } from '../core/duration.js';
 import { parseIsoTime } from '../core/time.js';
@@ -194,8 +194,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     const warmEvents = warmIdx.map((k) => allEvents[k]!);
     // The scorer `score` and `watch` will run: the ONNX graph of the trained weights in onnxruntime, held
     // to TF.js on the first snapshots of the first pass.
-    const w = model.params.export();
-    const onnxModel = tagaeOnnx(args, new Map(w.index.map((e) => [e.name, w.blob.subarray(e.offset, e.offset + e.shape.reduce((x, y) => x * y, 1))])), { 'gnnctl.kind': 'anomaly', 'gnnctl.version': VERSION });
+    const onnxModel = tagaeOnnx(args, weightMap(model.params.export()), { 'gnnctl.kind': 'anomaly', 'gnnctl.version': VERSION });
     const scorer = new CheckedScorer(await OnnxScorer.open(onnxModel, args), new TfjsScorer(model), ONNX_PARITY_SNAPSHOTS);
     const pass = async (baselines: ServiceBaselines | null): Promise<{ detector: Detector; scores: SnapshotScore[] }> => {
       const detector = new Detector(scorer, stats, a, baselines, emptyState('', []));

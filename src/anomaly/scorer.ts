@@ -13,6 +13,7 @@ import { ArtifactError } from '../core/errors.js';
 import { alignment, sameServices, type SnapshotGraph } from './graph.js';
 import type { PastEmbedding, Reconstruction, Tagae, TagaeArgs } from './model.js';
 import { tagaeOnnx } from './tagae_onnx.js';
+import { weightMap } from '../artifacts/run_store.js';
 
 export type ScorerRuntime = 'onnx' | 'tfjs';
 
@@ -65,9 +66,7 @@ export class OnnxScorer implements SnapshotScorer {
 
   /** From a trained model's weights (runs fitted before the ONNX export existed). */
   static fromModel(model: Tagae, metadata: Record<string, string> = {}): Promise<OnnxScorer> {
-    const { index, blob } = model.params.export();
-    const weights = new Map(index.map((e) => [e.name, blob.subarray(e.offset, e.offset + e.shape.reduce((a, b) => a * b, 1))]));
-    return OnnxScorer.open(tagaeOnnx(model.args, weights, metadata), model.args);
+    return OnnxScorer.open(tagaeOnnx(model.args, weightMap(model.params.export()), metadata), model.args);
   }
 
   async reconstruct(now: SnapshotGraph, past: PastEmbedding[]): Promise<Reconstruction> {

@@ -88,6 +88,16 @@ export function loadWeights(dir: string): { index: WeightIndexEntry[]; blob: Flo
   return { index: JSON.parse(readFileSync(wj, 'utf8')) as WeightIndexEntry[], blob };
 }
 
+/** A run's saved weights by parameter name (views into one blob). */
+export function loadWeightMap(dir: string): Map<string, Float32Array> {
+  return weightMap(loadWeights(dir));
+}
+
+/** Saved weights (index + blob) by parameter name, each a view into the blob. */
+export function weightMap(w: { index: WeightIndexEntry[]; blob: Float32Array }): Map<string, Float32Array> {
+  return new Map(w.index.map((e) => [e.name, w.blob.subarray(e.offset, e.offset + e.shape.reduce((a, b) => a * b, 1))]));
+}
+
 export function writeModelJson(dir: string, name: string, value: unknown): void {
   writeJsonAtomic(join(dir, 'model', name), value);
 }

@@ -31,7 +31,7 @@ import { embeddingFiles } from '../distill/data.js';
 import { ArtifactError, DataError, UsageError } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
-import { loadWeights, readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
+import { loadWeightMap, loadWeights, readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
 import { tempSibling, writeFileAtomic, writeJsonAtomic } from '../core/atomic.js';
 import { hashFile } from '../core/hash.js';
 import { Progress } from '../core/progress.js';
@@ -107,7 +107,8 @@ interface EmbeddingSource {
   key: string;
 }
 
-const ONNX_TYPE_TO_TRITON = { FLOAT: 'TYPE_FP32', INT64: 'TYPE_INT64', STRING: 'TYPE_STRING' } as const;
+/** ONNX element type → Triton data type, for the types gnnctl's models take and give. */
+export const ONNX_TYPE_TO_TRITON = { FLOAT: 'TYPE_FP32', INT64: 'TYPE_INT64', STRING: 'TYPE_STRING' } as const;
 
 export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   const t0 = performance.now();
@@ -118,8 +119,7 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   if (manifest.kind !== 'distill') throw new UsageError(`run ${run.id} is a ${manifest.kind} run; export takes a distilled run`, { where: '--run', hint: 'run `gnnctl distill` first and pass its run id' });
   if (manifest.model === 'session_recommender') throw new UsageError(`run ${run.id} is a session recommender run`, { where: '--run', hint: `export it with \`gnnctl recommender export --run ${run.id}\`` });
   const spec = readModelJson<StudentSpec>(run.dir, 'student.json');
-  const { index, blob } = loadWeights(run.dir);
-  const weights = new Map(index.map((e) => [e.name, blob.subarray(e.offset, e.offset + e.shape.reduce((a, b) => a * b, 1))]));
+  const weights = loadWeightMap(run.dir);
 
   const built = await buildGraph(cfg);
   const graph = Graph.load(built.dir);

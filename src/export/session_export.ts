@@ -23,7 +23,8 @@ import { hashFile } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
 import { info } from '../core/log.js';
 import { VERSION } from '../core/version.js';
-import { loadWeights, readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
+import { ONNX_TYPE_TO_TRITON } from './export.js';
+import { loadWeightMap, readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
 import { writeModelConfig, type TritonModelConfig } from '../artifacts/triton/pbtxt.js';
 import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
@@ -75,8 +76,6 @@ export interface SessionExportResult {
   seconds: number;
 }
 
-const TRITON_TYPE = { INT64: 'TYPE_INT64', STRING: 'TYPE_STRING', FLOAT: 'TYPE_FP32' } as const;
-
 export async function exportSessionRecommender(opts: SessionExportOptions): Promise<SessionExportResult> {
   const t0 = performance.now();
   const { cfg } = opts;
@@ -85,8 +84,7 @@ export async function exportSessionRecommender(opts: SessionExportOptions): Prom
   const manifest = readManifest<SessionDistillManifest>(run.dir);
   if (manifest.model !== 'session_recommender') throw new UsageError(`run ${run.id} is not a session recommender run`, { where: '--run', hint: 'export it with `gnnctl export`; session recommender runs come from `gnnctl recommender distill`' });
   const spec = readModelJson<SessionSpec>(run.dir, SESSION_SPEC_FILE);
-  const { index, blob } = loadWeights(run.dir);
-  const weights = new Map(index.map((e) => [e.name, blob.subarray(e.offset, e.offset + e.shape.reduce((a, b) => a * b, 1))]));
+  const weights = loadWeightMap(run.dir);
   const r = cfg.session_recommender;
   const target = cfg.sessionTarget;
   if (!r || !target) throw new ConfigError('the config has no `session_recommender` block', [], { hint: 'export with the config the run was distilled with' });
@@ -180,9 +178,9 @@ export function sessionModelConfig(spec: SessionSpec, name: string, maxBatchSize
     max_batch_size: maxBatchSize,
     // candidates: optional, so a request may leave it out (gnnctl serve feeds an empty [b, 0] list from its
     // missing value; Triton passes the request on, and onnxruntime needs the input: Triton clients send [b, 0]).
-    input: inputs.map((i) => ({ name: i.name, data_type: TRITON_TYPE[i.elemType as keyof typeof TRITON_TYPE] as never, dims: i.dims, ...(i.name === CANDIDATES_INPUT ? { optional: true } : {}) })),
+    input: inputs.map((i) => ({ name: i.name, data_type: ONNX_TYPE_TO_TRITON[i.elemType as keyof typeof ONNX_TYPE_TO_TRITON] as never, dims: i.dims, ...(i.name === CANDIDATES_INPUT ? { optional: true } : {}) })),
     output: [
-      { name: itemOutputName(spec), data_type: TRITON_TYPE[itemType as keyof typeof TRITON_TYPE] as never, dims: [spec.k] },
+      { name: itemOutputName(spec), data_type: ONNX_TYPE_TO_TRITON[itemType as keyof typeof ONNX_TYPE_TO_TRITON] as never, dims: [spec.k] },
       { name: SCORE_OUTPUT, data_type: 'TYPE_FP32', dims: [spec.k] },
     ],
     dynamic_batching: { max_queue_delay_microseconds: queueDelayUs },

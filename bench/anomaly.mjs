@@ -15,7 +15,7 @@
  *   npm run build && node bench/anomaly.mjs [--services 200] [--hours 72] [--epochs 15] [--iterations 300] [--skip-quality] [--skip-tfjs]
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { arg, CACHE, flag, peakRssMb } from './common.mjs';
 
@@ -131,7 +131,7 @@ if (!flag('skip-quality')) {
     return { p50_ms: med(p50), p90_ms: med(p90), p99_ms: med(p99), p99_ms_per_pass: p99.map((v) => Math.round(v * 100) / 100), cpu_p50_ms: med(cpu50), cpu_p99_ms: med(cpu99), load_average_1m: Math.round(loadavg()[0] * 10) / 10 };
   };
   const onnx = await OnnxScorer.fromModel(model);
-  const latency = { services: n, calls: E, window: a.window, iterations, passes: PASSES, machine: '2 cores shared with other jobs running at the same time', target_p99_ms: 5 };
+  const latency = { services: n, calls: E, window: a.window, iterations, passes: PASSES, machine: { cpus: availableParallelism(), load_average_1m_at_start: Math.round(loadavg()[0] * 10) / 10 }, target_p99_ms: 5 };
   try {
     latency.onnxruntime = { runtime: 'onnxruntime-node, 1 intra-op thread', ...(await measure(onnx)) };
   } finally {

@@ -14,6 +14,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { statSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { arg, benchConfig, dataset, peakRssMb } from './common.mjs';
 
@@ -40,7 +41,7 @@ const PASSES = 3;
 const WARMUP = 50;
 const RUNS = 1000;
 
-const out = { bench: 'export_size', machine: '2 cores shared with other jobs running at the same time', sizes: {} };
+const out = { bench: 'export_size', machine: { cpus: availableParallelism(), load_average_1m_at_start: Math.round(loadavg()[0] * 10) / 10 }, sizes: {} };
 for (const size of sizes) {
   const data = await dataset(size);
   const cfg = loadConfig(benchConfig(size, data));

@@ -38,6 +38,8 @@ export interface ProgressOptions {
   now?: () => number;
   /** plain-line cadence in milliseconds */
   intervalMs?: number;
+  /** shared with other phases (default on the real clock: the process's; with an injected clock: none) */
+  cadence?: Cadence;
   /** starts the heartbeat; returns a function that stops it */
   every?: (ms: number, fn: () => void) => () => void;
 }
@@ -48,6 +50,18 @@ const realEvery = (ms: number, fn: () => void): (() => void) => {
   h.unref();
   return () => clearInterval(h);
 };
+
+/**
+ * When the process last wrote a plain line (or began its first plain phase), on the real clock. The cadence
+ * holds across phases: a stage made of many short phases (a distillation's 6-second epochs) would otherwise
+ * restart the wait at each `begin` and never print under `--json`, where the phases' summaries are quiet.
+ */
+const processCadence: Cadence = { last: null };
+
+/** When the last plain line was written, shared by the Progress instances that hold the same object. */
+export interface Cadence {
+  last: number | null;
+}
 
 export class Progress {
   private spinner: Ora | null = null;
@@ -66,12 +80,15 @@ export class Progress {
   private readonly interval: number;
   private readonly every: NonNullable<ProgressOptions['every']>;
   private readonly tty: boolean;
+  /** the cadence shared across phases (see processCadence), or null: each phase starts its own wait */
+  private readonly cadence: Cadence | null;
 
   /** `o`: a number is the plain-line cadence in seconds (0: every update). */
   constructor(o: ProgressOptions | number = {}) {
     if (typeof o === 'number') o = { intervalMs: o * 1000 };
     this.stream = o.stream ?? process.stderr;
     this.tty = o.tty ?? Boolean(this.stream.isTTY);
+    this.cadence = o.cadence ?? (o.now === undefined ? processCadence : null);
     this.now = o.now ?? (() => performance.now());
     this.interval = o.intervalMs ?? progressIntervalMs();
     this.every = o.every ?? realEvery;
@@ -90,7 +107,8 @@ export class Progress {
     this.extra = '';
     this.start = this.now();
     this.lastDraw = 0;
-    this.lastLine = this.start;
+    if (this.cadence) this.cadence.last ??= this.start;
+    this.lastLine = this.cadence ? this.cadence.last! : this.start;
     // `--json` on a terminal gets plain lines too: whoever reads its stdout wants no redraws on stderr.
     const m = isProgressQuiet() ? 'off' : this.tty && !isQuiet() ? 'tty' : 'plain';
     if (m === 'tty') {
@@ -153,8 +171,10 @@ export class Progress {
   private beat(): void {
     if (!this.plain || isProgressQuiet()) return;
     const now = this.now();
+    if (this.cadence?.last != null) this.lastLine = Math.max(this.lastLine, this.cadence.last);
     if (now - this.lastLine < this.interval) return;
     this.lastLine = now;
+    if (this.cadence) this.cadence.last = now;
     this.stream.write(`${this.plainLine(this.done, this.extra)}\n`);
   }
 

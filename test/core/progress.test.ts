@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { pipelineConfig } from '../helpers/pipeline.js';
 import { tinySynth, type SynthFixture } from '../helpers/synth.js';
-import { Progress, progressIntervalMs, spinnerOptions } from '../../src/core/progress.js';
+import { Progress, progressIntervalMs, spinnerOptions, type Cadence } from '../../src/core/progress.js';
 import { setQuiet } from '../../src/core/log.js';
 
 describe('spinnerOptions', () => {
@@ -30,16 +30,16 @@ describe('spinnerOptions', () => {
 });
 
 /** A Progress writing plain lines (no TTY) to an array, on a clock and heartbeat the test drives. */
-function plainProgress(intervalMs = 30_000) {
+function plainProgress(intervalMs = 30_000, cadence?: Cadence, clock = { now: 0 }) {
   const lines: string[] = [];
-  let now = 0;
   let beat: (() => void) | null = null;
   let beatMs = 0;
   const p = new Progress({
     stream: { write: (s: string) => lines.push(...s.split('\n').filter(Boolean)) },
     tty: false,
-    now: () => now,
+    now: () => clock.now,
     intervalMs,
+    ...(cadence ? { cadence } : {}),
     every: (ms, fn) => {
       beatMs = ms;
       beat = fn;
@@ -51,7 +51,7 @@ function plainProgress(intervalMs = 30_000) {
   return {
     p,
     lines,
-    advance: (ms: number) => (now += ms),
+    advance: (ms: number) => (clock.now += ms),
     tick: () => beat?.(),
     beating: () => beat !== null,
     beatMs: () => beatMs,
@@ -73,6 +73,36 @@ describe('Progress without a terminal', () => {
     expect(f.lines).toHaveLength(3);
     expect(f.lines[0]).toBe('epoch 1/3: 300/1,000 (30%), 10/s, ETA 1:10, 30s elapsed · loss 0.30');
     expect(f.lines[2]).toMatch(/^epoch 1\/3: 900\/1,000 \(90%\), 10\/s, ETA 10s, 1:30 elapsed/);
+  });
+
+  it('many short phases (6-second distillation epochs) still print every interval: the cadence spans phases, not one phase', () => {
+    const cadence: Cadence = { last: null };
+    const clock = { now: 0 };
+    const lines: string[] = [];
+    // Each epoch is a phase of its own Progress sharing the process's cadence, as distill's stages are.
+    for (let epoch = 1; epoch <= 10; epoch++) {
+      const f = plainProgress(15_000, cadence, clock);
+      f.p.begin(`distill epoch ${epoch}/10`, 600);
+      for (let i = 1; i <= 6; i++) {
+        f.advance(1000);
+        f.p.update(i * 100);
+      }
+      f.p.stop();
+      lines.push(...f.lines);
+    }
+    // 60 s of work in 6 s phases: a line every 15 s (at 15, 30, 45 and 60 s), the first in epoch 3.
+    // Without the shared cadence (below) each phase restarts the wait and nothing prints at all.
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toMatch(/^distill epoch 3\/10: /);
+    const perPhase = plainProgress(15_000);
+    for (let epoch = 1; epoch <= 10; epoch++) {
+      perPhase.p.begin(`epoch ${epoch}`, 600);
+      for (let i = 1; i <= 6; i++) {
+        perPhase.advance(1000);
+        perPhase.p.update(i * 100);
+      }
+    }
+    expect(perPhase.lines).toHaveLength(0);
   });
 
   it('a phase that awaits (no update calls) still prints from the heartbeat, and the heartbeat beats more often than the interval', () => {

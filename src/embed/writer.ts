@@ -39,22 +39,7 @@ export interface WriteOptions {
 
 /** Writes every chunk the iterator yields; resolves when the file is complete and in place. */
 export async function writeEmbeddings(path: string, chunks: AsyncIterable<EmbeddingChunk>, opts: WriteOptions): Promise<{ rows: number }> {
-  const tmp = tempSibling(path);
-  let rows = 0;
   const anchorMicros = BigInt(Math.round(opts.anchorTime * 1e6));
-  // parquet-wasm ends the file quietly when its input stream errors after the first batch (and reports a
-  // bare "Dyn casting error" before it), so the source's own failure is recorded here and rethrown.
-  const source: { failed: boolean; error: unknown; complete: boolean } = { failed: false, error: undefined, complete: false };
-  async function* batches(): AsyncGenerator<pq.RecordBatch> {
-    try {
-      yield* encode();
-      source.complete = true;
-    } catch (e) {
-      source.failed = true;
-      source.error = e;
-      throw e;
-    }
-  }
   const columns = opts.columns ?? ['embedding', 'anchor_time'];
   function columnVector(column: EntityColumn, chunk: EmbeddingChunk, n: number): arrow.Vector {
     if (column === 'anchor_time') return arrow.makeVector(arrow.makeData({ type: new arrow.TimestampMicrosecond(), length: n, data: new BigInt64Array(n).fill(anchorMicros) }));
@@ -63,44 +48,26 @@ export async function writeEmbeddings(path: string, chunks: AsyncIterable<Embedd
     const embType = new arrow.FixedSizeList(opts.dim, new arrow.Field('item', new arrow.Float32(), false));
     return arrow.makeVector(arrow.makeData({ type: embType, length: n, child, nullCount: 0 }));
   }
-  async function* encode(): AsyncGenerator<pq.RecordBatch> {
+  async function* vectors(): AsyncGenerator<Record<string, arrow.Vector>> {
     for await (const chunk of chunks) {
       const n = chunk.keys.length;
-      rows += n;
-      const vectors: Record<string, arrow.Vector> = { [opts.keyName]: chunk.keys };
-      for (const column of columns) vectors[column] = columnVector(column, chunk, n);
-      const table = new arrow.Table(vectors);
-      for (const rb of pq.Table.fromIPCStream(arrow.tableToIPC(table, 'stream')).recordBatches()) yield rb;
+      const v: Record<string, arrow.Vector> = { [opts.keyName]: chunk.keys };
+      for (const column of columns) v[column] = columnVector(column, chunk, n);
+      yield v;
     }
   }
-  const props = new pq.WriterPropertiesBuilder()
-    .setCompression(pq.Compression.SNAPPY)
-    .setDictionaryEnabled(false)
-    .setMaxRowGroupSize(opts.rowGroupSize)
-    .setKeyValueMetadata(new Map(Object.entries(opts.metadata)))
-    .build();
-  try {
-    // ReadableStream.from pulls one chunk at a time: computing the next waits until the last was encoded.
-    const bytes = await pq.transformParquetStream(ReadableStream.from(batches()), props);
-    await pipeline(Readable.fromWeb(bytes as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(tmp));
-    if (source.failed) throw source.error;
-    if (!source.complete) throw new Error(`entity writer: the chunk stream ended early (${rows} rows written)`);
-    sortParquetKeyValueMetadata(tmp); // same inputs → same bytes, even for two writes in one process
-    renameSync(tmp, path);
-    return { rows };
-  } catch (e) {
-    rmSync(tmp, { force: true });
-    throw source.failed ? source.error : e;
-  }
+  return writeColumns(path, vectors(), opts);
 }
 
 /**
  * Streams batches of named Arrow columns into a Parquet file, atomically (temp name, then rename), with
- * the same properties as the entity files: for outputs that are not one row per entity (top-k lists).
+ * the properties of every gnnctl Parquet output (entity files, top-k lists).
  */
 export async function writeColumns(path: string, chunks: AsyncIterable<Record<string, arrow.Vector>>, opts: Pick<WriteOptions, 'metadata' | 'rowGroupSize'>): Promise<{ rows: number }> {
   const tmp = tempSibling(path);
   let rows = 0;
+  // parquet-wasm ends the file quietly when its input stream errors after the first batch (and reports a
+  // bare "Dyn casting error" before it), so the source's own failure is recorded here and rethrown.
   const source: { failed: boolean; error: unknown; complete: boolean } = { failed: false, error: undefined, complete: false };
   async function* batches(): AsyncGenerator<pq.RecordBatch> {
     try {
@@ -123,11 +90,12 @@ export async function writeColumns(path: string, chunks: AsyncIterable<Record<st
     .setKeyValueMetadata(new Map(Object.entries(opts.metadata)))
     .build();
   try {
+    // ReadableStream.from pulls one chunk at a time: computing the next waits until the last was encoded.
     const bytes = await pq.transformParquetStream(ReadableStream.from(batches()), props);
     await pipeline(Readable.fromWeb(bytes as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(tmp));
     if (source.failed) throw source.error;
-    if (!source.complete) throw new Error(`column writer: the chunk stream ended early (${rows} rows written)`);
-    sortParquetKeyValueMetadata(tmp);
+    if (!source.complete) throw new Error(`parquet writer: the chunk stream ended early (${rows} rows written)`);
+    sortParquetKeyValueMetadata(tmp); // same inputs → same bytes, even for two writes in one process
     renameSync(tmp, path);
     return { rows };
   } catch (e) {

@@ -29,6 +29,7 @@ import { ArtifactError } from '../core/errors.js';
 import { Rng } from '../core/rng.js';
 import type { ParamStore } from './params.js';
 import { upperBound } from './sampler.js';
+import type { CatalogueTopK } from '../compute/catalogue_top_k.js';
 
 /** What a ranking run adds to the model spec (`ModelSpec.ranking`). */
 export interface RankingSpec {
@@ -357,6 +358,66 @@ export function rankCatalogue(head: RankingHead, users: Float32Array, items: Flo
     }
   } finally {
     E.dispose();
+  }
+  return { ids, scores };
+}
+
+/**
+ * `rankCatalogue` on onnxruntime (`compute/catalogue_top_k.ts`): the same scores and the same selection
+ * (ties: lower index first), with the fused matmul and the top-k on every core instead of tfjs-wasm plus a
+ * JS scan. `kernel` holds [e_i, pop_i] for the N items (dim C + 1); the pair-wise part goes in as each
+ * user's sparse additions gate_u · pair(u, i). Chunks of `chunk` users; while onnxruntime ranks one chunk,
+ * the next chunk's pair scores are computed. Returns item node ids (−1 past the catalogue's end) and scores.
+ */
+export async function rankCatalogueOnnx(head: RankingHead, kernel: CatalogueTopK, users: Float32Array, histories: Histories, k: number, chunk = 2048): Promise<{ ids: Int32Array; scores: Float32Array }> {
+  const C = head.channels;
+  const n = users.length / C;
+  const N = kernel.items;
+  const kk = kernel.k;
+  const ids = new Int32Array(n * k).fill(-1);
+  const scores = new Float32Array(n * k).fill(Number.NaN);
+  const w = (head.popWeight.dataSync() as Float32Array)[0]!;
+  const prepare = (lo: number) => {
+    const hi = Math.min(n, lo + chunk);
+    const B = hi - lo;
+    const q = new Float32Array(B * (C + 1));
+    for (let b = 0; b < B; b++) {
+      q.set(users.subarray((lo + b) * C, (lo + b + 1) * C), b * (C + 1));
+      q[b * (C + 1) + C] = w;
+    }
+    const hLo = histories.offsets[lo]!;
+    const hHi = histories.offsets[hi]!;
+    let P = 1;
+    for (let b = 0; b < B; b++) P = Math.max(P, histories.offsets[lo + b + 1]! - histories.offsets[lo + b]!);
+    const index = new BigInt64Array(B * P);
+    const value = new Float32Array(B * P);
+    if (hHi > hLo) {
+      const [p, g] = tf.tidy(() => [head.pairScores(tf.tensor2d(histories.features.subarray(hLo * PAIR_FEATURES, hHi * PAIR_FEATURES), [hHi - hLo, PAIR_FEATURES])), head.gates(tf.tensor2d(users.subarray(lo * C, hi * C), [B, C]))]);
+      const pair = p!.dataSync() as Float32Array;
+      const gate = g!.dataSync() as Float32Array;
+      tf.dispose([p!, g!]);
+      for (let b = 0; b < B; b++) {
+        let s = b * P;
+        for (let j = histories.offsets[lo + b]!; j < histories.offsets[lo + b + 1]!; j++) {
+          const item = histories.items[j]!;
+          if (item >= N) continue;
+          index[s] = BigInt(item);
+          value[s++] = gate[b]! * pair[j - hLo]!;
+        }
+      }
+    }
+    return { lo, B, q, index, value, P };
+  };
+  let next = n > 0 ? prepare(0) : null;
+  while (next) {
+    const cur = next;
+    const running = kernel.run(cur.q, cur.B, cur.index, cur.value, cur.P);
+    next = cur.lo + chunk < n ? prepare(cur.lo + chunk) : null;
+    const r = await running;
+    for (let b = 0; b < cur.B; b++) {
+      ids.set(r.ids.subarray(b * kk, (b + 1) * kk), (cur.lo + b) * k);
+      scores.set(r.scores.subarray(b * kk, (b + 1) * kk), (cur.lo + b) * k);
+    }
   }
   return { ids, scores };
 }

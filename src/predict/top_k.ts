@@ -5,8 +5,8 @@
  *
  * The user side h_u comes from `embed`'s snapshot machinery (exact layer-wise by default, sharded the
  * same way); the item side e_i (the GNN over the item's own tree plus its learned vector) is computed once
- * for the catalogue at the same anchor; per chunk of users one fused score matrix and a top-k selection
- * (`rankCatalogue` in model/recommender.ts), the same formula training evaluated.
+ * for the catalogue at the same anchor; per chunk of users one fused score matrix and a top-k selection in
+ * onnxruntime (`rankCatalogueOnnx` in model/recommender.ts), the same formula training evaluated.
  *
  * Beside the file, `item_embeddings.parquet` (or `<out>.item_embeddings.parquet` with --out; written by
  * the unsharded job or shard 0) holds e_i per item at the anchor: the item-side vectors a downstream
@@ -24,7 +24,8 @@ import { writeJsonAtomic } from '../core/atomic.js';
 import { embedExact } from '../embed/layerwise.js';
 import { existingAt, kvMetadata, readTableKeys, representations, snapshotMetadata, type Snapshot, type SnapshotFigures, type SnapshotOptions } from '../embed/snapshot.js';
 import { writeColumns, writeEmbeddings } from '../embed/writer.js';
-import { itemPopularity, rankCatalogue, userHistories } from '../model/recommender.js';
+import { CatalogueTopK } from '../compute/catalogue_top_k.js';
+import { itemPopularity, rankCatalogueOnnx, userHistories } from '../model/recommender.js';
 import type { DeepModel } from '../model/deep_model.js';
 
 export interface TopKResult extends SnapshotFigures {
@@ -69,6 +70,17 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
   const pop = itemPopularity(s.graph, rs, s.anchor).subarray(0, nItems);
   timing.computeMs += performance.now() - t;
 
+  // The catalogue side [e_i, pop_i] lives in the onnxruntime session for the whole job: every chunk of users
+  // is one MatMul + TopK on all cores (compute/catalogue_top_k.ts).
+  t = performance.now();
+  const catalogue = new Float32Array(nItems * (C + 1));
+  for (let i = 0; i < nItems; i++) {
+    catalogue.set(items.subarray(i * C, (i + 1) * C), i * (C + 1));
+    catalogue[i * (C + 1) + C] = pop[i]!;
+  }
+  const kernel = await CatalogueTopK.create(catalogue, C + 1, Math.min(k, nItems));
+  timing.computeMs += performance.now() - t;
+
   const meta = { ...snapshotMetadata(s, VERSION), task: s.manifest.task, objective: 'ranking' as const, prediction: 'top_k' as const, k, item_table: rs.item_table, item_key: itemCol, items: nItems };
   const progress = new Progress();
   progress.begin(`predict top ${k} ${rs.item_table} per ${s.table} (${s.mode})`, s.hi - s.lo);
@@ -79,7 +91,7 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
       const n = chunk.keys.length;
       const users = Int32Array.from({ length: n }, (_, i) => chunk.start + i);
       const histories = userHistories(s.graph, rs, users, new Float64Array(n).fill(s.anchor), () => pop);
-      const { ids, scores } = rankCatalogue(model.ranking!, chunk.embeddings, items, pop, histories, k);
+      const { ids, scores } = await rankCatalogueOnnx(model.ranking!, kernel, chunk.embeddings, histories, k);
       timing.computeMs += performance.now() - t;
       // k rows per user, except past the end of a catalogue smaller than k.
       const keep: number[] = [];
@@ -94,7 +106,12 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
       };
     }
   }
-  const { rows } = await writeColumns(s.path, chunks(), { rowGroupSize: 65536 * Math.min(k, 16), metadata: kvMetadata(meta, s.shard) });
+  let rows: number;
+  try {
+    ({ rows } = await writeColumns(s.path, chunks(), { rowGroupSize: 65536 * Math.min(k, 16), metadata: kvMetadata(meta, s.shard) }));
+  } finally {
+    await kernel.release();
+  }
   let itemFile: string | null = null;
   if (!opts.shard || opts.shard.index === 0) {
     itemFile = opts.out ? s.path.replace(/(\.parquet)?$/, '.item_embeddings.parquet') : join(s.outDir, 'item_embeddings.parquet');

@@ -9,7 +9,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { Rng } from '../../src/core/rng.js';
 import { ParamStore } from '../../src/model/params.js';
-import { pairCells, PAIR_FEATURES, RankingHead, rankCatalogue, topK, type Histories, type RankingSpec } from '../../src/model/recommender.js';
+import { CatalogueTopK } from '../../src/compute/catalogue_top_k.js';
+import { pairCells, PAIR_FEATURES, RankingHead, rankCatalogue, rankCatalogueOnnx, topK, type Histories, type RankingSpec } from '../../src/model/recommender.js';
 
 beforeAll(async () => {
   await selectBackend('wasm');
@@ -44,9 +45,13 @@ describe('topK', () => {
 });
 
 describe('rankCatalogue ranks as the training scores do', () => {
-  it('random head, 37 users × 23 items, histories with repeats: identical top-6 and scores within 1e-4', () => {
+  it.each([
+    { path: 'tfjs', N: 23, k: 6 },
+    { path: 'onnxruntime', N: 23, k: 6 },
+    { path: 'onnxruntime', N: 5, k: 6 },
+  ])('$path, random head, 37 users × $N items, histories with repeats: identical top-$k and scores within 1e-4', async ({ path, N, k }) => {
     const C = 8;
-    const rs: RankingSpec = { item_table: 'items', item_count: 23, fact_table: 'f', user_edge: '', item_fk_edge: '', item_edge: '', history: 50, window: 7 * 86400, top_k: 6, pair_hidden: 5, pair_features: PAIR_FEATURES };
+    const rs: RankingSpec = { item_table: 'items', item_count: N, fact_table: 'f', user_edge: '', item_fk_edge: '', item_edge: '', history: 50, window: 7 * 86400, top_k: 6, pair_hidden: 5, pair_features: PAIR_FEATURES };
     const params = new ParamStore(11);
     const head = new RankingHead(params, rs, C);
     // Non-trivial gate and popularity weight, so both paths must apply them the same way.
@@ -54,7 +59,6 @@ describe('rankCatalogue ranks as the training scores do', () => {
     head.popWeight.assign(tf.tensor1d([0.7]));
     const rng = new Rng(9);
     const n = 37;
-    const N = 23;
     const users = Float32Array.from({ length: n * C }, () => rng.normal());
     const items = Float32Array.from({ length: N * C }, () => rng.normal());
     const pop = Float32Array.from({ length: N }, () => rng.next() * 3);
@@ -74,8 +78,21 @@ describe('rankCatalogue ranks as the training scores do', () => {
     }
     offsets[n] = hItems.length;
     const h: Histories = { offsets, items: Int32Array.from(hItems), features: Float32Array.from(feats) };
-    const k = 6;
-    const fast = rankCatalogue(head, users, items, pop, h, k, 10);
+    let fast: { ids: Int32Array; scores: Float32Array };
+    if (path === 'tfjs') fast = rankCatalogue(head, users, items, pop, h, k, 10);
+    else {
+      const catalogue = new Float32Array(N * (C + 1));
+      for (let i = 0; i < N; i++) {
+        catalogue.set(items.subarray(i * C, (i + 1) * C), i * (C + 1));
+        catalogue[i * (C + 1) + C] = pop[i]!;
+      }
+      const kernel = await CatalogueTopK.create(catalogue, C + 1, Math.min(k, N));
+      try {
+        fast = await rankCatalogueOnnx(head, kernel, users, h, k, 10);
+      } finally {
+        await kernel.release();
+      }
+    }
     const dense = tf.tidy(() =>
       head.scores(tf.tensor2d(users, [n, C]), tf.tensor2d(items, [N, C]), pop, pairCells(h, Int32Array.from({ length: n }, (_, i) => i), N, (i) => i)),
     );
@@ -84,7 +101,7 @@ describe('rankCatalogue ranks as the training scores do', () => {
     for (let u = 0; u < n; u++) {
       const row = d.subarray(u * N, (u + 1) * N);
       expect(Array.from(fast.ids.subarray(u * k, (u + 1) * k))).toEqual(sortedTopK(row, k));
-      for (let j = 0; j < k; j++) expect(Math.abs(fast.scores[u * k + j]! - row[fast.ids[u * k + j]!]!)).toBeLessThan(1e-4);
+      for (let j = 0; j < Math.min(k, N); j++) expect(Math.abs(fast.scores[u * k + j]! - row[fast.ids[u * k + j]!]!)).toBeLessThan(1e-4);
     }
     params.dispose();
   });

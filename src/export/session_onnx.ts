@@ -140,7 +140,9 @@ export function buildSessionOnnx(inp: SessionOnnxInputs): OnnxGraphBuilder {
     const base = g.op('Gather', [g.constant(itemTable, [I + 1, spec.item.dim], { name: 'item.table' }), idx], { axis: attr.int(0) });
     const logDelta = g.op('Div', [g.op('Log', [g.op('Add', [delta, floatScalar(g, 1, 'one')])]), floatScalar(g, 5, 'five')]);
     const capped = g.op('Div', [g.op('Min', [delta, floatScalar(g, SESSION_DELTA_CAP_DAYS, 'delta_cap')]), floatScalar(g, SESSION_DELTA_CAP_DAYS, 'delta_cap')]);
-    const x = g.op('Concat', [base, unsqueeze(g, logDelta, [2]), unsqueeze(g, capped, [2])], { axis: attr.int(2) });
+    const cols = [base, unsqueeze(g, logDelta, [2]), unsqueeze(g, capped, [2])];
+    if (spec.element_context) cols.push(elementContext(g, delta, idx, rel.mask, spec.session.max_length));
+    const x = g.op('Concat', cols, { axis: attr.int(2) });
     const h = dense(g, x, { kernel: w('rti/w'), bias: w('rti/b'), inputDim: sessionElementInputDim(spec), units: spec.element_dim, activation: 'relu', name: 'session.element' });
     const mean = maskedMeanPool(g, h, rel.mask);
     const att = maskedAttentionPool(g, h, rel.mask, { weight: w('rti/att_w'), bias: w('rti/att_b')[0]!, name: 'session.attention' });
@@ -199,6 +201,27 @@ export function buildSessionOnnx(inp: SessionOnnxInputs): OnnxGraphBuilder {
   g.addOutput(SCORE_OUTPUT, 'FLOAT', ['batch', spec.k], { from: g.op('Where', [valid, topScores, noItem]) });
   for (const [k, v] of Object.entries(inp.metadata ?? {})) g.setMetadata(k, v);
   return g;
+}
+
+/**
+ * Each element's place in its session [b, seq, 4], as `SessionModel`'s `elementContext` computes it: recency
+ * rank r_j = #{real k: Δ_k < Δ_j} and count c_j = #{real k: i_k = i_j} over the [seq, seq] grid, then
+ * exp(−r), exp(−r/4), log(1 + r)/log(1 + N), log(max(c, 1))/log(1 + N). The request's elements may come in any
+ * order: the rank is read from the times, not the positions.
+ */
+function elementContext(g: OnnxGraphBuilder, delta: string, idx: string, mask: string, N: number): string {
+  const other = unsqueeze(g, mask, [1]);
+  const grid = (op: 'Less' | 'Equal', x: string): string => g.op('ReduceSum', [g.op('Mul', [cast(g, g.op(op, [unsqueeze(g, x, [1]), unsqueeze(g, x, [2])]), 'FLOAT'), other]), int64s(g, [2], 'axes')], { keepdims: attr.int(0) });
+  const rank = grid('Less', delta);
+  const count = grid('Equal', idx);
+  const logN = floatScalar(g, Math.log1p(N), 'session.context.log_max');
+  const feats = [
+    g.op('Exp', [g.op('Neg', [rank])]),
+    g.op('Exp', [g.op('Div', [rank, floatScalar(g, -4, 'session.context.minus_four')])]),
+    g.op('Div', [g.op('Log', [g.op('Add', [rank, floatScalar(g, 1, 'one')])]), logN]),
+    g.op('Div', [g.op('Log', [g.op('Max', [count, floatScalar(g, 1, 'one')])]), logN]),
+  ];
+  return g.op('Concat', feats.map((f) => unsqueeze(g, f, [2])), { axis: attr.int(2) });
 }
 
 /**

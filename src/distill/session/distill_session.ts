@@ -133,6 +133,9 @@ export async function distillSession(opts: DistillSessionOptions): Promise<Disti
     hidden: r.hidden,
     use_user: true,
     use_rti: true,
+    // Each session element sees its recency rank and its item's count in the session: without them the student
+    // cannot express "one of the last few articles, bought twice" and lost to the repeat baseline (README).
+    element_context: true,
   };
   let t = performance.now();
   const data = sessionData(graph, target, spec, providers, ex.users, ex.anchors, { realTimeOffset: r.real_time_offset, minOffset: r.min_embedding_offset, maxOffset: r.max_embedding_offset, cadence: r.embedding_cadence }, depths);

@@ -3,7 +3,8 @@
  * `export/session_onnx.ts` mirrors `query` and `catalogue` op by op).
  *
  *   u = (missing ? f_u : U[key]) · W_u + b_u
- *   h_j = ReLU([B̃[item_j] ‖ log1p(Δ_j)/5 ‖ min(Δ_j, 60)/60] · W_e + b_e),   B̃ = [B; f_i] (row I: unknown item)
+ *   h_j = ReLU([B̃[item_j] ‖ log1p(Δ_j)/5 ‖ min(Δ_j, 60)/60 ‖ ctx_j] · W_e + b_e),   B̃ = [B; f_i] (row I: unknown item)
+ *   ctx_j = [exp(−r_j) ‖ exp(−r_j/4) ‖ log1p(r_j)/log1p(N) ‖ log(c_j)/log1p(N)]   (element_context: recency rank, count)
  *   mean = Σ mask·h / max(1, Σ mask);  attn = Σ α·h, α = softmax([s ‖ −1e9]), s = h·w_a + c_a (−1e9 where masked)
  *   q = W₂ ReLU(W₁ [u ‖ missing ‖ mean ‖ attn ‖ log(1 + n)/log(1 + N)] + b₁) + b₂
  *   V = B · W_v + b_v + E;   scores = q · Vᵀ + β + r               [n, items]
@@ -28,6 +29,19 @@ export interface SessionBatch {
   mask: Float32Array;
   /** [n × N] Δ = max(0, anchor − t) in days, float32 */
   delta: Float32Array;
+}
+
+/**
+ * Each element's place in its session [n·N, 4] (formula in `session_spec.ts`): recency rank r_j = #{real k:
+ * Δ_k < Δ_j} and count c_j = #{real k: i_k = i_j}, compared pairwise over the [N, N] grid (N ≤ 1024).
+ */
+export function elementContext(delta: tf.Tensor2D, items: tf.Tensor2D, mask: tf.Tensor2D, maxLength: number): tf.Tensor2D {
+  const [n, N] = delta.shape;
+  const other = mask.reshape([n, 1, N]);
+  const rank = tf.less(delta.reshape([n, 1, N]), delta.reshape([n, N, 1])).toFloat().mul(other).sum(2).reshape([n * N, 1]);
+  const count = tf.equal(items.reshape([n, 1, N]), items.reshape([n, N, 1])).toFloat().mul(other).sum(2).reshape([n * N, 1]);
+  const logN = Math.log1p(maxLength);
+  return tf.concat([tf.exp(rank.neg()), tf.exp(rank.div(-4)), tf.log1p(rank).div(logN), tf.log(tf.maximum(count, 1)).div(logN)], 1) as tf.Tensor2D;
 }
 
 export class SessionModel {
@@ -76,8 +90,10 @@ export class SessionModel {
       const table = tf.concat([itemBase, p('item/fallback').reshape([1, s.item.dim])], 0);
       const idx = tf.tensor1d(b.items, 'int32');
       const delta = tf.tensor2d(b.delta, [n * N, 1]);
-      const x = tf.concat([tf.gather(table, idx) as tf.Tensor2D, tf.log1p(delta).div(5), tf.minimum(delta, 60).div(60)], 1) as tf.Tensor2D;
       const mask = tf.tensor2d(b.mask, [n, N]);
+      const cols: tf.Tensor2D[] = [tf.gather(table, idx) as tf.Tensor2D, tf.log1p(delta).div(5), tf.minimum(delta, 60).div(60)];
+      if (s.element_context) cols.push(elementContext(delta.reshape([n, N]) as tf.Tensor2D, idx.reshape([n, N]) as tf.Tensor2D, mask, N));
+      const x = tf.concat(cols, 1) as tf.Tensor2D;
       const h = tf.relu(tf.matMul(x, p('rti/w')).add(p('rti/b'))).reshape([n, N, s.element_dim]);
       const hm = h.mul(mask.reshape([n, N, 1]));
       const count = mask.sum(1, true);

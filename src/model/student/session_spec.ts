@@ -7,7 +7,12 @@
  *   user key k                     → u = (k known ? U[k] : f_u) · W_u + b_u,  m = [k unknown]
  *   session elements j = 1…n       item key i_j and time t_j (n variable, 0 allowed; padded slots masked)
  *     Δ_j = max(0, anchor − t_j) in days
- *     x_j = [B[i_j] (or the learned fallback f_i for an unknown item) ‖ log(1 + Δ_j) / 5 ‖ min(Δ_j, 60) / 60]
+ *     x_j = [B[i_j] (or the learned fallback f_i for an unknown item) ‖ log(1 + Δ_j) / 5 ‖ min(Δ_j, 60) / 60
+ *            ‖ (element_context) exp(−r_j) ‖ exp(−r_j / 4) ‖ log(1 + r_j) / log(1 + N) ‖ log(c_j) / log(1 + N)]
+ *       r_j = #{k: Δ_k < Δ_j} (elements strictly newer; equal times share a rank), c_j = #{k: i_k = i_j}
+ *       (both over the real elements). Why: a habit re-buys one of the last few distinct articles, so
+ *       "among the newest" and "bought twice" are the repeat signal; Δ in days cannot tell apart the items of
+ *       one basket, and a per-element score cannot see the other elements.
  *     h_j = ReLU(x_j · W_e + b_e);  pooled by masked mean and masked attention; count log(1 + n) / log(1 + N)
  *   query  q = W₂ · ReLU(W₁ · [u ‖ m ‖ mean ‖ attn ‖ count] + b₁) + b₂          (dim d)
  * Catalogue, per item i (precomputed at export: it does not depend on the request):
@@ -55,6 +60,12 @@ export interface SessionSpec {
   hidden: number;
   use_user: boolean;
   use_rti: boolean;
+  /**
+   * Each session element also sees where it sits in the session: its recency rank r_j (how many elements
+   * are newer) and how often its item occurs in the session (c_j). Runs distilled before this existed
+   * lack the field and read as false.
+   */
+  element_context?: boolean;
 }
 
 export const SESSION_DELTA_CAP_DAYS = 60;
@@ -68,6 +79,9 @@ export function sessionHeadInputDim(s: SessionSpec): number {
   return d;
 }
 
+/** Features of an element's place in its session (`element_context`): exp(−r), exp(−r/4), log(1 + r)/log(1 + N), log(c)/log(1 + N). */
+export const ELEMENT_CONTEXT_FEATURES = 4;
+
 export function sessionElementInputDim(s: SessionSpec): number {
-  return s.item.dim + 2;
+  return s.item.dim + 2 + (s.element_context ? ELEMENT_CONTEXT_FEATURES : 0);
 }

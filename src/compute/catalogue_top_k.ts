@@ -47,6 +47,7 @@ export class CatalogueTopK {
     for (let i = 0; i < items; i++) for (let c = 0; c < dim; c++) vt[c * items + i] = vectors[i * dim + c]!;
     const F = onnx.TensorProto.DataType.FLOAT;
     const I64 = onnx.TensorProto.DataType.INT64;
+    const I32 = onnx.TensorProto.DataType.INT32;
     const value = (name: string, elemType: number, dims: (number | string)[]): IValueInfoProto => ({
       name,
       type: { tensorType: { elemType, shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) } } },
@@ -65,10 +66,12 @@ export class CatalogueTopK {
         node: [
           { opType: 'MatMul', input: ['queries', 'vectors_t'], output: ['dense'] },
           { opType: 'ScatterElements', input: ['dense', 'extra_index', 'extra_value'], output: ['scores'], attribute: [int('axis', 1), { name: 'reduction', type: onnx.AttributeProto.AttributeType.STRING, s: new TextEncoder().encode('add') }] },
-          { opType: 'TopK', input: ['scores', 'k'], output: ['top_scores', 'top_index'], attribute: [int('axis', 1), int('largest', 1), int('sorted', 1)] },
+          { opType: 'TopK', input: ['scores', 'k'], output: ['top_scores', 'top_index64'], attribute: [int('axis', 1), int('largest', 1), int('sorted', 1)] },
+          // int32 in and out: no BigInt per history entry or per result on the JS side (GC time on 1.2M results).
+          { opType: 'Cast', input: ['top_index64'], output: ['top_index'], attribute: [int('to', I32)] },
         ],
-        input: [value('queries', F, ['rows', dim]), value('extra_index', I64, ['rows', 'extras']), value('extra_value', F, ['rows', 'extras'])],
-        output: [value('top_scores', F, ['rows', k]), value('top_index', I64, ['rows', k])],
+        input: [value('queries', F, ['rows', dim]), value('extra_index', I32, ['rows', 'extras']), value('extra_value', F, ['rows', 'extras'])],
+        output: [value('top_scores', F, ['rows', k]), value('top_index', I32, ['rows', k])],
       },
     };
     const session = await ort.InferenceSession.create(onnx.ModelProto.encode(model).finish(), {
@@ -84,17 +87,13 @@ export class CatalogueTopK {
    * Top-k of `rows` queries [rows × dim]; `index`/`value` [rows × extras] (extras ≥ 1) are added onto the
    * listed columns first.
    */
-  async run(queries: Float32Array, rows: number, index: BigInt64Array, value: Float32Array, extras: number): Promise<TopKBlock> {
+  async run(queries: Float32Array, rows: number, index: Int32Array, value: Float32Array, extras: number): Promise<TopKBlock> {
     const out = await this.session.run({
       queries: new ort.Tensor('float32', queries, [rows, this.dim]),
-      extra_index: new ort.Tensor('int64', index, [rows, extras]),
+      extra_index: new ort.Tensor('int32', index, [rows, extras]),
       extra_value: new ort.Tensor('float32', value, [rows, extras]),
     });
-    const scores = out.top_scores!.data as Float32Array;
-    const idx = out.top_index!.data as BigInt64Array;
-    const ids = new Int32Array(idx.length);
-    for (let i = 0; i < idx.length; i++) ids[i] = Number(idx[i]!);
-    return { ids, scores };
+    return { ids: out.top_index!.data as Int32Array, scores: out.top_scores!.data as Float32Array };
   }
 
   async release(): Promise<void> {

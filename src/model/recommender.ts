@@ -389,7 +389,7 @@ export async function rankCatalogueOnnx(head: RankingHead, kernel: CatalogueTopK
     const hHi = histories.offsets[hi]!;
     let P = 1;
     for (let b = 0; b < B; b++) P = Math.max(P, histories.offsets[lo + b + 1]! - histories.offsets[lo + b]!);
-    const index = new BigInt64Array(B * P);
+    const index = new Int32Array(B * P);
     const value = new Float32Array(B * P);
     if (hHi > hLo) {
       const [p, g] = tf.tidy(() => [head.pairScores(tf.tensor2d(histories.features.subarray(hLo * PAIR_FEATURES, hHi * PAIR_FEATURES), [hHi - hLo, PAIR_FEATURES])), head.gates(tf.tensor2d(users.subarray(lo * C, hi * C), [B, C]))]);
@@ -401,7 +401,7 @@ export async function rankCatalogueOnnx(head: RankingHead, kernel: CatalogueTopK
         for (let j = histories.offsets[lo + b]!; j < histories.offsets[lo + b + 1]!; j++) {
           const item = histories.items[j]!;
           if (item >= N) continue;
-          index[s] = BigInt(item);
+          index[s] = item;
           value[s++] = gate[b]! * pair[j - hLo]!;
         }
       }

@@ -84,7 +84,6 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
   const meta = { ...snapshotMetadata(s, VERSION), task: s.manifest.task, objective: 'ranking' as const, prediction: 'top_k' as const, k, item_table: rs.item_table, item_key: itemCol, items: nItems };
   const progress = new Progress();
   progress.begin(`predict top ${k} ${rs.item_table} per ${s.table} (${s.mode})`, s.hi - s.lo);
-  const keyType = (v: arrow.Vector): arrow.DataType => v.type as arrow.DataType;
   async function* chunks(): AsyncGenerator<Record<string, arrow.Vector>> {
     for await (const chunk of representations(s, opts, timing, progress)) {
       t = performance.now();
@@ -94,14 +93,21 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
       const { ids, scores } = await rankCatalogueOnnx(model.ranking!, kernel, chunk.embeddings, histories, k);
       timing.computeMs += performance.now() - t;
       // k rows per user, except past the end of a catalogue smaller than k.
-      const keep: number[] = [];
-      for (let i = 0; i < ids.length; i++) if (ids[i]! >= 0) keep.push(i);
-      const userValues = keep.map((i) => chunk.keys.get(Math.floor(i / k)));
-      const itemValues = keep.map((i) => itemKeys.get(ids[i]!));
+      let m = 0;
+      for (let i = 0; i < ids.length; i++) if (ids[i]! >= 0) m++;
+      const keep = new Int32Array(m);
+      const userRows = new Int32Array(m);
+      const itemRows = new Int32Array(m);
+      for (let i = 0, j = 0; i < ids.length; i++) {
+        if (ids[i]! < 0) continue;
+        keep[j] = i;
+        userRows[j] = Math.floor(i / k);
+        itemRows[j++] = ids[i]!;
+      }
       yield {
-        [s.key]: arrow.vectorFromArray(userValues, keyType(chunk.keys)),
+        [s.key]: takeRows(chunk.keys, userRows),
         rank: arrow.makeVector(Int16Array.from(keep, (i) => (i % k) + 1)),
-        [itemCol]: arrow.vectorFromArray(itemValues, keyType(itemKeys)),
+        [itemCol]: takeRows(itemKeys, itemRows),
         score: arrow.makeVector(Float32Array.from(keep, (i) => scores[i]!)),
       };
     }
@@ -166,4 +172,54 @@ function itemVectors(model: DeepModel, s: Snapshot, n: number, degreeCap: number
   const out = e.dataSync() as Float32Array;
   e.dispose();
   return out;
+}
+
+/**
+ * Rows `rows` of a key column as a new vector of the same type. Text keys are copied as UTF-8 bytes and
+ * fixed-width ones as typed arrays: a medium job writes 1.2M rows, and one JS value per row (Vector.get,
+ * then vectorFromArray re-encoding each string) had cost more than ranking them. Keys hold no nulls.
+ */
+export function takeRows(v: arrow.Vector, rows: Int32Array): arrow.Vector {
+  const type = v.type as arrow.DataType;
+  if (arrow.DataType.isUtf8(type) && v.nullCount === 0) {
+    const flat = flatUtf8(v);
+    const offsets = new Int32Array(rows.length + 1);
+    for (let j = 0; j < rows.length; j++) offsets[j + 1] = offsets[j]! + flat.offsets[rows[j]! + 1]! - flat.offsets[rows[j]!]!;
+    const bytes = new Uint8Array(offsets[rows.length]!);
+    for (let j = 0; j < rows.length; j++) bytes.set(flat.bytes.subarray(flat.offsets[rows[j]!]!, flat.offsets[rows[j]! + 1]!), offsets[j]!);
+    return arrow.makeVector(arrow.makeData({ type: new arrow.Utf8(), length: rows.length, nullCount: 0, valueOffsets: offsets, data: bytes }));
+  }
+  if ((arrow.DataType.isInt(type) || arrow.DataType.isFloat(type)) && v.nullCount === 0) {
+    const values = v.toArray() as Int32Array | BigInt64Array | Float64Array;
+    const Ctor = values.constructor as { new (n: number): typeof values };
+    const out = new Ctor(rows.length);
+    for (let j = 0; j < rows.length; j++) out[j] = values[rows[j]!]!;
+    return arrow.makeVector(arrow.makeData({ type, length: rows.length, nullCount: 0, data: out } as Parameters<typeof arrow.makeData>[0]));
+  }
+  return arrow.vectorFromArray(Array.from(rows, (r) => v.get(r)), type);
+}
+
+/** A Utf8 vector's strings as one offsets array and one byte buffer (its chunks joined). */
+const flatCache = new WeakMap<arrow.Vector, { offsets: Int32Array; bytes: Uint8Array }>();
+function flatUtf8(v: arrow.Vector): { offsets: Int32Array; bytes: Uint8Array } {
+  const hit = flatCache.get(v);
+  if (hit) return hit;
+  const offsets = new Int32Array(v.length + 1);
+  let total = 0;
+  let row = 0;
+  for (const d of v.data) {
+    const vo = d.valueOffsets as Int32Array;
+    for (let i = 0; i < d.length; i++) offsets[++row] = (total += vo[i + 1]! - vo[i]!);
+  }
+  const bytes = new Uint8Array(total);
+  row = 0;
+  for (const d of v.data) {
+    const vo = d.valueOffsets as Int32Array;
+    const values = d.values as Uint8Array;
+    bytes.set(values.subarray(vo[0]!, vo[d.length]!), offsets[row]!);
+    row += d.length;
+  }
+  const flat = { offsets, bytes };
+  flatCache.set(v, flat);
+  return flat;
 }

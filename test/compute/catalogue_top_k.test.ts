@@ -22,7 +22,7 @@ function bruteTopK(scores: Float32Array, rows: number, n: number, k: number): { 
 }
 
 /** Q · Vᵀ in float64, rounded once, plus the additions (as onnxruntime adds them, in float32). */
-function dense(q: Float32Array, v: Float32Array, rows: number, n: number, dim: number, index: BigInt64Array, value: Float32Array, extras: number): Float32Array {
+function dense(q: Float32Array, v: Float32Array, rows: number, n: number, dim: number, index: Int32Array, value: Float32Array, extras: number): Float32Array {
   const s = new Float32Array(rows * n);
   for (let r = 0; r < rows; r++) {
     for (let i = 0; i < n; i++) {
@@ -30,7 +30,7 @@ function dense(q: Float32Array, v: Float32Array, rows: number, n: number, dim: n
       for (let c = 0; c < dim; c++) acc += q[r * dim + c]! * v[i * dim + c]!;
       s[r * n + i] = acc;
     }
-    for (let j = 0; j < extras; j++) s[r * n + Number(index[r * extras + j]!)]! += value[r * extras + j]!;
+    for (let j = 0; j < extras; j++) s[r * n + index[r * extras + j]!]! += value[r * extras + j]!;
   }
   return s;
 }
@@ -43,12 +43,12 @@ describe('CatalogueTopK', () => {
     const rng = new Rng(5);
     const v = Float32Array.from({ length: items * dim }, () => rng.normal());
     const q = Float32Array.from({ length: rows * dim }, () => rng.normal());
-    const index = new BigInt64Array(rows * extras);
+    const index = new Int32Array(rows * extras);
     const value = new Float32Array(rows * extras);
     for (let r = 0; r < rows; r++) {
       // The last slot of each row stays (0, 0): padding.
       for (let j = 0; j < extras - 1; j++) {
-        index[r * extras + j] = BigInt(rng.int(items));
+        index[r * extras + j] = rng.int(items);
         value[r * extras + j] = rng.normal() * 3;
       }
     }
@@ -68,7 +68,7 @@ describe('CatalogueTopK', () => {
     const v = Float32Array.from({ length: 20 }, (_, i) => (i < 10 ? 1 : 0.5));
     const kernel = await CatalogueTopK.create(v, 1, 12);
     try {
-      const got = await kernel.run(Float32Array.of(2), 1, BigInt64Array.of(15n), Float32Array.of(1), 1);
+      const got = await kernel.run(Float32Array.of(2), 1, Int32Array.of(15), Float32Array.of(1), 1);
       // item 15 scores 1 + 1 = 2 like items 0…9 but has the higher index
       expect(Array.from(got.ids)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 10]);
     } finally {

@@ -21,6 +21,8 @@ import { onnx, type IModelProto, type IValueInfoProto } from '../artifacts/onnx/
 export interface CatalogueTopKOptions {
   /** onnxruntime intra-op threads (default: every core) */
   threads?: number;
+  /** whether idle pool threads spin-wait for work (onnxruntime's default) */
+  spinning?: boolean;
 }
 
 export interface TopKBlock {
@@ -79,6 +81,7 @@ export class CatalogueTopK {
       interOpNumThreads: 1,
       executionMode: 'sequential',
       graphOptimizationLevel: 'all',
+      ...(opts.spinning === undefined ? {} : { extra: { session: { intra_op: { allow_spinning: opts.spinning ? '1' : '0' } } } }),
     });
     return new CatalogueTopK(session, dim, items, k);
   }

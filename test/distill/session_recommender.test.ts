@@ -50,7 +50,9 @@ session_recommender:
   item_base: item_sales
   session_length: 6
   train_anchors: 3
-  epochs: 2
+  # 317 training examples at batch 128 are 3 steps an epoch: 2 epochs left the student at its initialisation
+  # (validation MAP@12 0.01), and "beats half of popularity" measured the luck of that initialisation.
+  epochs: 8
   dim: 8
   user_dim: 8
   element_dim: 8

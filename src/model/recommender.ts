@@ -366,8 +366,9 @@ export function rankCatalogue(head: RankingHead, users: Float32Array, items: Flo
  * `rankCatalogue` on onnxruntime (`compute/catalogue_top_k.ts`): the same scores and the same selection
  * (ties: lower index first), with the fused matmul and the top-k on every core instead of tfjs-wasm plus a
  * JS scan. `kernel` holds [e_i, pop_i] for the N items (dim C + 1); the pair-wise part goes in as each
- * user's sparse additions gate_u · pair(u, i). Chunks of `chunk` users; while onnxruntime ranks one chunk,
- * the next chunk's pair scores are computed. Returns item node ids (−1 past the catalogue's end) and scores.
+ * user's sparse additions gate_u · pair(u, i), in chunks of `chunk` users. (onnxruntime-node runs a session
+ * on the calling thread plus its pool, so there is nothing to overlap with it here.) Returns item node ids
+ * (−1 past the catalogue's end) and scores.
  */
 export async function rankCatalogueOnnx(head: RankingHead, kernel: CatalogueTopK, users: Float32Array, histories: Histories, k: number, chunk = 2048): Promise<{ ids: Int32Array; scores: Float32Array }> {
   const C = head.channels;
@@ -406,17 +407,14 @@ export async function rankCatalogueOnnx(head: RankingHead, kernel: CatalogueTopK
         }
       }
     }
-    return { lo, B, q, index, value, P };
+    return { B, q, index, value, P };
   };
-  let next = n > 0 ? prepare(0) : null;
-  while (next) {
-    const cur = next;
-    const running = kernel.run(cur.q, cur.B, cur.index, cur.value, cur.P);
-    next = cur.lo + chunk < n ? prepare(cur.lo + chunk) : null;
-    const r = await running;
+  for (let lo = 0; lo < n; lo += chunk) {
+    const cur = prepare(lo);
+    const r = await kernel.run(cur.q, cur.B, cur.index, cur.value, cur.P);
     for (let b = 0; b < cur.B; b++) {
-      ids.set(r.ids.subarray(b * kk, (b + 1) * kk), (cur.lo + b) * k);
-      scores.set(r.scores.subarray(b * kk, (b + 1) * kk), (cur.lo + b) * k);
+      ids.set(r.ids.subarray(b * kk, (b + 1) * kk), (lo + b) * k);
+      scores.set(r.scores.subarray(b * kk, (b + 1) * kk), (lo + b) * k);
     }
   }
   return { ids, scores };

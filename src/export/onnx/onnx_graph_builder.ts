@@ -252,10 +252,12 @@ export class OnnxGraphBuilder {
    * table is 5 GB: past V8's buffer limits and the 2 GiB protobuf limit alike). Its dims and type are
    * fixed now, so the graph and the shape checks do not need the data. Always stored externally.
    */
-  addStreamedInitializer(name: string, elemType: ElemType, dims: readonly number[], writer: PayloadWriter, options: { docString?: string } = {}): string {
+  addStreamedInitializer(name: string, elemType: ElemType, dims: readonly number[], writer: PayloadWriter, options: { docString?: string; unique?: boolean } = {}): string {
     if (elemType === 'STRING') throw new Error(`initializer "${name}": STRING tensors cannot be streamed (ONNX has no external encoding for them)`);
     for (const d of dims) if (!Number.isSafeInteger(d) || d < 0) throw new RangeError(`initializer "${name}": dims must be non-negative integers (got [${dims.join(', ')}])`);
-    this.reserve(name, 'initializer');
+    // unique: a fresh name derived from `name` (as `constant` does), e.g. two keys embedding one table.
+    if (options.unique) name = this.uniqueName(name);
+    else this.reserve(name, 'initializer');
     const proto: ITensorProto = { name, dims: dims.map((d) => int64(d)), dataType: ElemType[elemType] };
     if (options.docString) proto.docString = options.docString;
     const bytes = dims.reduce((n, d) => n * d, 1) * elemByteSize(elemType);

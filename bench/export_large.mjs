@@ -249,7 +249,7 @@ function syntheticKey(i) {
 
 async function serveCheck(repoDir, model, key) {
   const port = 18000 + (process.pid % 1000);
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'gnnctl.js'), 'serve', '--repository', repoDir, '--model', model, '--port', String(port), '-q'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'gnnctl.js'), 'serve', '--model-repository', repoDir, '--port', String(port), '-q'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d) => (stderr += d));
   const t = performance.now();

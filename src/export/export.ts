@@ -40,6 +40,7 @@ import { writeModelConfig, type TritonModelConfig } from '../artifacts/triton/pb
 import { checkParity, rawRequests, type ParityReport } from './parity.js';
 import { buildStudentOnnx, elemTypeOf, isEntityInitializer, isStreamed, outputName, requestInputs, type EntityRows, type EntityTable, type StreamedEntityTable } from './student_onnx.js';
 import { EntitySource } from './entity_source.js';
+import { buildHashedKeyIndex, keyBytesOf, type HashedKeyIndex } from './onnx/ops/hashed_lookup.js';
 import type { Vocabulary } from './onnx/ops/lookup.js';
 import { PROTOBUF_LIMIT_BYTES, type OnnxGraphBuilder, type ToFilesOptions } from './onnx/onnx_graph_builder.js';
 import { quantizationReport, type QuantizationReport } from './quantization.js';
@@ -133,9 +134,17 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   const streamedTables = streamTables(entitySources, quantize, externalMode);
   const entities: (EntityTable | StreamedEntityTable)[] = [];
   for (const [i, src] of entitySources.entries()) entities.push(streamedTables[i] ? await src.streamed() : await src.readAll());
+  // The same-entity flags' key vocabularies grow with the entity count too: with streamed tables they
+  // become hashed indexes in model.onnx.data as well, so model.onnx holds no per-entity data at all.
+  const keyVocabularies: Record<string, Vocabulary | HashedKeyIndex> = await targetKeys(graph, [...new Set(spec.rti.flatMap((r) => r.same_keys.map((k) => k.target)))]);
+  if (streamedTables.some(Boolean)) {
+    for (const [t, vocab] of Object.entries(keyVocabularies)) {
+      const type = typeof (vocab as Vocabulary)[0] === 'bigint' ? 'INT64' : 'STRING';
+      keyVocabularies[t] = await buildHashedKeyIndex(type, (vocab as Vocabulary).length, () => [keyBytesOf(vocab as Vocabulary, type)], `keys of ${t}`);
+    }
+  }
   // What parity and the int8 report look keys up in: the table in memory, or the snapshot's row groups.
   const entityRows = entities.map((t, i) => (isStreamed(t) ? entitySources[i]! : t));
-  const keyVocabularies = await targetKeys(graph, [...new Set(spec.rti.flatMap((r) => r.same_keys.map((k) => k.target)))]);
 
   const name = opts.name ?? cfg.export.name;
   const repo = opts.out ?? join(cfg.artifactsDir, 'model_repository');

@@ -63,7 +63,7 @@ export interface StudentOnnxInputs {
   /** per embedding key (spec.embeddings order) */
   entities: (EntityTable | StreamedEntityTable)[];
   /** primary keys of tables referenced by same-entity flags, by table name */
-  key_vocabularies: Record<string, Vocabulary>;
+  key_vocabularies: Record<string, Vocabulary | HashedKeyIndex>;
   kind: ObjectiveKind;
   label_mean?: number;
   label_std?: number;
@@ -86,9 +86,12 @@ export function isEntityTableInitializer(name: string): boolean {
   return /^entity\..+\.(table|scale)(_\d+)?$/.test(name);
 }
 
-/** Entity tables and, for streamed tables, their hashed key index (`entity.<table>.lookup.keys|rows|buckets`): all that grows with the entity count. */
+/**
+ * Entity tables and, with streamed tables, the hashed key indexes (`entity.<table>.lookup.*` of the
+ * embedding lookups, `same.<column>.*.lookup.*` of the same-entity flags): all that grows with the entity count.
+ */
 export function isEntityInitializer(name: string): boolean {
-  return isEntityTableInitializer(name) || /^entity\..+\.lookup(_\d+)?\.(keys|rows|buckets)(_\d+)?$/.test(name);
+  return isEntityTableInitializer(name) || /^(entity|same)\..+\.lookup(_\d+)?\.(keys|rows|buckets)(_\d+)?$/.test(name);
 }
 
 /**
@@ -392,10 +395,11 @@ function categoricalEmbedding(g: OnnxGraphBuilder, v: string, c: CategoricalSpec
   return sequence ? e : squeeze(g, e, [1]);
 }
 
-/** Key → row index in `vocab`, or `missing` (negative) for unknown keys. */
-function lookupSigned(g: OnnxGraphBuilder, keys: string, vocab: Vocabulary, missing: bigint, name: string): string {
-  const idx = lookupIndex(g, keys, vocab, vocab.length, name);
-  const unknown = g.op('Equal', [idx, g.constant(BigInt64Array.of(BigInt(vocab.length)), [], { name: `${name}.size` })]);
+/** Key → row index in `vocab` (a LabelEncoder, or a hashed index for large tables), or `missing` (negative) for unknown keys. */
+function lookupSigned(g: OnnxGraphBuilder, keys: string, vocab: Vocabulary | HashedKeyIndex, missing: bigint, name: string): string {
+  const size = 'buckets' in vocab ? vocab.n : vocab.length;
+  const idx = 'buckets' in vocab ? hashedLookupIndex(g, keys, vocab, size, `${name}.lookup`) : lookupIndex(g, keys, vocab, size, name);
+  const unknown = g.op('Equal', [idx, g.constant(BigInt64Array.of(BigInt(size)), [], { name: `${name}.size` })]);
   return g.op('Where', [unknown, g.constant(BigInt64Array.of(missing), [], { name: `${name}.missing` }), idx]);
 }
 

@@ -98,12 +98,13 @@ describe('--external-data', () => {
   it('auto keeps a small model in one file; always moves the entity tables to model.onnx.data beside model.onnx', () => {
     expect(embedded.files).toEqual({ model_onnx_bytes: embedded.model_bytes, external_data_bytes: 0, external_tensors: [] });
     expect(existsSync(join(embedded.dir, 'model.onnx.data'))).toBe(false);
-    // The tables, and the hashed key index that replaces their LabelEncoders once they are external
-    // (its arrays under 1 KiB stay inline: integer tensors that small may be shape inputs).
+    // The tables, and the hashed key indexes that replace the entity LabelEncoders (the lookups' and the
+    // same-entity flags') once they are external (arrays under 1 KiB stay inline: integer tensors that
+    // small may be shape inputs).
     expect(external.files.external_tensors.filter(isEntityTableInitializer)).toEqual(spec.embeddings.map((k) => `entity.${k.target}.table`));
-    expect(external.files.external_tensors.filter((n) => !isEntityTableInitializer(n)).every((n) => /^entity\.\w+\.lookup\.(keys|rows|buckets)$/.test(n))).toBe(true);
+    expect(external.files.external_tensors.filter((n) => !isEntityTableInitializer(n)).every((n) => /^(entity|same)\.[\w.]+\.lookup\.(keys|rows|buckets)$/.test(n))).toBe(true);
     expect(external.files.external_tensors).toContain(`entity.customers.lookup.keys`);
-    const labelEncoders = onnx.ModelProto.decode(readFileSync(join(external.dir, 'model.onnx'))).graph!.node!.filter((n) => n.opType === 'LabelEncoder' && n.name!.startsWith('entity.'));
+    const labelEncoders = onnx.ModelProto.decode(readFileSync(join(external.dir, 'model.onnx'))).graph!.node!.filter((n) => n.opType === 'LabelEncoder' && /^(entity|same)\./.test(n.name!));
     expect(labelEncoders).toEqual([]);
     expect(readdirSync(external.dir).filter((f) => !f.startsWith('embeddings.')).sort()).toEqual(['README.md', 'manifest.json', 'model.onnx', 'model.onnx.data']);
     // What moved out is what made model.onnx large: each table's rows × dim floats (plus the fallback

@@ -210,6 +210,24 @@ export function findRows(index: HashedKeyIndex, keys: KeyBytes): Int32Array {
   return out;
 }
 
+const shared = new WeakMap<OnnxGraphBuilder, WeakMap<HashedKeyIndex, { keys: string; rows: string; buckets: string }>>();
+
+/** The index's three arrays as initializers, added once per graph however many lookups use the index. */
+function indexInitializers(g: OnnxGraphBuilder, index: HashedKeyIndex, name: string): { keys: string; rows: string; buckets: string } {
+  let byIndex = shared.get(g);
+  if (!byIndex) shared.set(g, (byIndex = new WeakMap()));
+  let names = byIndex.get(index);
+  if (!names) {
+    names = {
+      keys: g.constant(index.keys, [index.n], { name: `${name}.keys` }),
+      rows: g.constant(index.rows, [index.n], { name: `${name}.rows` }),
+      buckets: g.constant(index.buckets, [index.buckets.length], { name: `${name}.buckets` }),
+    };
+    byIndex.set(index, names);
+  }
+  return names;
+}
+
 /**
  * Maps raw keys to table rows with a {@link HashedKeyIndex}: `index = row of key`, or `defaultIndex`
  * for a key not in it (never an error). `keys`: STRING or INT64 (as the index), any shape S; returns
@@ -226,16 +244,17 @@ export function hashedLookupIndex(g: OnnxGraphBuilder, keys: string, index: Hash
   const hA = g.op('Mod', [hash(index.seeds[0]), i64(2 ** 31, 'two_31')]);
   const probe = index.keyType === 'STRING' ? g.op('Add', [g.op('Mul', [hA, i64(2 ** 32, 'two_32')]), hash(index.seeds[1])]) : keys;
   const bucket = g.op('Div', [hA, i64(2 ** (31 - index.bits), 'bucket_div')]);
-  const bucketStarts = g.constant(index.buckets, [index.buckets.length], { name: `${name}.buckets` });
+  const arrays = indexInitializers(g, index, name);
+  const bucketStarts = arrays.buckets;
   const start = cast(g, g.op('Gather', [bucketStarts, bucket], { axis: attr.int(0) }), 'INT64');
   // S + [width] candidate entries, clipped to the last one (a duplicate candidate matches at most the same entry).
   const offsets = int64s(g, Array.from({ length: index.width }, (_, i) => i), `${name}.offsets`);
   const cand = g.op('Min', [g.op('Add', [unsqueeze(g, start, [-1]), offsets]), i64(index.n - 1, 'last')]);
-  const probes = g.op('Gather', [g.constant(index.keys, [index.n], { name: `${name}.keys` }), cand], { axis: attr.int(0) });
+  const probes = g.op('Gather', [arrays.keys, cand], { axis: attr.int(0) });
   const hit = g.op('Equal', [probes, unsqueeze(g, probe, [-1])]);
   const minus1 = i64(-1, 'none');
   const entry = g.op('ReduceMax', [g.op('Where', [hit, cand, minus1])], { axes: attr.ints([-1]), keepdims: attr.int(0) });
-  const rowOf = g.constant(index.rows, [index.n], { name: `${name}.rows` });
+  const rowOf = arrays.rows;
   const row = cast(g, g.op('Gather', [rowOf, g.op('Max', [entry, i64(0, 'zero')])], { axis: attr.int(0) }), 'INT64');
   return g.op('Where', [g.op('Less', [entry, i64(0, 'zero_')]), i64(defaultIndex, 'default'), row], undefined, { name });
 }

@@ -269,17 +269,22 @@ async function serveCheck(repoDir, model, key) {
     const types = { FLOAT: 'FP32', INT64: 'INT64', STRING: 'BYTES' };
     const body = {
       inputs: requestInputs(spec).map((i) => {
-        const v = i.name === keyInput ? [key] : Array.from(requests.values.get(i.name), (x) => (typeof x === 'bigint' ? Number(x) : x));
+        const v = i.name === keyInput ? [key] : Array.from(requests.values.get(i.name));
         return { name: i.name, datatype: types[i.elemType], shape: i.sequence ? [1, v.length, 1] : [1, 1], data: v };
       }),
     };
     const tr = performance.now();
-    const r = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/infer`, { method: 'POST', body: JSON.stringify(body), headers: { 'content-type': 'application/json' } });
+    const r = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/infer`, { method: 'POST', body: exactJson(body), headers: { 'content-type': 'application/json' } });
     const json = await r.json();
     return { ok: r.ok, ready_seconds: round(readySeconds), first_request_ms: round(performance.now() - tr, 1), response: r.ok ? json.outputs?.[0]?.data : json };
   } finally {
     child.kill('SIGTERM');
   }
+}
+
+/** JSON with INT64 values written exactly (JSON.stringify cannot take a bigint; Number loses INT64 min). */
+function exactJson(v) {
+  return JSON.stringify(v, (_, x) => (typeof x === 'bigint' ? `__int64__${x}` : x)).replace(/"__int64__(-?\d+)"/g, '$1');
 }
 
 function round(x, d = 2) {

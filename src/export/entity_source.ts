@@ -1,28 +1,28 @@
 /**
- * An embedding snapshot (one Parquet file or its part files) read one row group at a time, so export
- * never holds a whole entity table: 20M × 64 float32 is 5 GB, and 20M keys as JS strings another 1–2 GB
- * (past V8's 16.7M-entry Map limit, too). What export needs from it:
+ * An embedding snapshot (one Parquet file or its part files) streamed through DuckDB in its file order,
+ * so export never holds a whole entity table: 20M × 64 float32 is 5 GB, and 20M keys as JS strings another
+ * 1–2 GB (past V8's 16.7M-entry Map limit, too). What export needs from it:
  *
  * - `keyBatches()`: the key column as bytes, in row order (for the hashed key index);
  * - `vectorChunks()`: the vectors, row-major float32, in row order (streamed into model.onnx.data);
  * - `vectorsFor(keys)`: the vectors of a few keys (parity and the int8 report look up a few thousand);
  * - `readAll()`: everything in memory, for tables small enough to stay inside model.onnx.
  *
- * Files are opened through `fs.openAsBlob`: parquet-wasm reads the byte ranges of the row groups asked
- * for, not the file (`readFileSync` also fails on files over 2 GiB).
+ * DuckDB rather than parquet-wasm: parquet-wasm's file reader is 32-bit (a 6.7 GB snapshot fails with
+ * "Corrupt footer", its size wrapped past 4 GiB), and its in-memory reader needs the whole file in one
+ * buffer. A plain scan keeps the file's row order (DuckDB's `preserve_insertion_order`), so every pass sees
+ * row r at the same place; vectors come out of DuckDB's FLOAT[dim] chunks as typed arrays (no per-value JS).
  */
-import * as arrow from 'apache-arrow';
-import { openAsBlob } from 'node:fs';
-import * as pq from 'parquet-wasm/node';
+import type { DuckDBVector } from '@duckdb/node-api';
 import { DataError } from '../core/errors.js';
+import { closeDuck, lit, openDuck, q, queryValue, withDuck } from '../data/duck.js';
 import { buildHashedKeyIndex, findRows, keyBytesOf, type HashedKeyIndex, type HashedKeyType, type KeyBytes } from './onnx/ops/hashed_lookup.js';
 import type { Vocabulary } from './onnx/ops/lookup.js';
 import type { EntityRows, EntityTable, StreamedEntityTable } from './student_onnx.js';
 
-interface RowGroup {
+interface PartFile {
   file: string;
-  group: number;
-  /** first table row of the group */
+  /** first table row of the file */
   first: number;
   rows: number;
 }
@@ -36,53 +36,57 @@ export class EntitySource implements EntityRows {
     readonly keyType: HashedKeyType,
     readonly dim: number,
     readonly rows: number,
-    private readonly groups: RowGroup[],
+    private readonly parts: PartFile[],
   ) {}
 
-  /** Reads the files' footers (row groups and their sizes); no data yet. */
+  /** Counts each file's rows (from the Parquet footers); no data yet. */
   static async open(s: { table: string; files: string[]; key: string; dim: number }, keyType: HashedKeyType): Promise<EntitySource> {
-    const groups: RowGroup[] = [];
+    const parts: PartFile[] = [];
     let rows = 0;
-    for (const file of s.files) {
-      const pf = await pq.ParquetFile.fromFile(await openAsBlob(file));
-      try {
-        const meta = pf.metadata();
-        for (let g = 0; g < meta.numRowGroups(); g++) {
-          const n = meta.rowGroup(g).numRows();
-          groups.push({ file, group: g, first: rows, rows: n });
-          rows += n;
-        }
-      } finally {
-        pf.free();
+    await withDuck(async ({ conn }) => {
+      for (const file of s.files) {
+        const n = Number(await queryValue<bigint | number>(conn, `SELECT count(*) FROM read_parquet(${lit(file)})`));
+        parts.push({ file, first: rows, rows: n });
+        rows += n;
       }
-    }
+    });
     if (rows === 0) throw new DataError(`the embeddings of ${s.table} hold no rows`, { where: s.files.join(', '), hint: 're-run gnnctl embed' });
-    return new EntitySource(s.table, s.key, keyType, s.dim, rows, groups);
+    return new EntitySource(s.table, s.key, keyType, s.dim, rows, parts);
   }
 
-  /** Row-group batches in row order, with the columns asked for. */
-  async *batches(want: { keys?: boolean; vectors?: boolean }, only?: Set<number>): AsyncGenerator<{ group: RowGroup; keys?: KeyBytes; vectors?: Float32Array }> {
-    const columns = [...(want.keys ? [this.key] : []), ...(want.vectors ? ['embedding'] : [])];
-    const open: { file?: string; pf?: pq.ParquetFile } = {};
+  /**
+   * Batches in row order (DuckDB's 2,048-row chunks), with the columns asked for. `rowsIn`, when given,
+   * keeps only those rows of each file (file-local row numbers) and yields them with their numbers.
+   */
+  async *batches(want: { keys?: boolean; vectors?: boolean }, rowsIn?: (part: PartFile) => number[] | null): AsyncGenerator<{ part: PartFile; first: number; count: number; keys?: KeyBytes; vectors?: Float32Array; rowNumbers?: Int32Array }> {
+    const duck = await openDuck();
     try {
-      for (const [i, group] of this.groups.entries()) {
-        if (only && !only.has(i)) continue;
-        if (open.file !== group.file) {
-          open.pf?.free();
-          open.pf = undefined;
-          open.pf = await pq.ParquetFile.fromFile(await openAsBlob(group.file));
-          open.file = group.file;
+      for (const part of this.parts) {
+        const only = rowsIn?.(part);
+        if (only && only.length === 0) continue;
+        const cols = [
+          ...(want.keys ? [this.keyType === 'INT64' ? `CAST(${q(this.key)} AS BIGINT)` : `CAST(${q(this.key)} AS VARCHAR)`] : []),
+          ...(want.vectors ? [`CAST(embedding AS FLOAT[${this.dim}])`] : []),
+          ...(only ? ['file_row_number::INTEGER'] : []),
+        ];
+        const where = only ? ` WHERE file_row_number IN (${only.join(', ')})` : '';
+        const result = await duck.conn.stream(`SELECT ${cols.join(', ')} FROM read_parquet(${lit(part.file)}${only ? ', file_row_number = true' : ''})${where}`);
+        let seen = 0;
+        for (;;) {
+          const chunk = await result.fetchChunk();
+          if (!chunk || chunk.rowCount === 0) break;
+          const n = chunk.rowCount;
+          let c = 0;
+          const keys = want.keys ? this.keyBytes(chunk.getColumnVector(c++), n, part.file) : undefined;
+          const vectors = want.vectors ? this.vectors(chunk.getColumnVector(c++), n, part.file) : undefined;
+          const rowNumbers = only ? Int32Array.from({ length: n }, (_, i) => Number(chunk.getColumnVector(c).getItem(i))) : undefined;
+          yield { part, first: part.first + seen, count: n, keys, vectors, rowNumbers };
+          seen += n;
         }
-        const t = arrow.tableFromIPC((await open.pf!.read({ rowGroups: [group.group], columns })).intoIPCStream());
-        if (t.numRows !== group.rows) throw new DataError(`${group.file}: row group ${group.group} has ${t.numRows} rows, its footer says ${group.rows}`);
-        yield {
-          group,
-          keys: want.keys ? this.keyBytes(t, group.file) : undefined,
-          vectors: want.vectors ? this.vectors(t, group.file) : undefined,
-        };
+        if (!only && seen !== part.rows) throw new DataError(`${part.file}: read ${seen} rows, its footer says ${part.rows}`, { hint: 'was the file replaced while exporting?' });
       }
     } finally {
-      open.pf?.free();
+      closeDuck(duck);
     }
   }
 
@@ -113,75 +117,53 @@ export class EntitySource implements EntityRows {
       const k = b.keys!;
       if (k.kind === 'INT64') for (const v of k.values) keys.push(v);
       else for (let i = 0; i < k.length; i++) keys.push(dec.decode(k.values.subarray(k.offsets[i]!, k.offsets[i + 1]!)));
-      vectors.set(b.vectors!, b.group.first * this.dim);
+      vectors.set(b.vectors!, b.first * this.dim);
     }
     const vocab: Vocabulary = this.keyType === 'INT64' ? (keys as bigint[]) : (keys as string[]);
-    if (new Set(keys).size !== keys.length) throw new DataError(`duplicate keys in the embeddings of ${this.table}`, { where: this.groups[0]!.file, hint: 'shards must be disjoint; re-run embed' });
+    if (new Set(keys).size !== keys.length) throw new DataError(`duplicate keys in the embeddings of ${this.table}`, { where: this.parts[0]!.file, hint: 'shards must be disjoint; re-run embed' });
     return { keys: vocab, vectors, dim: this.dim };
   }
 
-  /** Vectors of `keys` ([n × dim], zeros where missing) and a 1/0 missing flag each; reads only the row groups that hold them. */
+  /** Vectors of `keys` ([n × dim], zeros where missing) and a 1/0 missing flag each; reads only those rows' vectors. */
   async vectorsFor(keys: ArrayLike<string | bigint>): Promise<{ values: Float32Array; missing: Float32Array }> {
     const n = keys.length;
     const values = new Float32Array(n * this.dim);
     const missing = new Float32Array(n);
     const rows = findRows(await this.index(), keyBytesOf(Array.from(keys, (k) => (this.keyType === 'INT64' ? BigInt(k) : String(k))), this.keyType));
-    const wanted = new Set<number>();
+    const wanted = new Map<number, number[]>();
     rows.forEach((r, i) => {
       if (r < 0) missing[i] = 1;
-      else wanted.add(this.groupOf(r));
+      else wanted.set(r, [...(wanted.get(r) ?? []), i]);
     });
-    for await (const b of this.batches({ vectors: true }, wanted)) {
-      const { first, rows: count } = b.group;
-      rows.forEach((r, i) => {
-        if (r >= first && r < first + count) values.set(b.vectors!.subarray((r - first) * this.dim, (r - first + 1) * this.dim), i * this.dim);
-      });
+    const local = (part: PartFile): number[] => [...wanted.keys()].filter((r) => r >= part.first && r < part.first + part.rows).map((r) => r - part.first);
+    for await (const b of this.batches({ vectors: true }, local)) {
+      for (let j = 0; j < b.count; j++) {
+        for (const i of wanted.get(b.part.first + b.rowNumbers![j]!)!) values.set(b.vectors!.subarray(j * this.dim, (j + 1) * this.dim), i * this.dim);
+      }
     }
     return { values, missing };
   }
 
-  private groupOf(row: number): number {
-    let lo = 0;
-    let hi = this.groups.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (this.groups[mid]!.first <= row) lo = mid;
-      else hi = mid - 1;
+  private keyBytes(vec: DuckDBVector, n: number, file: string): KeyBytes {
+    const out: (string | bigint)[] = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const v = vec.getItem(i);
+      if (v === null) throw new DataError(`${file}: a null key in column ${this.key}`, { hint: 'every embedded entity has a key; re-run gnnctl embed' });
+      out[i] = v as string | bigint;
     }
-    return lo;
+    return keyBytesOf(out, this.keyType);
   }
 
-  private keyBytes(t: arrow.Table, file: string): KeyBytes {
-    const col = t.getChild(this.key);
-    if (!col) throw new DataError(`${file} has no key column ${this.key}`, { hint: 'embedding files name their key column after the table\'s primary key' });
-    if (this.keyType === 'INT64') {
-      const out = new BigInt64Array(col.length);
-      let o = 0;
-      for (const d of col.data) {
-        const v = d.values as ArrayLike<number | bigint>;
-        for (let i = 0; i < d.length; i++) out[o++] = BigInt(v[d.offset + i]!);
-      }
-      return { kind: 'INT64', values: out };
-    }
-    if (col.data.length === 1 && arrow.DataType.isUtf8(col.type)) {
-      const d = col.data[0]!;
-      return { kind: 'STRING', values: d.values as Uint8Array, offsets: (d.valueOffsets as Int32Array).subarray(d.offset, d.offset + d.length + 1), length: d.length };
-    }
-    // Several batches or another string layout: re-encode (rare; parquet-wasm gives one Utf8 batch per row group).
-    return keyBytesOf(Array.from(col as Iterable<unknown>, (k) => String(k)), 'STRING');
-  }
-
-  private vectors(t: arrow.Table, file: string): Float32Array {
-    const col = t.getChild('embedding');
-    if (!col) throw new DataError(`${file} has no embedding column`, { hint: 're-run gnnctl embed' });
-    const out = new Float32Array(t.numRows * this.dim);
-    let o = 0;
-    for (const d of col.data) {
-      const child = d.children[0]!;
-      const v = (child.values as Float32Array).subarray(child.offset + d.offset * this.dim, child.offset + (d.offset + d.length) * this.dim);
-      if (v.length !== d.length * this.dim) throw new DataError(`${file}: embedding vectors are not ${this.dim} wide`);
-      out.set(v, o);
-      o += v.length;
+  private vectors(vec: DuckDBVector, n: number, file: string): Float32Array {
+    // DuckDB's FLOAT[dim] vector keeps its values in a child FLOAT vector whose typed array is `items`
+    // (private in the typings; src/data/duck.ts reads numeric columns the same way).
+    const items = (vec as unknown as { childData?: { items?: unknown } }).childData?.items;
+    if (items instanceof Float32Array && items.length >= n * this.dim) return items.slice(0, n * this.dim);
+    const out = new Float32Array(n * this.dim);
+    for (let i = 0; i < n; i++) {
+      const v = vec.getItem(i) as { items: readonly (number | null)[] } | null;
+      if (v === null) throw new DataError(`${file}: a null embedding`, { hint: 're-run gnnctl embed' });
+      for (let j = 0; j < this.dim; j++) out[i * this.dim + j] = Number(v.items[j]);
     }
     return out;
   }

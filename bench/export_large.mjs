@@ -18,7 +18,7 @@ import * as arrow from 'apache-arrow';
 import * as ort from 'onnxruntime-node';
 import * as pq from 'parquet-wasm/node';
 import { spawn, spawnSync } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, openAsBlob, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readdirSync, mkdirSync, openAsBlob, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -61,12 +61,21 @@ if (!runs || !existsSync(join(cfg.artifactsDir, 'runs', runs.distilled))) {
 const spec = readModelJson(join(cfg.artifactsDir, 'runs', runs.distilled), 'student.json');
 const dim = spec.embeddings.find((k) => k.target === 'customers').dim;
 
-// 2. The customers snapshot at ROWS entities (cached per row count).
-const bigFile = join(dir, `embeddings.customers.${ROWS}.parquet`);
+// 2. The customers snapshot at ROWS entities, as part files of PART_ROWS rows (cached per row count).
+// Parts, as `gnnctl embed --shard` writes them: parquet-wasm's writer wraps its footer offsets past 4 GiB
+// (row group 196 of a one-file 20M × 64 snapshot points back to byte 21 MB), so no single file may be larger.
+const PART_ROWS = 4_000_000;
+const bigFile = join(dir, `embeddings.customers.${ROWS}`);
 let generateSeconds = null;
 if (!existsSync(bigFile)) {
   const t = performance.now();
-  await extendSnapshot(runs.files.customers, bigFile, ROWS);
+  const tmp = `${bigFile}.tmp`;
+  rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(tmp);
+  for (let p = 0; p * PART_ROWS < ROWS; p++) {
+    await extendSnapshot(runs.files.customers, join(tmp, `part-${String(p).padStart(5, '0')}.parquet`), p * PART_ROWS, Math.min(ROWS, (p + 1) * PART_ROWS), `${p}/${Math.ceil(ROWS / PART_ROWS)}`);
+  }
+  renameSync(tmp, bigFile);
   generateSeconds = round((performance.now() - t) / 1000);
 }
 
@@ -149,7 +158,7 @@ const out = {
   rows: ROWS,
   dim,
   quantize: QUANTIZE,
-  snapshot_bytes: statSync(bigFile).size,
+  snapshot_bytes: readdirSync(bigFile).reduce((n, f) => n + statSync(join(bigFile, f)).size, 0),
   fp32_table_bytes: (ROWS + 1) * dim * 4,
   generate_seconds: generateSeconds,
   export_seconds: round(exportSeconds),
@@ -180,9 +189,9 @@ if (!Object.values(checks).every(Boolean) || (serve && !serve.ok)) process.exitC
  * of random vectors, and written uncompressed (random floats do not compress): on a shared 2-core
  * machine the snapshot, not the export, would otherwise take most of the bench's time.
  */
-async function extendSnapshot(src, dst, rows) {
+async function extendSnapshot(src, dst, from, to, shard) {
   const pf = await pq.ParquetFile.fromFile(await openAsBlob(src));
-  const meta = Object.fromEntries([...pf.metadata().fileMetadata().keyValueMetadata()].filter(([k]) => k !== 'ARROW:schema'));
+  const meta = { ...Object.fromEntries([...pf.metadata().fileMetadata().keyValueMetadata()].filter(([k]) => k !== 'ARROW:schema')), shard };
   const real = arrow.tableFromIPC((await pf.read({ columns: [meta.key, 'embedding'] })).intoIPCStream());
   pf.free();
   const realKeys = Array.from(real.getChild(meta.key), String);
@@ -204,8 +213,8 @@ async function extendSnapshot(src, dst, rows) {
   const anchorMicros = BigInt(Date.parse(meta.anchor_time)) * 1000n;
   const embType = new arrow.FixedSizeList(dim, new arrow.Field('item', new arrow.Float32(), false));
   async function* batches() {
-    for (let r = 0; r < rows; r += ROW_GROUP) {
-      const n = Math.min(ROW_GROUP, rows - r);
+    for (let r = from; r < to; r += ROW_GROUP) {
+      const n = Math.min(ROW_GROUP, to - r);
       const offsets = new Int32Array(n + 1);
       const bytes = new Uint8Array(n * 64).fill(0x30);
       let end = 0;

@@ -83,7 +83,12 @@ export class EntitySource implements EntityRows {
           yield { part, first: part.first + seen, count: n, keys, vectors, rowNumbers };
           seen += n;
         }
-        if (!only && seen !== part.rows) throw new DataError(`${part.file}: read ${seen} rows, its footer says ${part.rows}`, { hint: 'was the file replaced while exporting?' });
+        if (!only && seen !== part.rows) {
+          throw new DataError(`${part.file}: read ${seen} rows, its footer says ${part.rows}`, {
+            // parquet-wasm (gnnctl's Parquet writer) wraps the footer's offsets past 4 GiB, which reads as this.
+            hint: 'a Parquet file over 4 GiB written by gnnctl is unreadable past that point: embed in shards (`gnnctl embed --shard i/n`, each part under 4 GiB); or the file changed while exporting',
+          });
+        }
       }
     } finally {
       closeDuck(duck);

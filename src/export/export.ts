@@ -6,12 +6,16 @@
  *   <out>/<name>/<version>/model.onnx            (+ model.onnx.data past the 2 GB protobuf limit)
  *   <out>/<name>/<version>/embeddings.<table>.parquet, manifest.json, README.md
  *
- * The entity embeddings are baked into the graph (LabelEncoder → Gather, unknown keys → the student's
+ * The entity embeddings are baked into the graph (key → row, then Gather; unknown keys → the student's
  * learned fallback). Their tables grow with the entity count, so past a size (`--external-data`, 64 MiB
  * by default) they are stored as ONNX external data in `model.onnx.data` beside model.onnx — the file
- * onnxruntime (and Triton's onnxruntime backend) reads from the model's folder when it loads by path —
- * and `--quantize int8` stores them as INT8 with a scale per row (about 4× smaller), reporting the score
- * and AUROC change against the same graph in FLOAT32. Embeddings from another base run, another graph schema or of another dimension are
+ * onnxruntime (and Triton's onnxruntime backend) reads from the model's folder when it loads by path.
+ * Such tables are streamed there from the embedding snapshot chunk by chunk (never one buffer: 20M × 64
+ * floats is 5 GB), and their keys go through a hashed index in the same file instead of a LabelEncoder
+ * (whose string attribute ONNX cannot store externally): model.onnx keeps only the network. Smaller
+ * tables stay inside model.onnx with a LabelEncoder. `--quantize int8` stores the tables as INT8 with a
+ * scale per row (about 4× smaller), reporting the score and AUROC change against the same graph in
+ * FLOAT32. Embeddings from another base run, another graph schema or of another dimension are
  * refused. The version folder is assembled under a temporary name, checked (onnxruntime loads it and
  * agrees with TF.js), then renamed into place: a server polling the repository never sees half a version.
  */
@@ -468,7 +472,7 @@ function readme(spec: StudentSpec, name: string, version: number, embeddings: { 
     '',
     storage.quantize === 'int8' ? 'Stored as INT8 with a FLOAT scale per row (`gnnctl export --quantize int8`); manifest.json gives the score and AUROC change against FLOAT32.' : 'Stored as FLOAT32.',
     storage.externalData
-      ? 'The tables are ONNX external data in `model.onnx.data`, next to model.onnx: keep the two files together and load the model by path (onnxruntime resolves the data file against the model\'s folder; Triton does so from the version folder).'
+      ? 'The tables, and the hashed key indexes that map keys to their rows (onnxruntime\'s `com.microsoft.MurmurHash3`, in every onnxruntime build), are ONNX external data in `model.onnx.data`, next to model.onnx: keep the two files together and load the model by path (onnxruntime resolves the data file against the model\'s folder; Triton does so from the version folder).'
       : 'The tables are inside model.onnx (`gnnctl export --external-data always` moves them to `model.onnx.data`).',
     '',
     '## Sample request (KServe V2)',

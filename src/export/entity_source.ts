@@ -138,7 +138,8 @@ export class EntitySource implements EntityRows {
     const wanted = new Map<number, number[]>();
     rows.forEach((r, i) => {
       if (r < 0) missing[i] = 1;
-      else wanted.set(r, [...(wanted.get(r) ?? []), i]);
+      else if (wanted.has(r)) wanted.get(r)!.push(i);
+      else wanted.set(r, [i]);
     });
     const local = (part: PartFile): number[] => [...wanted.keys()].filter((r) => r >= part.first && r < part.first + part.rows).map((r) => r - part.first);
     for await (const b of this.batches({ vectors: true }, local)) {

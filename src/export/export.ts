@@ -281,7 +281,7 @@ function streamTables(sources: EntitySource[], quantize: Quantize, mode: Externa
     case 'always':
       return bytes.map(() => true);
     case 'auto':
-      return bytes.map(() => total >= EXTERNAL_DATA_AUTO_BYTES || total >= PROTOBUF_LIMIT_BYTES / 2);
+      return bytes.map(() => total >= EXTERNAL_DATA_AUTO_BYTES);
     default:
       return bytes.map((b) => b >= mode);
   }

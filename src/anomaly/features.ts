@@ -62,10 +62,9 @@ export function fitFeatureStats(snapshots: Snapshot[], featureColumns: string[],
   };
 }
 
-/** Applies fitted statistics to a row-major [rows × columns] block. */
-export function standardise(values: Float32Array, stats: ColumnStats[]): Float32Array {
+/** Applies fitted statistics to a row-major [rows × columns] block (into `out`, zero-filled, when given). */
+export function standardise(values: Float32Array, stats: ColumnStats[], out: Float32Array = new Float32Array(values.length)): Float32Array {
   const F = stats.length;
-  const out = new Float32Array(values.length);
   for (let i = 0; i < values.length; i++) {
     const c = stats[i % F]!;
     const x = values[i]!;

@@ -11,7 +11,13 @@
  *     past_fallback  FLOAT [P, n, 1]   1 where a service has no history at that lag (it takes its current Z)
  *     lag_mask       FLOAT [W]         1 for the lags present (lag 0 always), 0 for missing ones
  *
- * Outputs: `adjacency` [n, n] (Â), `features` [n, F] (X̂), `z` [n, D] (this snapshot's GATv2 embedding).
+ * Outputs: `adjacency` [n, n] (Â), `features` [n, F] (X̂), `z` [n, D] (this snapshot's GATv2 embedding),
+ * `decoder_input` [n, D] (H, whose halves are Â's factors), and Â's reductions the detector's errors
+ * need — `adjacency_row_sq`, `adjacency_col_sq` [n] (Σ Â² per row and column) and `adjacency_row_max` [n].
+ * The scorer fetches H and the reductions rather than Â: onnxruntime-node copies every fetched output
+ * into a fresh ArrayBuffer, and a 1 MB Â per 500-service scrape set off an "external memory pressure"
+ * garbage collection every ~30 snapshots; the reductions are vectorised passes over Â while it is in
+ * cache, where the same walk in JS was a fifth of a snapshot's time.
  *
  * The past is fixed at W − 1 lags with a mask rather than a variable length, so one graph serves the
  * start of a series too: a masked lag's logit gets −1e9, whose exp is exactly 0, so the softmax equals
@@ -160,10 +166,21 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
   const half = D / 2;
   const cols = (a: number, b: number): string => g.op('Slice', [h, g.ints(`cols_${a}`, [a]), g.ints(`cols_${a}_end`, [b]), g.ints(`cols_${a}_axis`, [1])]);
   const adjacency = g.op('Sigmoid', [g.op('MatMul', [cols(0, half), g.op('Transpose', [cols(half, D)], { perm: { ints: [1, 0] } })])]);
+  // Σ Â² per row and per column as products with a ones vector (a GEMV each; ReduceSum over the first
+  // axis is a strided walk).
+  const sq = g.op('Mul', [adjacency, adjacency]);
+  const ones = g.op('Add', [zeros(1, 'ones'), g.floats('one_f', [1], [])]); // [n, 1]
+  const rowSq = g.op('Reshape', [g.op('MatMul', [sq, ones]), g.ints('shape_flat', [-1])]);
+  const colSq = g.op('Reshape', [g.op('MatMul', [g.op('Transpose', [ones], { perm: { ints: [1, 0] } }), sq]), g.ints('shape_flat2', [-1])]);
+  const rowMax = g.op('ReduceMax', [adjacency], { axes: { ints: [1] }, keepdims: { i: 0 } });
   const features = g.op('Add', [g.op('MatMul', [h, g.floats('decoder.w_x', w('decoder.w_x'), [D, F])]), g.floats('decoder.b_x', w('decoder.b_x'), [F])]);
   g.nodes.push({ opType: 'Identity', input: [adjacency], output: ['adjacency'], name: 'adjacency_out' });
   g.nodes.push({ opType: 'Identity', input: [features], output: ['features'], name: 'features_out' });
   g.nodes.push({ opType: 'Identity', input: [z], output: ['z'], name: 'z_out' });
+  g.nodes.push({ opType: 'Identity', input: [h], output: ['decoder_input'], name: 'decoder_input_out' });
+  g.nodes.push({ opType: 'Identity', input: [rowSq], output: ['adjacency_row_sq'], name: 'adjacency_row_sq_out' });
+  g.nodes.push({ opType: 'Identity', input: [colSq], output: ['adjacency_col_sq'], name: 'adjacency_col_sq_out' });
+  g.nodes.push({ opType: 'Identity', input: [rowMax], output: ['adjacency_row_max'], name: 'adjacency_row_max_out' });
 
   const P = Math.max(0, W - 1);
   const model: IModelProto = {
@@ -186,7 +203,7 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
         valueInfo('past_fallback', FLOAT, [P, 'n', 1]),
         valueInfo('lag_mask', FLOAT, [W]),
       ],
-      output: [valueInfo('adjacency', FLOAT, ['n', 'n']), valueInfo('features', FLOAT, ['n', F]), valueInfo('z', FLOAT, ['n', D])],
+      output: [valueInfo('adjacency', FLOAT, ['n', 'n']), valueInfo('features', FLOAT, ['n', F]), valueInfo('z', FLOAT, ['n', D]), valueInfo('decoder_input', FLOAT, ['n', D]), valueInfo('adjacency_row_sq', FLOAT, ['n']), valueInfo('adjacency_col_sq', FLOAT, ['n']), valueInfo('adjacency_row_max', FLOAT, ['n'])],
     },
   };
   return onnx.ModelProto.encode(model).finish();

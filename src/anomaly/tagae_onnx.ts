@@ -188,16 +188,28 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
   const z3 = g.op('Unsqueeze', [z, g.ints('axes_0', [0])]);
   // aligned past = past + fallback ⊙ z   [P, n, D]
   const stacked = W > 1 ? g.op('Concat', [z3, g.op('Add', ['past', g.op('Mul', ['past_fallback', z])])], { axis: { i: 0 } }) : z3; // [W, n, D]
-  const q = g.op('MatMul', [z, g.floats('temporal.w_q', w('temporal.w_q'), [D, dk])]); // [n, dk]
-  const k = g.op('MatMul', [stacked, g.floats('temporal.w_k', w('temporal.w_k'), [D, dk])]); // [W, n, dk]
-  // k·q / √dk summed over the key axis by a MatMul with a [dk, 1] column of 1/√dk (a ReduceSum over the
-  // last axis was several times slower in onnxruntime); the scores stay [W, n, 1].
-  const scores = g.op('MatMul', [g.op('Mul', [k, q]), g.floats('sum_dk', new Array<number>(dk).fill(1 / Math.sqrt(dk)), [dk, 1])]); // [W, n, 1]
+  // Both projections of the stack folded into [n, D] products by linearity: q·(z^(k) W_k) = z^(k)·(q W_kᵀ),
+  // so u = z (W_q W_kᵀ / √dk) is one [D, D] product per node, and Σ_k β^k z^(k) W_v = (Σ_k β^k z^(k)) W_v.
+  // Neither [W, n, ·] MatMul over the window remains; the same sums up to float rounding.
+  const wq = w('temporal.w_q');
+  const wk = w('temporal.w_k');
+  const qk = new Float32Array(D * D);
+  for (let a = 0; a < D; a++) {
+    for (let b = 0; b < D; b++) {
+      let s = 0;
+      for (let c = 0; c < dk; c++) s += wq[a * dk + c]! * wk[b * dk + c]!;
+      qk[a * D + b] = s / Math.sqrt(dk);
+    }
+  }
+  const u = g.op('MatMul', [z, g.floats('temporal.w_qk', qk, [D, D])]); // [n, D]
+  // summed over the embedding axis by a MatMul with a [D, 1] ones column (a ReduceSum over the last axis
+  // was several times slower in onnxruntime); the scores stay [W, n, 1].
+  const scores = g.op('MatMul', [g.op('Mul', [stacked, u]), g.floats('sum_d', new Array<number>(D).fill(1), [D, 1])]); // [W, n, 1]
   const mask = g.op('Mul', [g.op('Sub', [g.floats('one', [1], []), g.op('Reshape', ['lag_mask', g.ints('shape_w11', [W, 1, 1])])]), g.floats('masked', [MASKED], [])]);
   const logits = g.op('Add', [g.op('Add', [scores, g.floats('temporal.lag_bias', w('temporal.lag_bias'), [W, 1, 1])]), mask]);
   const beta = g.op('Softmax', [logits], { axis: { i: 0 } }); // [W, n, 1]
-  const v = g.op('MatMul', [stacked, g.floats('temporal.w_v', w('temporal.w_v'), [D, D])]);
-  const h = g.op('Add', [z, g.op('ReduceSum', [g.op('Mul', [v, beta]), g.ints('axes_0b', [0])], { keepdims: { i: 0 } })]);
+  const mix = g.op('ReduceSum', [g.op('Mul', [stacked, beta]), g.ints('axes_0b', [0])], { keepdims: { i: 0 } }); // [n, D]
+  const h = g.op('Add', [z, g.op('MatMul', [mix, g.floats('temporal.w_v', w('temporal.w_v'), [D, D])])]);
 
   // Decoders (layers/inner_product_decoder.ts).
   const half = D / 2;

@@ -10,22 +10,32 @@ export type Adjacency = Float32Array | FactoredAdjacency;
 
 const sigmoid = (l: number): number => 1 / (1 + Math.exp(-l));
 
-/** Â at the flat pair p = i·n + j. */
-export function adjacencyAt(adj: Adjacency, n: number, p: number): number {
-  if (adj instanceof Float32Array) return adj[p]!;
-  const i = Math.floor(p / n);
-  return sigmoid(logit(adj, i, p - i * n));
-}
-
-/** H_i,src · H_j,dst (Â_ij before the sigmoid), in float64. */
-function logit(adj: FactoredAdjacency, i: number, j: number): number {
+/**
+ * Â at the sorted pairs `pair` (row i's at rowStart[i] … rowStart[i + 1] − 1) into `pairs`, and Â's
+ * diagonal into `diagonal`: row by row, so the factored form loads each source half once.
+ */
+export function adjacencyAtPairs(adj: Adjacency, n: number, pair: Float64Array, rowStart: Int32Array, pairs: Float64Array, diagonal: Float64Array): { pairs: Float64Array; diagonal: Float64Array } {
+  if (adj instanceof Float32Array) {
+    for (let k = 0; k < pair.length; k++) pairs[k] = adj[pair[k]!]!;
+    for (let i = 0; i < n; i++) diagonal[i] = adj[i * n + i]!;
+    return { pairs, diagonal };
+  }
   const { h, dim } = adj;
   const half = dim / 2;
-  const a = i * dim;
-  const b = j * dim + half;
-  let s = 0;
-  for (let c = 0; c < half; c++) s += h[a + c]! * h[b + c]!;
-  return s;
+  for (let i = 0; i < n; i++) {
+    const a = i * dim;
+    for (let k = rowStart[i]! - 1; k < rowStart[i + 1]!; k++) {
+      // k = rowStart[i] − 1 stands for the diagonal
+      const j = k < rowStart[i]! ? i : pair[k]! - i * n;
+      const b = j * dim + half;
+      let s = 0;
+      for (let c = 0; c < half; c++) s += h[a + c]! * h[b + c]!;
+      const v = sigmoid(s);
+      if (k < rowStart[i]!) diagonal[i] = v;
+      else pairs[k] = v;
+    }
+  }
+  return { pairs, diagonal };
 }
 
 /**

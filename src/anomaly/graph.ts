@@ -49,17 +49,20 @@ export function edgeDim(extra: number): number {
  */
 export function buildGraph(s: Snapshot, stats: FeatureStats, previous?: SnapshotGraph | null, arrays: Arrays = FRESH): SnapshotGraph {
   const n = s.services.length;
-  const E = s.src.length;
+  // The columns in locals: a property load inside the loops is not hoisted once the function has seen
+  // snapshots of more than one shape, and cost more than the loops' own work.
+  const { src, dst, rate } = s;
+  const E = src.length;
   const Fe = stats.edge.length;
   const out = arrays.float64('graph.out', n);
-  for (let e = 0; e < E; e++) out[s.src[e]!]! += s.rate[e]!;
+  for (let e = 0; e < E; e++) out[src[e]!]! += rate[e]!;
   const outDeg = arrays.int32('graph.out_degree', n);
-  for (let e = 0; e < E; e++) outDeg[s.src[e]!]!++;
+  for (let e = 0; e < E; e++) outDeg[src[e]!]!++;
   const share = arrays.float32('graph.share', E);
   for (let e = 0; e < E; e++) {
-    const tot = out[s.src[e]!]!;
+    const tot = out[src[e]!]!;
     // A source whose calls all report rate 0 (idle) spreads its weight evenly rather than dividing by 0.
-    share[e] = tot > 0 ? s.rate[e]! / tot : 1 / outDeg[s.src[e]!]!;
+    share[e] = tot > 0 ? rate[e]! / tot : 1 / outDeg[src[e]!]!;
   }
   const extra = standardise(s.edgeFeatures, stats.edge, arrays.float32('graph.edge_features', s.edgeFeatures.length));
   const D = edgeDim(Fe);
@@ -70,8 +73,8 @@ export function buildGraph(s: Snapshot, stats: FeatureStats, previous?: Snapshot
   // Each call twice: forward at e, reversed at E + e (written out: a per-edge [[e, 0], [E + e, 1]]
   // literal allocated two arrays per call on every scrape).
   for (let e = 0; e < E; e++) {
-    const a = s.src[e]!;
-    const b = s.dst[e]!;
+    const a = src[e]!;
+    const b = dst[e]!;
     const f0 = e * D;
     const r0 = (E + e) * D;
     mpSrc[e] = a;
@@ -102,14 +105,14 @@ export function buildGraph(s: Snapshot, stats: FeatureStats, previous?: Snapshot
     index: previous && sameServices(previous.services, s.services) ? previous.index : new Map(s.services.map((name, i) => [name, i])),
     n,
     x: standardise(s.features, stats.node, arrays.float32('graph.x', s.features.length)),
-    src: s.src,
-    dst: s.dst,
+    src,
+    dst,
     share,
     mpSrc,
     mpDst,
     mpAttr,
     get neighbours(): number[][] {
-      return (neighbours ??= undirectedNeighbours(n, s.src, s.dst));
+      return (neighbours ??= undirectedNeighbours(n, src, dst));
     },
   };
 }

@@ -49,7 +49,7 @@ export interface PastEmbedding {
 /**
  * Row and column reductions of Â that the detector's per-service errors need. onnxruntime computes them
  * inside the graph (`tagae_onnx.ts`); without them (TF.js, a model file written before they existed) the
- * detector computes them in JS (`summariseAdjacency` in detector.ts).
+ * detector computes them in JS (`summariseAdjacency` in adjacency.ts).
  */
 export interface AdjacencySummary {
   /** [n] Σ_j Â_ij² over every column, the diagonal included */
@@ -63,8 +63,8 @@ export interface AdjacencySummary {
 /**
  * Â as the inner-product decoder's factors: Â_ij = sigmoid(H_i,src · H_j,dst) with H [n × dim], the source
  * half of each row first. What onnxruntime hands the detector instead of the dense [n × n] matrix, which
- * the detector reads only at the observed pairs and in a few rows (`adjacencyAt` / `adjacencyRowLogits`
- * in detector.ts; `denseAdjacency` builds the matrix for checks).
+ * the detector reads only at the observed pairs and in a few rows (`adjacencyAtPairs` / `adjacencyRow`
+ * in adjacency.ts; `denseAdjacency` builds the matrix for checks).
  */
 export interface FactoredAdjacency {
   h: Float32Array;

@@ -70,7 +70,11 @@ export function emptyState(runId: string, warmupScores: number[]): WindowState {
 export class Detector {
   private readonly ring: PastEmbedding[];
   private readonly threshold: SlidingThreshold;
-  /** the last snapshot's graph (its neighbour lists are serialised only when the state is exported) */
+  /**
+   * the last snapshot's graph (its neighbour lists are serialised only when the state is exported); only
+   * its services, index and neighbours are read: its typed arrays are the workspace's, which the next
+   * snapshot's build overwrites
+   */
   private previous: SnapshotGraph | null = null;
   /** the graph's and the error pass's arrays, reused from one snapshot to the next */
   private readonly arrays = new Workspace();

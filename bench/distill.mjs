@@ -54,7 +54,7 @@ if (flag('end-to-end')) {
     const s = trainStudent(
       { ...spec, hidden: [o.hidden, Math.max(2, Math.floor(o.hidden / 2))], element_dim: o.element_dim, proj_dim: o.projection_dim, use_embeddings: o.use_embeddings ?? spec.use_embeddings, use_rti: o.use_rti ?? spec.use_rti },
       features, data, labels, ranges, objective, teacherPred, o.kd_weight,
-      { epochs: o.epochs_override ?? epochs ?? o.epochs, batchSize: o.batch_size, lr: o.lr, patience: o.patience, dropout: o.dropout, seed: o.seed ?? seed, kdTemperature: o.kd_temperature, positiveWeight: o.positive_weight },
+      { epochs: o.epochs_override ?? epochs ?? o.epochs, batchSize: o.batch_size, lr: o.lr, patience: o.patience, dropout: o.dropout, seed: o.seed ?? seed, kdTemperature: o.kd_temperature, positiveWeight: o.positive_weight, emaDecay: o.ema_decay, emaEpochs: o.ema_epochs },
     );
     const params = s.model.parameterCount();
     const curve = s.epochs.map((e) => [e.val.auroc, e.val.ap]);

@@ -192,6 +192,12 @@ export const distillationSchema = z
     lr: z.number().positive().default(0.003),
     patience: z.number().int().min(1).default(3),
     dropout: z.number().min(0).max(0.9).default(0.1),
+    ema_epochs: z
+      .number()
+      .min(0)
+      .max(100)
+      .default(0)
+      .describe('validate and keep a moving average of the student\'s weights over about this many epochs of steps (Polyak averaging; 0: the raw weights): steadier early stopping on a small validation set'),
   })
   .strict()
   .refine((d) => d.min_embedding_offset < d.max_embedding_offset, {

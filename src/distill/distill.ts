@@ -204,6 +204,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
       kdTemperature: d.kd_temperature,
       positiveWeight: objective.softTargets ? d.positive_weight : 1,
       trainRows,
+      emaEpochs: d.ema_epochs,
     });
 
   const epochs = opts.epochs ?? d.epochs;

@@ -55,6 +55,10 @@ export function trainStudent(
     positiveWeight?: number;
     /** rows (indices into `data`) to train on; default the whole `ranges.train` */
     trainRows?: Int32Array;
+    /** the weights validated and kept: a moving average over about this many epochs of steps (0: the raw weights) */
+    emaEpochs?: number;
+    /** or the average's decay per step, directly (overrides emaEpochs) */
+    emaDecay?: number;
   },
 ): TrainedStudent {
   const T = o.kdTemperature ?? 1;
@@ -91,6 +95,20 @@ export function trainStudent(
   let bestVal: Metrics | null = null;
   let stale = 0;
   let progressScore = -Infinity;
+  // Polyak averaging: the weights validated at each epoch's end (and kept) are a bias-corrected moving
+  // average over the last ~1 / (1 − decay) steps, not the last step's. On a rare-positive task with a few
+  // hundred validation positives the raw weights' validation score jumps by ±0.01 AUROC from epoch to
+  // epoch, and early stopping picks one of those jumps.
+  // The horizon is in epochs, so a 30k-row ablation averages over as much of its training as the main
+  // student does over its 110k rows (per step, 1 − 1 / steps is one epoch).
+  const stepsPerEpoch = Math.ceil(order.length / o.batchSize);
+  const emaDecay = o.emaDecay ?? (o.emaEpochs ? Math.max(0, 1 - 1 / (o.emaEpochs * stepsPerEpoch)) : 0);
+  const ema = emaDecay > 0 ? new Map([...model.params.snapshot()].map(([k, v]) => [k, new Float64Array(v.length)])) : null;
+  let emaSteps = 0;
+  const averaged = (): Map<string, Float32Array> => {
+    const c = 1 - emaDecay ** emaSteps;
+    return new Map([...ema!].map(([k, v]) => [k, Float32Array.from(v, (x) => x / c)]));
+  };
   const epochs: { epoch: number; loss: number; val: Metrics }[] = [];
   const progress = new Progress();
   for (let epoch = 1; epoch <= o.epochs; epoch++) {
@@ -118,10 +136,22 @@ export function trainStudent(
         const softLoss = T === 1 ? objective.loss(lossName, logits, tf.tensor1d(soft.subarray(0, m))) : objective.loss(lossName, logits.div(T), tf.tensor1d(soft.subarray(0, m))).mul(T * T);
         return hard.mul(1 - kdWeight).add(softLoss.mul(kdWeight)) as tf.Scalar;
       });
+      if (ema) {
+        emaSteps++;
+        for (const [k, w] of model.params.snapshot()) {
+          const e = ema.get(k)!;
+          for (let j = 0; j < w.length; j++) e[j] = emaDecay * e[j]! + (1 - emaDecay) * w[j]!;
+        }
+      }
       lossSum += loss * m;
       progress.update(i + m, `loss ${(lossSum / (i + m)).toFixed(4)}`);
     }
+    // With averaging, the averaged weights are validated (and kept); training resumes from the raw ones.
+    const raw = ema ? model.params.snapshot() : null;
+    const candidate = ema ? averaged() : null;
+    if (candidate) model.params.restore(candidate);
     const val = evaluate(ranges.val[0], ranges.val[1], predict(ranges.val[0], ranges.val[1]));
+    if (raw) model.params.restore(raw);
     epochs.push({ epoch, loss: round(lossSum / order.length, 4), val });
     const sc = objective.score(val);
     const improved = sc > bestScore + 1e-6;
@@ -133,7 +163,7 @@ export function trainStudent(
     progress.end(`distill epoch ${epoch}/${o.epochs}: loss ${(lossSum / order.length).toFixed(4)}, val ${objective.mainMetric.name} ${Math.abs(sc).toFixed(4)}${improved ? ' (best)' : ''}`);
     if (improved) {
       bestScore = sc;
-      best = model.params.snapshot();
+      best = candidate ?? model.params.snapshot();
       bestEpoch = epoch;
       bestVal = val;
     }

@@ -105,19 +105,30 @@ export class DeepModel {
    * tree rooted at the table, sampled with the training fanouts of the hops below `depth` (seeded).
    */
   embedSampled(table: string, depth: number, nodes: Int32Array, anchor: number, seed: number, batchSize = 4096): Float32Array {
-    const plan = depth === 0 && table === this.spec.root ? this.plan : buildPlan(this.graph, table, this.spec.fanouts.slice(depth));
-    const sampler = plan === this.plan ? this.sampler : new TemporalSampler(this.graph, plan, this.spec.sampling);
+    const tree = this.samplingTree(table, depth);
     const C = this.spec.channels;
     const out = new Float32Array(nodes.length * C);
     const rng = new Rng(seed);
     const anchors = new Float64Array(batchSize).fill(anchor);
     for (let i = 0; i < nodes.length; i += batchSize) {
       const j = Math.min(nodes.length, i + batchSize);
-      const arrays = this.batch(nodes.subarray(i, j), anchors.subarray(0, j - i), rng, plan, sampler);
-      const emb = tf.tidy(() => this.gnn.forward(plan, arrays, false).embedding);
-      out.set(emb.dataSync() as Float32Array, i * C);
-      emb.dispose();
+      out.set(this.embedSampledBatch(tree, tree.sampler.sample(nodes.subarray(i, j), anchors.subarray(0, j - i), rng)), i * C);
     }
+    return out;
+  }
+
+  /** The tree `embedSampled` samples for `table` at `depth` (the training plan when that is the root's). */
+  samplingTree(table: string, depth: number): { plan: Plan; sampler: TemporalSampler } {
+    const plan = depth === 0 && table === this.spec.root ? this.plan : buildPlan(this.graph, table, this.spec.fanouts.slice(depth));
+    return { plan, sampler: plan === this.plan ? this.sampler : new TemporalSampler(this.graph, plan, this.spec.sampling) };
+  }
+
+  /** The root embeddings of one sampled batch of `tree` ([batch × channels]). */
+  embedSampledBatch(tree: { plan: Plan }, sampled: SampledBatch): Float32Array {
+    const arrays = this.arrays(sampled, tree.plan);
+    const emb = tf.tidy(() => this.gnn.forward(tree.plan, arrays, false).embedding);
+    const out = emb.dataSync() as Float32Array;
+    emb.dispose();
     return out;
   }
 

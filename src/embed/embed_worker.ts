@@ -3,6 +3,7 @@
  * with exact (layer-wise) or sampled embeddings of a piece of a chunk.
  */
 import { parentPort } from 'node:worker_threads';
+import type * as tf from '@tensorflow/tfjs';
 import { selectBackend } from '../compute/backend.js';
 import { Rng } from '../core/rng.js';
 import { Graph } from '../graph/graph.js';
@@ -13,8 +14,8 @@ import type { EmbedTask, EmbedWorkerInit } from './pool.js';
 
 let model: DeepModel | null = null;
 
-/** Per sampled job: its seeded stream and the first batch it has not sampled yet. */
-const streams = new Map<number, { rng: Rng; next: number }>();
+/** Per sampled job: its seeded stream, the first batch it has not sampled yet, the static encodings. */
+const streams = new Map<number, { rng: Rng; next: number; encoded: Map<string, tf.Tensor2D> }>();
 const trees = new Map<string, ReturnType<DeepModel['samplingTree']>>();
 
 setQuiet(true);
@@ -24,7 +25,7 @@ function sampled(m: DeepModel, t: Extract<EmbedTask, { kind: 'sampled' }>): Floa
   let tree = trees.get(key);
   if (!tree) trees.set(key, (tree = m.samplingTree(t.table, t.depth)));
   let s = streams.get(t.job);
-  if (!s) streams.set(t.job, (s = { rng: new Rng(t.seed), next: 0 }));
+  if (!s) streams.set(t.job, (s = { rng: new Rng(t.seed), next: 0, encoded: m.staticEncodings(tree.plan, t.nodes.length) }));
   if (t.batch < s.next) throw new Error(`sampled batch ${t.batch} of job ${t.job} asked for after batch ${s.next - 1}`);
   const anchors = new Float64Array(t.batchSize).fill(t.anchor);
   const slice = (b: number): Int32Array => t.nodes.subarray(b * t.batchSize, Math.min(t.nodes.length, (b + 1) * t.batchSize));
@@ -37,7 +38,7 @@ function sampled(m: DeepModel, t: Extract<EmbedTask, { kind: 'sampled' }>): Floa
   }
   const nodes = slice(t.batch);
   s.next = t.batch + 1;
-  return m.embedSampledBatch(tree, tree.sampler.sample(nodes, anchors.subarray(0, nodes.length), s.rng));
+  return m.embedSampledBatch(tree, tree.sampler.sample(nodes, anchors.subarray(0, nodes.length), s.rng), s.encoded);
 }
 
 parentPort!.on('message', async (msg: { id: number; type: string } & Record<string, unknown>) => {
@@ -51,6 +52,7 @@ parentPort!.on('message', async (msg: { id: number; type: string } & Record<stri
       return;
     }
     if (msg.type === 'done') {
+      for (const t of streams.get(msg.job as number)?.encoded.values() ?? []) t.dispose();
       streams.delete(msg.job as number);
       parentPort!.postMessage({ id: msg.id });
       return;

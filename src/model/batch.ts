@@ -16,6 +16,8 @@ export interface TypeRows {
   cat: Int32Array;
   /** distinct encoded rows */
   rows: number;
+  /** the node of each row */
+  nodes: Int32Array;
 }
 
 /**
@@ -43,7 +45,11 @@ export interface BatchArrays {
 }
 
 /** `degree`: what the degree input counts (`ModelSpec.degree`; runs made before it count `sampled`). */
-export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Record<string, TableFeatures>, degree: 'visible' | 'sampled' = 'visible'): BatchArrays {
+/**
+ * `encoded`: types whose rows the caller reads from encodings of the whole table (`DeepModel.staticEncodings`);
+ * their rows get node ids only, no inputs (`num` and `cat` stay empty).
+ */
+export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Record<string, TableFeatures>, degree: 'visible' | 'sampled' = 'visible', encoded?: ReadonlySet<string>): BatchArrays {
   const B = batch.size;
   const perType = new Map<string, { nodes: number[]; anchors: number[]; index: RowIndex }>();
   const positions: Int32Array[] = [];
@@ -87,10 +93,15 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
   for (const [type, t] of perType) {
     const f = features[type]!;
     const rows = t.nodes.length;
+    const nodes = Int32Array.from(t.nodes);
+    if (encoded?.has(type)) {
+      types[type] = { num: new Float32Array(0), cat: new Int32Array(0), rows, nodes };
+      continue;
+    }
     const num = new Float32Array(rows * f.num_dim);
     const cat = new Int32Array(rows * f.catCount);
-    f.gather(Int32Array.from(t.nodes), (i) => t.anchors[i]!, null, num, cat);
-    types[type] = { num, cat, rows };
+    f.gather(nodes, (i) => t.anchors[i]!, null, num, cat);
+    types[type] = { num, cat, rows, nodes };
   }
   const childIndex: (Int32Array | null)[] = [];
   const weights: (Float32Array | null)[] = [];

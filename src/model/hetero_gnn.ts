@@ -110,8 +110,12 @@ export class HeteroGnn {
     this.head2b = params.zeros('head/b2', [1]);
   }
 
-  /** Runs the plan's layers on a batch. Call inside `tf.tidy` (or dispose the result). */
-  forward(plan: Plan, batch: BatchArrays, training: boolean): ForwardResult {
+  /**
+   * Runs the plan's layers on a batch. Call inside `tf.tidy` (or dispose the result). `encoded`: per node
+   * type, the encoder output of every node of its table, computed once for many batches (inference only,
+   * and only for types whose inputs do not depend on the anchor); a batch then reads its rows from it.
+   */
+  forward(plan: Plan, batch: BatchArrays, training: boolean, encoded?: ReadonlyMap<string, tf.Tensor2D>): ForwardResult {
     const L = plan.layers;
     const C = this.spec.channels;
     // h⁰ for every slot: one encoder call per node type, then one gather per type (valid positions only).
@@ -129,16 +133,19 @@ export class HeteroGnn {
         slotIdx.forEach((i) => (h[i] = tf.zeros([0, C])));
         continue;
       }
-      const encoded = this.encode(type, rows.num, rows.cat, rows.rows);
-      encodedByType.set(type, encoded);
+      const whole = encoded?.get(type);
+      const dims = this.spec.types[type];
+      if (!whole && dims && (rows.num.length !== rows.rows * dims.num_dim || rows.cat.length !== rows.rows * dims.cat_sizes.length)) throw new Error(`batch rows of ${type} have no inputs (built for static encodings) but none were given`);
+      const typeRows = whole ? tf.gather(whole, tf.tensor1d(rows.nodes, 'int32')) : this.encode(type, rows.num, rows.cat, rows.rows);
+      encodedByType.set(type, typeRows);
       const read = slotIdx.filter((i) => plan.slots[i]!.depth < L);
       for (const i of slotIdx) if (plan.slots[i]!.depth >= L && batch.positions[i]!.length === 0) h[i] = tf.zeros([0, C]);
       if (read.length === 0) continue;
       if (read.length === 1 && isIdentity(batch.positions[read[0]!]!, rows.rows)) {
-        h[read[0]!] = encoded;
+        h[read[0]!] = typeRows;
         continue;
       }
-      const all = tf.gather(encoded, tf.tensor1d(concatInt(read.map((i) => batch.positions[i]!)), 'int32'));
+      const all = tf.gather(typeRows, tf.tensor1d(concatInt(read.map((i) => batch.positions[i]!)), 'int32'));
       const parts = read.length === 1 ? [all] : tf.split(all, read.map((i) => batch.positions[i]!.length), 0);
       read.forEach((i, k) => (h[i] = parts[k] as tf.Tensor2D));
     }

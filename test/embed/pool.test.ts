@@ -2,7 +2,8 @@
  * Embedding over worker threads gives the single-thread outputs bit for bit: exact mode split into parts
  * over two workers equals `embedExact` on the whole chunk; sampled mode with uniform sampling (where each
  * batch's draws depend on the batches before it) equals `DeepModel.embedSampled`, whichever worker takes
- * which batch, and its seed still reaches the sampler.
+ * which batch, and its seed still reaches the sampler. Sampled mode reads anchor-independent types
+ * (articles) from encodings of their whole table computed once: the numbers of encoding them per batch.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
@@ -12,6 +13,7 @@ import { EmbedPool, embedWorkers, SAMPLED_BATCH } from '../../src/embed/pool.js'
 import { buildGraph } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
 import { DeepModel } from '../../src/model/deep_model.js';
+import { Rng } from '../../src/core/rng.js';
 import { randomDeepModel } from '../helpers/deep_model.js';
 import { pipelineConfig } from '../helpers/pipeline.js';
 import { tinySynth, type SynthFixture } from '../helpers/synth.js';
@@ -66,6 +68,33 @@ describe('EmbedPool', () => {
     expect(Array.from(other)).not.toEqual(Array.from(single));
     // Same seed again (a new job): the same numbers, so no sampling state leaks between jobs.
     expect(Array.from(await pool.sampled('customers', 0, nodes, anchor, 42, model.spec.channels))).toEqual(Array.from(single));
+  });
+
+  it('sampled: whole-table encodings of anchor-independent types give the per-batch encoder\'s numbers', () => {
+    const nodes = manyNodes();
+    const [lo, hi] = graph.manifest.time_range!;
+    const anchor = (lo + hi) / 2;
+    const tree = model.samplingTree('customers', 0);
+    const encoded = model.staticEncodings(tree.plan, nodes.length);
+    try {
+      // articles have no time column and appear under the customers' transactions: they are encoded once
+      expect([...encoded.keys()]).toContain('articles');
+      expect([...encoded.keys()].every((t) => !model.features[t]!.timeDependent)).toBe(true);
+      expect(encoded.get('articles')!.shape).toEqual([graph.table('articles').rows, model.spec.channels]);
+    } finally {
+      for (const t of encoded.values()) t.dispose();
+    }
+    // A few entities cannot hold a whole table's worth of rows: nothing is encoded ahead.
+    expect(model.staticEncodings(tree.plan, 1).size).toBe(0);
+    const withStatic = model.embedSampled('customers', 0, nodes, anchor, 42);
+    const rng = new Rng(42);
+    const perBatch = new Float32Array(withStatic.length);
+    for (let i = 0; i < nodes.length; i += SAMPLED_BATCH) {
+      const part = nodes.subarray(i, Math.min(nodes.length, i + SAMPLED_BATCH));
+      const sampled = tree.sampler.sample(part, new Float64Array(part.length).fill(anchor), rng);
+      perBatch.set(model.embedSampledBatch(tree, sampled), i * model.spec.channels);
+    }
+    expect(Array.from(withStatic)).toEqual(Array.from(perBatch));
   });
 
   it('auto uses 2 workers only on the single-threaded backends with 2+ cores; a number is taken as given', () => {

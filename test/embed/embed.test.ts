@@ -137,6 +137,15 @@ describe('exact mode', () => {
     expect(readFileSync(b.path).equals(readFileSync(a.path))).toBe(true);
   });
 
+  // Two workers, chunks of 1,500 rows (the next one computed while this one is written): the file of one thread.
+  it.each(['exact', 'sampled'] as const)('%s: two worker threads write the byte-identical file of one thread', async (mode) => {
+    const one = await embedTo(`w1-${mode}.parquet`, { run: runs.fraud.runId, mode, chunkSize: 1500, workers: 1 });
+    const two = await embedTo(`w2-${mode}.parquet`, { run: runs.fraud.runId, mode, chunkSize: 1500, workers: 2 });
+    expect(two.rows).toBe(one.rows);
+    expect(two.rows).toBeGreaterThan(3000);
+    expect(readFileSync(two.path).equals(readFileSync(one.path))).toBe(true);
+  });
+
   // With `last` sampling, sampled mode picks each hop's most recent neighbours: the neighbourhoods exact
   // mode aggregates. Customers and articles sit one hop below a fraud run's root.
   const cases = [
@@ -294,7 +303,8 @@ describe('a failed or killed run leaves nothing at the output path', () => {
     });
     const dir = mkdtempSync(join(out, 'nan-'));
     const target = join(dir, 'embeddings.parquet');
-    const err = await embed({ cfg, backend: 'wasm', run: runs.fraud.runId, anchorTime: ANCHOR, mode: 'sampled', out: target, chunkSize: 1500 }).catch((e: unknown) => e);
+    // One thread: the spy lives in this thread's DeepModel (workers have their own).
+    const err = await embed({ cfg, backend: 'wasm', run: runs.fraud.runId, anchorTime: ANCHOR, mode: 'sampled', out: target, chunkSize: 1500, workers: 1 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ArtifactError);
     expect((err as Error).message).toMatch(/non-finite embedding value for transactions node 1500/);
     expect(calls).toBe(2);

@@ -199,7 +199,7 @@ export interface RepresentationChunk {
  * The shard's entities' representations, one chunk at a time (chunks are computed lazily, so the writer
  * bounds memory). An empty shard yields one empty chunk: a Parquet stream needs a batch for its schema.
  */
-export async function* representations(s: Snapshot, opts: SnapshotOptions, timing: { computeMs: number }, progress: Progress): AsyncGenerator<RepresentationChunk> {
+export async function* representations(s: Snapshot, opts: SnapshotOptions, timing: { computeMs: number; workers?: number }, progress: Progress): AsyncGenerator<RepresentationChunk> {
   const { model, table, depth, lo, hi, anchor } = s;
   const chunkSize = opts.chunkSize ?? 65536;
   const C = model.spec.channels;
@@ -209,6 +209,7 @@ export async function* representations(s: Snapshot, opts: SnapshotOptions, timin
   const workers = auto ? Math.min(embedWorkers('auto', s.backend), Math.ceil((hi - lo) / SAMPLED_BATCH)) : (opts.workers as number);
   // The workers start (load TF.js and the weights) while DuckDB reads the keys.
   const [keys, pool] = await Promise.all([readKeys(s), workers > 1 ? EmbedPool.start(workers, model, opts.backend ?? 'auto') : null]);
+  timing.workers = pool?.workers ?? 1;
   try {
     if (hi === lo) yield { keys: keys.slice(0, 0), start: lo, embeddings: new Float32Array(0) };
     const seedOf = (start: number): number => (s.manifest.seed * 1000003 + start) >>> 0;
@@ -255,6 +256,8 @@ export interface SnapshotFigures {
   /** seconds spent computing (graph loading and writing excluded) */
   compute_seconds: number;
   entities_per_s: number;
+  /** threads that computed (the main thread alone: 1) */
+  workers: number;
   mode: EmbedMode;
   table: string;
   run_id: string;
@@ -269,7 +272,7 @@ export async function writeSnapshot(
   s: Snapshot,
   opts: SnapshotOptions,
   chunks: AsyncIterable<EmbeddingChunk>,
-  w: { meta: ReturnType<typeof snapshotMetadata>; columns?: EntityColumn[]; timing: { computeMs: number }; progress: Progress; t0: number },
+  w: { meta: ReturnType<typeof snapshotMetadata>; columns?: EntityColumn[]; timing: { computeMs: number; workers?: number }; progress: Progress; t0: number },
 ): Promise<SnapshotFigures> {
   const { rows } = await writeEmbeddings(s.path, chunks, {
     keyName: s.key,
@@ -298,6 +301,7 @@ export async function writeSnapshot(
     seconds: round(seconds, 3),
     compute_seconds: round(w.timing.computeMs / 1000, 3),
     entities_per_s: Math.round(rate),
+    workers: w.timing.workers ?? 1,
     mode: s.mode,
     table: s.table,
     run_id: s.runId,

@@ -6,7 +6,7 @@
  * nothing where the next stage would read. One churn run (customers) and one fraud run (transactions)
  * are trained once for the whole file (8 channels, 1 epoch of 3 steps).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as arrow from 'apache-arrow';
@@ -380,6 +380,31 @@ async function synthOfSize(size: 'small'): Promise<SynthFixture> {
   mkdirSync(artifacts);
   return { dir, config: join(dir, 'config.yaml'), artifacts, cleanup: () => {} };
 }
+
+describe('gnnctl embed --workers (the real binary)', () => {
+  const cli = (args: string[]) =>
+    spawnSync(process.execPath, [join(ROOT, 'bin', 'gnnctl.js'), 'embed', '-c', fx.config, '-r', runs.fraud.runDir, '--artifacts', fx.artifacts, '--backend', 'wasm', ...args], { cwd: fx.dir, encoding: 'utf8', timeout: 110_000 });
+
+  it.skipIf(!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))('--workers 2 --json: the result says 2 workers and the file equals --workers 1\'s', () => {
+    const paths = [join(out, 'cli-w1.parquet'), join(out, 'cli-w2.parquet')];
+    const results = ['1', '2'].map((w, i) => {
+      const r = cli(['--mode', 'sampled', '--workers', w, '--out', paths[i]!, '--json']);
+      expect(r.status, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as Record<string, unknown>;
+    });
+    expect(results.map((r) => r.workers)).toEqual([1, 2]);
+    expect(results[1]).toMatchObject({ path: paths[1], mode: 'sampled', table: 'transactions' });
+    expect(readFileSync(paths[1]!).equals(readFileSync(paths[0]!))).toBe(true);
+  });
+
+  it.each(['0', '17', 'two', '1.5'])('--workers %s exits 2 naming --workers, before any work', (value) => {
+    const target = join(out, `bad-workers-${value}.parquet`);
+    const r = cli(['--workers', value, '--out', target, '--json']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/--workers must be "auto" or an integer in 1\.\.16/);
+    expect(existsSync(target)).toBe(false);
+  });
+});
 
 describe('embedCommand', () => {
   it('--json result: path, rows, dim, anchor_time, seconds', async () => {

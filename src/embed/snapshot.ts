@@ -208,7 +208,16 @@ export async function* representations(s: Snapshot, opts: SnapshotOptions, timin
   const auto = opts.workers === undefined || opts.workers === 'auto';
   const workers = auto ? Math.min(embedWorkers('auto', s.backend), Math.ceil((hi - lo) / SAMPLED_BATCH)) : (opts.workers as number);
   // The workers start (load TF.js and the weights) while DuckDB reads the keys.
-  const [keys, pool] = await Promise.all([readKeys(s), workers > 1 ? EmbedPool.start(workers, model, opts.backend ?? 'auto') : null]);
+  const starting = workers > 1 ? EmbedPool.start(workers, model, opts.backend ?? 'auto') : Promise.resolve(null);
+  let keys: arrow.Vector;
+  try {
+    keys = await readKeys(s);
+  } catch (e) {
+    // Workers left running would keep the process alive after the error.
+    await (await starting.catch(() => null))?.close();
+    throw e;
+  }
+  const pool = await starting;
   timing.workers = pool?.workers ?? 1;
   try {
     if (hi === lo) yield { keys: keys.slice(0, 0), start: lo, embeddings: new Float32Array(0) };

@@ -126,9 +126,9 @@ export class EmbedPool {
     return (await Promise.all(replies)).map((r) => r.out!);
   }
 
-  /** `embedExact` of `nodes`, in parts of about a 2 × workers-th. */
+  /** `embedExact` of `nodes`, one part per worker (each part re-encodes the articles etc. it touches, so no more parts than workers). */
   async exact(table: string, depth: number, nodes: Int32Array, anchor: number, degreeCap: number, channels: number): Promise<Float32Array> {
-    const parts = Math.min(nodes.length, 2 * this.pool.length);
+    const parts = Math.min(nodes.length, this.pool.length);
     const bounds = Array.from({ length: parts + 1 }, (_, i) => Math.floor((nodes.length * i) / Math.max(1, parts)));
     const tasks: EmbedTask[] = bounds.slice(0, -1).map((lo, i) => ({ kind: 'exact', table, depth, nodes: nodes.slice(lo, bounds[i + 1]), anchor, degreeCap }));
     return concat(await this.run(tasks), nodes.length * channels);

@@ -21,10 +21,12 @@
 import type { AnomalyConfig } from '../config/anomaly_schema.js';
 import { buildGraph, type SnapshotGraph } from './graph.js';
 import type { FeatureStats } from './features.js';
-import type { PastEmbedding } from './model.js';
+import { adjacencyAtPairs, adjacencyRow, logitOf, summariseAdjacency, type Adjacency } from './adjacency.js';
+import type { AdjacencySummary, PastEmbedding } from './model.js';
 import type { SnapshotScorer } from './scorer.js';
 import type { PlannedEvent, Snapshot } from './source.js';
 import { SlidingThreshold } from './threshold.js';
+import { Workspace, type Arrays } from './workspace.js';
 
 export interface ServiceBaselines {
   /** service → [structure mean, feature mean] over the warm-up window */
@@ -68,8 +70,14 @@ export function emptyState(runId: string, warmupScores: number[]): WindowState {
 export class Detector {
   private readonly ring: PastEmbedding[];
   private readonly threshold: SlidingThreshold;
-  /** the last snapshot's graph (its neighbour lists are serialised only when the state is exported) */
+  /**
+   * the last snapshot's graph (its neighbour lists are serialised only when the state is exported); only
+   * its services, index and neighbours are read: its typed arrays are the workspace's, which the next
+   * snapshot's build overwrites
+   */
   private previous: SnapshotGraph | null = null;
+  /** the graph's and the error pass's arrays, reused from one snapshot to the next */
+  private readonly arrays = new Workspace();
 
   constructor(
     private readonly model: SnapshotScorer,
@@ -84,7 +92,7 @@ export class Detector {
 
   /** Scores one snapshot (newer than the last); `events` are the planned changes since the last one. */
   async step(snapshot: Snapshot, events: PlannedEvent[], opts: { keepRaw?: boolean; prime?: boolean } = {}): Promise<SnapshotScore> {
-    const g = buildGraph(snapshot, this.stats, this.previous);
+    const g = buildGraph(snapshot, this.stats, this.previous, this.arrays);
     const rec = await this.model.reconstruct(g, this.ring);
 
     // Suppression: count down, then add this interval's events (service + neighbours, now or just before).
@@ -99,20 +107,23 @@ export class Detector {
       }
     }
 
-    const { structure, feature, top: topPairs } = reconstructionErrors(g, rec.adjacency, rec.features, this.stats.node.length, sup, this.cfg.top_k);
+    const summary = rec.summary ?? summariseAdjacency(rec.adjacency, g.n);
+    const { structure, feature, top: topPairs } = reconstructionErrors(g, rec.adjacency, summary, rec.features, this.stats.node.length, sup, this.cfg.top_k, this.arrays);
     const a = this.cfg.structure_weight;
-    const r = new Float64Array(g.n);
-    const active: number[] = [];
+    const r = this.arrays.float64('detector.r', g.n);
+    const unsuppressed = this.arrays.uint8('detector.unsuppressed', g.n);
+    let suppressedServices = 0;
     for (let i = 0; i < g.n; i++) {
       const name = g.services[i]!;
-      const [bs, bf] = this.baselines ? (this.baselines.services[name] ?? this.baselines.median) : [1, 1];
+      const [bs, bf] = this.baselines ? (this.baselines.services[name] ?? this.baselines.median) : UNIT_BASELINE;
       r[i] = (a * structure[i]!) / Math.max(bs, 1e-9) + ((1 - a) * feature[i]!) / Math.max(bf, 1e-9);
-      if (!(name in sup)) active.push(i);
+      if (name in sup) suppressedServices++;
+      else unsuppressed[i] = 1;
     }
-    active.sort((x, y) => r[y]! - r[x]!);
     const k = this.cfg.top_k;
-    const top = active.slice(0, k);
-    const scored = active.slice(0, this.cfg.score_services);
+    const ranked = largest(r, unsuppressed, Math.max(k, this.cfg.score_services));
+    const top = ranked.slice(0, k);
+    const scored = ranked.slice(0, this.cfg.score_services);
     const score = scored.length ? scored.reduce((s, i) => s + r[i]!, 0) / scored.length : 0;
     // Priming (filling the ring before the first scored snapshot) and baseline fitting judge nothing.
     const { threshold, alert } = this.baselines && !opts.prime ? this.threshold.judge(score) : { threshold: this.threshold.value, alert: false };
@@ -132,7 +143,7 @@ export class Detector {
       alert,
       top_services: top.map((i) => g.services[i]!),
       top_edges: topPairs,
-      suppressed_services: g.services.filter((s) => s in sup).length,
+      suppressed_services: suppressedServices,
       new_services: rec.newServices,
       raw: opts.keepRaw ? { services: g.services, structure, feature } : undefined,
     };
@@ -158,14 +169,42 @@ export class Detector {
   }
 }
 
+const UNIT_BASELINE: [number, number] = [1, 1];
+
+/**
+ * The indices i with `eligible[i]` of the `count` largest r[i], largest first, ties by the smaller index
+ * (what a stable sort of every service would give): a selection rather than sorting all services, whose
+ * comparator boxed a double per comparison.
+ */
+function largest(r: Float64Array, eligible: Uint8Array, count: number): number[] {
+  const best: number[] = [];
+  for (let i = 0; i < r.length; i++) {
+    if (!eligible[i]) continue;
+    const v = r[i]!;
+    if (best.length === count && !(v > r[best[count - 1]!]!)) continue;
+    let at = best.length;
+    while (at > 0 && r[best[at - 1]!]! < v) at--;
+    best.splice(at, 0, i);
+    if (best.length > count) best.pop();
+  }
+  return best;
+}
+
 /** The k largest errors as [error, pair], largest first and ties by the smaller pair. */
 class TopPairs {
   readonly best: [number, number][] = [];
-  constructor(private readonly k: number) {}
-  /** Offers a pair; returns the cut-off a later pair must exceed to enter (−1 until there are k). */
+  constructor(readonly k: number) {}
+  /**
+   * Offers a pair; returns the cut-off a later pair must reach to enter (−1 until there are k): a pair
+   * above it enters, one equal to it only with a smaller pair index. So the k kept are the same whatever
+   * order the pairs come in.
+   */
   offer(e: number, p: number): number {
     const { best, k } = this;
-    if (best.length === k && !(e > best[k - 1]![0])) return best[k - 1]![0];
+    if (best.length === k) {
+      const [le, lp] = best[k - 1]!;
+      if (!(e > le) && !(e === le && p < lp)) return le;
+    }
     let at = best.length;
     while (at > 0 && (best[at - 1]![0] < e || (best[at - 1]![0] === e && best[at - 1]![1] > p))) at--;
     best.splice(at, 0, [e, p]);
@@ -178,88 +217,225 @@ class TopPairs {
  * Per-service structure and feature errors, and the k pairs with the largest error as
  * "source->destination" (suppressed services left out; ties keep the earlier pair).
  *
- * One pass over the n² predictions collects every row's and column's squared predictions (what a
- * non-edge contributes) and the top non-edges (error Â², with the k-th best as a cut-off); the observed
- * edges then move their pairs from the non-edge sums to the edge sums and compete for the top with
- * (Â − A)². The same sums as walking every pair with a target matrix (test/anomaly/detector.test.ts), in
- * one flat pass without the n² target and mask arrays: at 500 services those walks were most of a
- * snapshot's scoring time once the model ran in onnxruntime.
+ * A service's non-edge sum is its row's and column's Σ Â² (the summary) less the diagonal and less its
+ * observed edges, which then count (Â − A)² instead. The top non-edges (error Â²) come from a row-major
+ * walk that only enters rows whose largest Â² beats the running k-th best: after the first rows the
+ * cut-off is high and most rows are skipped. The same sums and ranking as walking every pair with a
+ * target matrix (test/anomaly/detector.test.ts), without walking the n² predictions in JS when the
+ * runtime supplies the summary.
+ *
+ * The loops sit in small functions of their own: as one function, V8's on-stack-replaced code for the n²
+ * loop deoptimised on every call at the code after it (no type feedback there yet at compile time), so
+ * the rest ran in the interpreter and boxed every double — 5.6 MB of garbage per 500-service snapshot.
  */
 function reconstructionErrors(
   g: SnapshotGraph,
-  adj: Float32Array,
+  adj: Adjacency,
+  summary: AdjacencySummary,
   xHat: Float32Array,
   F: number,
   suppressed: Record<string, number>,
   k: number,
+  arrays: Arrays,
 ): { structure: Float32Array; feature: Float32Array; top: string[] } {
   const n = g.n;
-  const observed = new Map<number, number>();
-  for (let e = 0; e < g.src.length; e++) {
-    const i = g.src[e]!;
-    const j = g.dst[e]!;
-    // the last share for a repeated pair; self-calls are no pair (the walk skips i = j)
-    if (i !== j) observed.set(i * n + j, g.share[e]!);
-  }
-  const skip = new Uint8Array(n);
-  g.services.forEach((s, i) => (skip[i] = s in suppressed ? 1 : 0));
+  const observed = observedPairs(g, arrays);
+  const skip = arrays.uint8('errors.skip', n);
+  for (let i = 0; i < n; i++) skip[i] = g.services[i]! in suppressed ? 1 : 0;
   const top = new TopPairs(k);
+  topNonEdges(adj, n, summary.rowMax, skip, observed, top, arrays.float64('errors.row', n));
+  const { sum: obsSum, count: obsCnt, nonSum, nonCnt } = edgeSums(g, adj, summary, observed, skip, top, arrays);
+  const structure = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    // max(0, ·): the subtractions can leave a rounding residue below 0 when every pair is an edge.
+    structure[i] = (obsCnt[i]! ? obsSum[i]! / obsCnt[i]! : 0) + (nonCnt[i]! ? Math.max(0, nonSum[i]!) / nonCnt[i]! : 0);
+  }
+  return { structure, feature: featureErrors(g.x, xHat, n, F), top: top.best.map(([, p]) => `${g.services[Math.floor(p / n)]}->${g.services[p % n]}`) };
+}
 
-  // The n² loop is most of the JS cost of a snapshot: it keeps the running cut-off in a local (a closure
-  // variable written by a callee is reloaded on every iteration) and calls out only for the few pairs
-  // above it. A suppressed row's cut-off is +∞: none of its pairs rank.
-  const nonSum = new Float64Array(n);
-  const colSq = new Float64Array(n);
-  let cut = k > 0 ? -1 : Infinity;
+/**
+ * Offers every non-edge pair (i ≠ j, neither suppressed, not observed) that could rank to `top`. The k
+ * rows with the largest maxima go first, so the cut-off is near its final value early; the rest follow
+ * in order, each entered only when its largest Â² reaches the cut-off. In a row, a value (or, for
+ * factored Â, a logit — sigmoid is monotonic) must clear the bar √cut before its error is computed.
+ * `TopPairs` keeps the same k whatever the order.
+ */
+function topNonEdges(adj: Adjacency, n: number, rowMax: AdjacencySummary['rowMax'], skip: Uint8Array, observed: ObservedPairs, top: TopPairs, row: Float64Array): void {
+  if (top.k === 0) return;
+  const first = largestRows(rowMax, skip, top.k);
+  let cut = -1;
+  for (const i of first) cut = offerRow(adj, n, i, skip, observed, top, row, cut);
   for (let i = 0; i < n; i++) {
-    let row = 0;
-    const o = i * n;
-    const rowCut = skip[i] ? Infinity : cut;
-    let c = rowCut;
-    for (let j = 0; j < n; j++) {
-      const v = adj[o + j]!;
-      const e = v * v;
-      row += e;
-      colSq[j]! += e;
-      if (e > c && j !== i && !skip[j] && !observed.has(o + j)) c = cut = top.offer(e, o + j);
+    const m = rowMax[i]!;
+    // 1e-5: the runtime's row maxima are float32, the values read here float64
+    if (skip[i] || !(m * m * (1 + 1e-5) >= cut) || first.includes(i)) continue;
+    cut = offerRow(adj, n, i, skip, observed, top, row, cut);
+  }
+}
+
+/** The (at most) k unsuppressed rows with the largest maxima. */
+function largestRows(rowMax: AdjacencySummary['rowMax'], skip: Uint8Array, k: number): number[] {
+  const rows: number[] = [];
+  for (let i = 0; i < rowMax.length; i++) {
+    if (skip[i]) continue;
+    const m = rowMax[i]!;
+    if (rows.length === k && !(m > rowMax[rows[k - 1]!]!)) continue;
+    let at = rows.length;
+    while (at > 0 && rowMax[rows[at - 1]!]! < m) at--;
+    rows.splice(at, 0, i);
+    if (rows.length > k) rows.pop();
+  }
+  return rows;
+}
+
+/** Offers row i's candidate non-edges; returns the new cut-off. */
+function offerRow(adj: Adjacency, n: number, i: number, skip: Uint8Array, observed: ObservedPairs, top: TopPairs, row: Float64Array, cut: number): number {
+  const { pair, rowStart } = observed;
+  const { logits } = adjacencyRow(adj, n, i, row);
+  let bar = barFor(cut, logits);
+  const o = i * n;
+  // the row's observed pairs, ascending: the next one is skipped when the walk reaches it
+  let next = rowStart[i]!;
+  const end = rowStart[i + 1]!;
+  for (let j = 0; j < n; j++) {
+    const p = o + j;
+    if (next < end && pair[next] === p) {
+      next++;
+      continue;
     }
-    const d = adj[o + i]!;
-    nonSum[i] = row - d * d;
+    const x = row[j]!;
+    if (!(x > bar) || j === i || skip[j]) continue;
+    const v = logits ? 1 / (1 + Math.exp(-x)) : x;
+    const e = v * v;
+    if (e >= cut) {
+      cut = top.offer(e, p);
+      bar = barFor(cut, logits);
+    }
   }
+  return cut;
+}
+
+/** A little below what a value (or logit) must exceed for its square to reach `cut`; the exact test follows. */
+function barFor(cut: number, logits: boolean): number {
+  if (cut < 0) return -Infinity;
+  const v = Math.sqrt(cut) * (1 - 1e-9);
+  return logits ? logitOf(v) - 1e-6 : v;
+}
+
+interface ObservedPairs {
+  /** the distinct observed pairs i·n + j (i ≠ j), ascending */
+  pair: Float64Array;
+  /** the call each pair takes its share from (the last one listed for a repeated pair) */
+  call: Int32Array;
+  /** [n + 1] pairs of row i at rowStart[i] … rowStart[i + 1] − 1 */
+  rowStart: Int32Array;
+}
+
+/**
+ * The observed pairs sorted: calls bucketed by source (a counting sort, in call order), each row's few
+ * calls insertion-sorted by destination, repeats collapsed to the last call. Typed arrays rather than a
+ * Map (whose table and entry arrays were most of a snapshot's garbage) or a sort of the whole list (a
+ * third of a millisecond for 3,000 calls). Self-calls are no pair (the walk skips i = j).
+ */
+function observedPairs(g: SnapshotGraph, arrays: Arrays): ObservedPairs {
+  const n = g.n;
+  // the columns in locals: loads through `g` are not hoisted out of the loops once more than one graph
+  // shape has been seen (2.5× slower)
+  const { src, dst } = g;
+  const E = src.length;
+  const rowStart = arrays.int32('errors.row_start', n + 1);
+  for (let e = 0; e < E; e++) if (src[e] !== dst[e]) rowStart[src[e]! + 1]!++;
+  for (let i = 0; i < n; i++) rowStart[i + 1]! += rowStart[i]!;
+  const fill = arrays.int32('errors.fill', n);
+  const dstOf = arrays.int32('errors.dst', rowStart[n]!);
+  const callOf = arrays.int32('errors.calls', rowStart[n]!);
+  for (let e = 0; e < E; e++) {
+    const i = src[e]!;
+    const j = dst[e]!;
+    if (i === j) continue;
+    let at = rowStart[i]! + fill[i]!++;
+    // insertion by destination; a repeat goes after the earlier calls of its pair (call order kept)
+    while (at > rowStart[i]! && dstOf[at - 1]! > j) {
+      dstOf[at] = dstOf[at - 1]!;
+      callOf[at] = callOf[at - 1]!;
+      at--;
+    }
+    dstOf[at] = j;
+    callOf[at] = e;
+  }
+  const pair = arrays.float64('errors.pair', rowStart[n]!);
+  const call = arrays.int32('errors.call', rowStart[n]!);
+  let d = 0;
   for (let i = 0; i < n; i++) {
-    const d = adj[i * n + i]!;
-    nonSum[i]! += colSq[i]! - d * d;
+    const start = d;
+    for (let k = rowStart[i]!; k < rowStart[i + 1]!; k++) {
+      const p = i * n + dstOf[k]!;
+      // a repeated pair: the later call overwrites the earlier one's share
+      if (d > start && pair[d - 1] === p) call[d - 1] = callOf[k]!;
+      else {
+        pair[d] = p;
+        call[d++] = callOf[k]!;
+      }
+    }
+    rowStart[i] = start;
   }
-  const nonCnt = new Float64Array(n).fill(2 * (n - 1));
-  const obsSum = new Float64Array(n);
-  const obsCnt = new Float64Array(n);
-  for (const [p, target] of observed) {
+  rowStart[n] = d;
+  return { pair: pair.subarray(0, d), call: call.subarray(0, d), rowStart };
+}
+
+/** Observed-edge sums per service, and the non-edge sums the summary leaves once they are taken out; observed pairs compete for `top`. */
+function edgeSums(
+  g: SnapshotGraph,
+  adj: Adjacency,
+  summary: AdjacencySummary,
+  observed: ObservedPairs,
+  skip: Uint8Array,
+  top: TopPairs,
+  arrays: Arrays,
+): { sum: Float64Array; count: Float64Array; nonSum: Float64Array; nonCnt: Float64Array } {
+  const n = g.n;
+  const { pair, call, rowStart } = observed;
+  const share = g.share;
+  const { rowSq, colSq } = summary;
+  const at = adjacencyAtPairs(adj, n, pair, rowStart, arrays.float64('errors.observed_adjacency', pair.length), arrays.float64('errors.diagonal', n));
+  const nonSum = arrays.float64('errors.non_sum', n);
+  for (let i = 0; i < n; i++) {
+    const d = at.diagonal[i]!;
+    nonSum[i] = rowSq[i]! - d * d + (colSq[i]! - d * d);
+  }
+  const nonCnt = arrays.float64('errors.non_count', n).fill(2 * (n - 1));
+  const sum = arrays.float64('errors.sum', n);
+  const count = arrays.float64('errors.count', n);
+  for (let k = 0; k < pair.length; k++) {
+    const p = pair[k]!;
     const i = Math.floor(p / n);
     const j = p - i * n;
-    const a = adj[p]!;
-    const d = a - target;
-    const e = d * d;
-    obsSum[i]! += e;
-    obsSum[j]! += e;
-    obsCnt[i]!++;
-    obsCnt[j]!++;
+    const a = at.pairs[k]!;
+    const d = a - share[call[k]!]!;
+    const err = d * d;
+    sum[i]! += err;
+    sum[j]! += err;
+    count[i]!++;
+    count[j]!++;
     nonSum[i]! -= a * a;
     nonSum[j]! -= a * a;
     nonCnt[i]!--;
     nonCnt[j]!--;
-    if (k > 0 && !skip[i] && !skip[j]) top.offer(e, p);
+    if (top.k > 0 && !skip[i] && !skip[j]) top.offer(err, p);
   }
-  const structure = new Float32Array(n);
+  return { sum, count, nonSum, nonCnt };
+}
+
+/** f_i = mean_c (X̂_ic − X_ic)². */
+function featureErrors(x: Float32Array, xHat: Float32Array, n: number, F: number): Float32Array {
   const feature = new Float32Array(n);
   for (let i = 0; i < n; i++) {
-    // max(0, ·): the subtractions can leave a rounding residue below 0 when every pair is an edge.
-    structure[i] = (obsCnt[i]! ? obsSum[i]! / obsCnt[i]! : 0) + (nonCnt[i]! ? Math.max(0, nonSum[i]!) / nonCnt[i]! : 0);
     let s = 0;
     for (let c = 0; c < F; c++) {
-      const d = xHat[i * F + c]! - g.x[i * F + c]!;
+      const d = xHat[i * F + c]! - x[i * F + c]!;
       s += d * d;
     }
     feature[i] = s / F;
   }
-  return { structure, feature, top: top.best.map(([, p]) => `${g.services[Math.floor(p / n)]}->${g.services[p % n]}`) };
+  return feature;
 }

@@ -62,16 +62,18 @@ export function fitFeatureStats(snapshots: Snapshot[], featureColumns: string[],
   };
 }
 
-/** Applies fitted statistics to a row-major [rows × columns] block. */
-export function standardise(values: Float32Array, stats: ColumnStats[]): Float32Array {
+/** Applies fitted statistics to a row-major [rows × columns] block (into `out`, zero-filled, when given). */
+export function standardise(values: Float32Array, stats: ColumnStats[], out: Float32Array = new Float32Array(values.length)): Float32Array {
   const F = stats.length;
-  const out = new Float32Array(values.length);
-  for (let i = 0; i < values.length; i++) {
-    const c = stats[i % F]!;
-    const x = values[i]!;
-    if (Number.isNaN(x)) continue;
-    const y = ((c.log ? Math.log1p(Math.max(0, x)) : x) - c.mean) / c.std;
-    out[i] = Math.max(-CLIP, Math.min(CLIP, y));
+  // column by column, each column's statistics in locals
+  for (let f = 0; f < F; f++) {
+    const { log, mean, std } = stats[f]!;
+    for (let i = f; i < values.length; i += F) {
+      const x = values[i]!;
+      if (Number.isNaN(x)) continue;
+      const y = ((log ? Math.log1p(Math.max(0, x)) : x) - mean) / std;
+      out[i] = Math.max(-CLIP, Math.min(CLIP, y));
+    }
   }
   return out;
 }

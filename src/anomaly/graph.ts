@@ -6,6 +6,7 @@
  */
 import { standardise, type FeatureStats } from './features.js';
 import type { Snapshot } from './source.js';
+import { FRESH, type Arrays } from './workspace.js';
 
 export interface SnapshotGraph {
   ts: number;
@@ -24,7 +25,7 @@ export interface SnapshotGraph {
   /** [m × edgeDim] */
   mpAttr: Float32Array;
   /** undirected neighbours (callers and callees) per service */
-  neighbours: number[][];
+  readonly neighbours: number[][];
 }
 
 /** The same service names in the same order. */
@@ -43,32 +44,37 @@ export function edgeDim(extra: number): number {
 /**
  * `previous`: the last snapshot's graph; when it has the same services in the same order (the usual
  * case between scrapes) its name → row index is reused rather than rebuilt.
+ * `arrays`: where the graph's typed arrays come from — fresh ones by default; a `Workspace` (the
+ * detector's) reuses them, and the graph's arrays then last only until the next build with it.
  */
-export function buildGraph(s: Snapshot, stats: FeatureStats, previous?: SnapshotGraph | null): SnapshotGraph {
+export function buildGraph(s: Snapshot, stats: FeatureStats, previous?: SnapshotGraph | null, arrays: Arrays = FRESH): SnapshotGraph {
   const n = s.services.length;
-  const E = s.src.length;
+  // The columns in locals: a property load inside the loops is not hoisted once the function has seen
+  // snapshots of more than one shape, and cost more than the loops' own work.
+  const { src, dst, rate } = s;
+  const E = src.length;
   const Fe = stats.edge.length;
-  const out = new Float64Array(n);
-  for (let e = 0; e < E; e++) out[s.src[e]!]! += s.rate[e]!;
-  const outDeg = new Int32Array(n);
-  for (let e = 0; e < E; e++) outDeg[s.src[e]!]!++;
-  const share = new Float32Array(E);
+  const out = arrays.float64('graph.out', n);
+  for (let e = 0; e < E; e++) out[src[e]!]! += rate[e]!;
+  const outDeg = arrays.int32('graph.out_degree', n);
+  for (let e = 0; e < E; e++) outDeg[src[e]!]!++;
+  const share = arrays.float32('graph.share', E);
   for (let e = 0; e < E; e++) {
-    const tot = out[s.src[e]!]!;
+    const tot = out[src[e]!]!;
     // A source whose calls all report rate 0 (idle) spreads its weight evenly rather than dividing by 0.
-    share[e] = tot > 0 ? s.rate[e]! / tot : 1 / outDeg[s.src[e]!]!;
+    share[e] = tot > 0 ? rate[e]! / tot : 1 / outDeg[src[e]!]!;
   }
-  const extra = standardise(s.edgeFeatures, stats.edge);
+  const extra = standardise(s.edgeFeatures, stats.edge, arrays.float32('graph.edge_features', s.edgeFeatures.length));
   const D = edgeDim(Fe);
   const m = 2 * E + n;
-  const mpSrc = new Int32Array(m);
-  const mpDst = new Int32Array(m);
-  const mpAttr = new Float32Array(m * D);
+  const mpSrc = arrays.int32('graph.mp_src', m);
+  const mpDst = arrays.int32('graph.mp_dst', m);
+  const mpAttr = arrays.float32('graph.mp_attr', m * D);
   // Each call twice: forward at e, reversed at E + e (written out: a per-edge [[e, 0], [E + e, 1]]
   // literal allocated two arrays per call on every scrape).
   for (let e = 0; e < E; e++) {
-    const a = s.src[e]!;
-    const b = s.dst[e]!;
+    const a = src[e]!;
+    const b = dst[e]!;
     const f0 = e * D;
     const r0 = (E + e) * D;
     mpSrc[e] = a;
@@ -90,25 +96,34 @@ export function buildGraph(s: Snapshot, stats: FeatureStats, previous?: Snapshot
     mpDst[k] = i;
     mpAttr[k * D + 2] = 1;
   }
-  const neighbours: number[][] = Array.from({ length: n }, () => []);
-  for (let e = 0; e < E; e++) {
-    neighbours[s.src[e]!]!.push(s.dst[e]!);
-    neighbours[s.dst[e]!]!.push(s.src[e]!);
-  }
+  // Built on first use (events, new services, exporting the state): n arrays per snapshot were 40% of
+  // a scrape's garbage at 500 services, and most snapshots need none of them.
+  let neighbours: number[][] | undefined;
   return {
     ts: s.ts,
     services: s.services,
     index: previous && sameServices(previous.services, s.services) ? previous.index : new Map(s.services.map((name, i) => [name, i])),
     n,
-    x: standardise(s.features, stats.node),
-    src: s.src,
-    dst: s.dst,
+    x: standardise(s.features, stats.node, arrays.float32('graph.x', s.features.length)),
+    src,
+    dst,
     share,
     mpSrc,
     mpDst,
     mpAttr,
-    neighbours,
+    get neighbours(): number[][] {
+      return (neighbours ??= undirectedNeighbours(n, src, dst));
+    },
   };
+}
+
+function undirectedNeighbours(n: number, src: Int32Array, dst: Int32Array): number[][] {
+  const out: number[][] = Array.from({ length: n }, () => []);
+  for (let e = 0; e < src.length; e++) {
+    out[src[e]!]!.push(dst[e]!);
+    out[dst[e]!]!.push(src[e]!);
+  }
+  return out;
 }
 
 /**

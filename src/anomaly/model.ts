@@ -46,9 +46,35 @@ export interface PastEmbedding {
   z: Float32Array;
 }
 
+/**
+ * Row and column reductions of Â that the detector's per-service errors need. onnxruntime computes them
+ * inside the graph (`tagae_onnx.ts`); without them (TF.js, a model file written before they existed) the
+ * detector computes them in JS (`summariseAdjacency` in adjacency.ts).
+ */
+export interface AdjacencySummary {
+  /** [n] Σ_j Â_ij² over every column, the diagonal included */
+  rowSq: Float32Array | Float64Array;
+  /** [n] Σ_i Â_ij² over every row, the diagonal included */
+  colSq: Float32Array | Float64Array;
+  /** [n] max_j Â_ij, the diagonal included */
+  rowMax: Float32Array | Float64Array;
+}
+
+/**
+ * Â as the inner-product decoder's factors: Â_ij = sigmoid(H_i,src · H_j,dst) with H [n × dim], the source
+ * half of each row first. What onnxruntime hands the detector instead of the dense [n × n] matrix, which
+ * the detector reads only at the observed pairs and in a few rows (`adjacencyAtPairs` / `adjacencyRow`
+ * in adjacency.ts; `denseAdjacency` builds the matrix for checks).
+ */
+export interface FactoredAdjacency {
+  h: Float32Array;
+  dim: number;
+}
+
 export interface Reconstruction {
-  /** [n × n] predicted shares */
-  adjacency: Float32Array;
+  /** [n × n] predicted shares, dense or as the decoder's factors */
+  adjacency: Float32Array | FactoredAdjacency;
+  summary?: AdjacencySummary;
   /** [n × F] */
   features: Float32Array;
   /** [n × D] this snapshot's GATv2 embedding (before temporal attention), kept for later snapshots */
@@ -222,7 +248,7 @@ export class Tagae {
   }
 
   /** Reconstructs one snapshot given the embeddings of earlier ones (newest first). */
-  reconstruct(now: SnapshotGraph, past: PastEmbedding[]): Reconstruction {
+  reconstruct(now: SnapshotGraph, past: PastEmbedding[]): Reconstruction & { adjacency: Float32Array } {
     const [z0] = this.encode([now]);
     const pastT = past.slice(0, this.args.window - 1).map((p) => ({ z: tf.tensor2d(p.z, [p.n, this.args.embeddingDim]), index: p.index, n: p.n }));
     try {

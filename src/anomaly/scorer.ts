@@ -13,9 +13,13 @@ import { ArtifactError } from '../core/errors.js';
 import { alignment, sameServices, type SnapshotGraph } from './graph.js';
 import type { PastEmbedding, Reconstruction, Tagae, TagaeArgs } from './model.js';
 import { tagaeOnnx } from './tagae_onnx.js';
+import { denseAdjacency } from './adjacency.js';
 import { weightMap } from '../artifacts/run_store.js';
 
 export type ScorerRuntime = 'onnx' | 'tfjs';
+
+/** The outputs of `tagae_onnx.ts` that stand in for the dense Â (absent from models fitted before them). */
+const FACTORED_OUTPUTS = ['decoder_input', 'adjacency_row_sq', 'adjacency_col_sq', 'adjacency_row_max'];
 
 export interface SnapshotScorer {
   readonly runtime: ScorerRuntime;
@@ -39,19 +43,25 @@ export class TfjsScorer implements SnapshotScorer {
 /**
  * onnxruntime on the TAGAE graph of `tagae_onnx.ts`.
  *
- * The returned `adjacency` is a buffer the scorer reuses: it holds until the next `reconstruct`. Â is
- * n² floats (1 MB at 500 services); allocating it per scrape made every few snapshots pay for a garbage
- * collection, which is where the p99 went. `z` and `features` are fresh each time (the ring keeps z).
+ * It fetches Â as the decoder's factors H plus Â's row/column reductions, not the dense matrix:
+ * onnxruntime-node copies every fetched output into a new ArrayBuffer (a pre-allocated output tensor is
+ * written and then copied all the same), so a 1 MB Â per 500-service scrape was 1 MB of fresh external
+ * memory per snapshot and a garbage collection every ~30 — in the p99. A model fitted before those
+ * outputs existed still gets the dense Â. The returned arrays are the caller's (the ring keeps z).
  */
 export class OnnxScorer implements SnapshotScorer {
   readonly runtime = 'onnx' as const;
-  /** buffers reused from one snapshot to the next while the service count stays the same */
-  private buffers: { n: number; pastZ: Float32Array; fallback: Float32Array; mask: Float32Array; adjacency: ort.Tensor } | null = null;
+  /** input buffers reused from one snapshot to the next while the service count stays the same */
+  private buffers: { n: number; pastZ: Float32Array; fallback: Float32Array; mask: Float32Array } | null = null;
+  /** whether the model has the factored outputs (models written before them do not) */
+  private readonly factored: boolean;
 
   private constructor(
     private readonly session: ort.InferenceSession,
     private readonly args: TagaeArgs,
-  ) {}
+  ) {
+    this.factored = FACTORED_OUTPUTS.every((name) => session.outputNames.includes(name));
+  }
 
   /**
    * From a model file (a run's `model/tagae.onnx`) or model bytes. One intra-op thread: the graph is small,
@@ -74,9 +84,7 @@ export class OnnxScorer implements SnapshotScorer {
     const D = this.args.embeddingDim;
     const W = this.args.window;
     const P = Math.max(0, W - 1);
-    if (this.buffers?.n !== n) {
-      this.buffers = { n, pastZ: new Float32Array(P * n * D), fallback: new Float32Array(P * n), mask: new Float32Array(W), adjacency: new ort.Tensor('float32', new Float32Array(n * n), [n, n]) };
-    }
+    if (this.buffers?.n !== n) this.buffers = { n, pastZ: new Float32Array(P * n * D), fallback: new Float32Array(P * n), mask: new Float32Array(W) };
     const { pastZ, fallback, mask } = this.buffers;
     pastZ.fill(0);
     fallback.fill(0);
@@ -120,9 +128,19 @@ export class OnnxScorer implements SnapshotScorer {
       past_fallback: new ort.Tensor('float32', fallback, [P, n, 1]),
       lag_mask: new ort.Tensor('float32', mask, [W]),
     };
-    const adjacency = this.buffers.adjacency;
-    const out = await this.session.run(feeds, { adjacency, features: null, z: null });
-    return { adjacency: adjacency.data as Float32Array, features: out.features!.data as Float32Array, z: out.z!.data as Float32Array, newServices };
+    if (!this.factored) {
+      const out = await this.session.run(feeds, ['adjacency', 'features', 'z']);
+      return { adjacency: out.adjacency!.data as Float32Array, features: out.features!.data as Float32Array, z: out.z!.data as Float32Array, newServices };
+    }
+    const out = await this.session.run(feeds, ['features', 'z', ...FACTORED_OUTPUTS]);
+    const data = (name: string): Float32Array => out[name]!.data as Float32Array;
+    return {
+      adjacency: { h: data('decoder_input'), dim: D },
+      summary: { rowSq: data('adjacency_row_sq'), colSq: data('adjacency_col_sq'), rowMax: data('adjacency_row_max') },
+      features: data('features'),
+      z: data('z'),
+      newServices,
+    };
   }
 
   close(): Promise<void> {
@@ -150,7 +168,7 @@ export class CheckedScorer implements SnapshotScorer {
     const b = await this.onnx.reconstruct(now, past);
     if (this.checked < this.checks) {
       const a = await this.tfjs.reconstruct(now, past);
-      for (const [x, y] of [[a.adjacency, b.adjacency], [a.features, b.features], [a.z, b.z]] as const) {
+      for (const [x, y] of [[denseAdjacency(a.adjacency, now.n), denseAdjacency(b.adjacency, now.n)], [a.features, b.features], [a.z, b.z]] as const) {
         for (let i = 0; i < x.length; i++) this.maxAbsDiff = Math.max(this.maxAbsDiff, Math.abs(x[i]! - y[i]!) || (Number.isNaN(y[i]!) ? Infinity : 0));
       }
       this.checked++;

@@ -11,7 +11,13 @@
  *     past_fallback  FLOAT [P, n, 1]   1 where a service has no history at that lag (it takes its current Z)
  *     lag_mask       FLOAT [W]         1 for the lags present (lag 0 always), 0 for missing ones
  *
- * Outputs: `adjacency` [n, n] (Â), `features` [n, F] (X̂), `z` [n, D] (this snapshot's GATv2 embedding).
+ * Outputs: `adjacency` [n, n] (Â), `features` [n, F] (X̂), `z` [n, D] (this snapshot's GATv2 embedding),
+ * `decoder_input` [n, D] (H, whose halves are Â's factors), and Â's reductions the detector's errors
+ * need — `adjacency_row_sq`, `adjacency_col_sq` [n] (Σ Â² per row and column) and `adjacency_row_max` [n].
+ * The scorer fetches H and the reductions rather than Â: onnxruntime-node copies every fetched output
+ * into a fresh ArrayBuffer, and a 1 MB Â per 500-service scrape set off an "external memory pressure"
+ * garbage collection every ~30 snapshots; the reductions are vectorised passes over Â while it is in
+ * cache, where the same walk in JS was a fifth of a snapshot's time.
  *
  * The past is fixed at W − 1 lags with a mask rather than a variable length, so one graph serves the
  * start of a series too: a masked lag's logit gets −1e9, whose exp is exactly 0, so the softmax equals
@@ -43,8 +49,9 @@ class Graph {
   readonly initializers: ITensorProto[] = [];
   private next = 0;
 
-  op(opType: string, inputs: string[], attrs: Record<string, Attr> = {}): string {
-    const out = `${opType.toLowerCase()}_${this.next++}`;
+  /** Adds a node; its output is named `output` (a graph output written in place, no Identity copy) or generated. */
+  op(opType: string, inputs: string[], attrs: Record<string, Attr> = {}, output?: string): string {
+    const out = output ?? `${opType.toLowerCase()}_${this.next++}`;
     const attribute: IAttributeProto[] = Object.entries(attrs).map(([name, a]) => {
       const T = onnx.AttributeProto.AttributeType;
       if ('i' in a) return { name, type: T.INT, i: a.i };
@@ -52,7 +59,7 @@ class Graph {
       if ('s' in a) return { name, type: T.STRING, s: new TextEncoder().encode(a.s) };
       return { name, type: T.INTS, ints: a.ints.map((v) => v) };
     });
-    this.nodes.push({ opType, input: inputs, output: [out], name: out, attribute });
+    this.nodes.push({ opType, input: inputs, output: [out], name: output ? `${output}_node` : out, attribute });
     return out;
   }
 
@@ -94,6 +101,8 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
   const dstIdx = g.op('Cast', [g.op('Unsqueeze', [dst, g.ints('axes_1', [1])])], { to: { i: INT64 } }); // [m, 1]
   const nRows = g.op('Slice', [g.op('Shape', ['x']), g.ints('zero_1', [0]), g.ints('one_1', [1])]); // [n]
   const zeros = (cols: number, tag: string): string => g.op('ConstantOfShape', [g.op('Concat', [nRows, g.ints(`${tag}.cols`, [cols])], { axis: { i: 0 } })]);
+  const one = g.floats('one_f', [1], []);
+  const ones = g.op('Add', [zeros(1, 'ones'), one]); // [n, 1]
 
   /** One GATv2Conv (layers/gatv2.ts). */
   const gatv2 = (x: string, name: string, inDim: number, heads: number, channels: number, concat: boolean): string => {
@@ -108,7 +117,6 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
     for (let h = 0; h < heads; h++) for (let c = 0; c < channels; c++) block[(h * channels + c) * heads + h] = attW[h * channels + c]!;
     const att = g.floats(`${name}.att_block`, block, [hc, heads]);
     const bias = g.floats(`${name}.bias`, w(`${name}.bias`), [concat ? hc : channels]);
-    const mhc = g.ints(`${name}.shape_mhc`, [-1, heads, channels]);
     const xs = g.op('MatMul', [x, ws]);
     const xt = g.op('MatMul', [x, wt]);
     const xsj = g.op('Gather', [xs, src], { axis: { i: 0 } });
@@ -117,6 +125,38 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
     const thirty = g.floats(`${name}.thirty`, [30], []);
     const logits = g.op('Mul', [g.op('Tanh', [g.op('Div', [raw, thirty])]), thirty]);
     const ex = g.op('Exp', [logits]);
+    const eps = g.floats(`${name}.eps`, [1e-16], []);
+    if (inDim + 1 < channels) {
+      // Σ_j α_ij W_s^h x_j = W_s^h Σ_j α_ij x_j: with fewer input features than channels (layer 1: 8
+      // against 32) the messages are aggregated as inputs and W_s applied once per node. Each head's x_j
+      // carries a trailing 1, so the one ScatterND also sums the softmax denominators: the per-edge Mul and
+      // ScatterND run over H·(F+1) columns instead of H·C, and the denominators' own ScatterND goes.
+      const w1 = inDim + 1;
+      const x1 = g.op('Concat', [x, ones], { axis: { i: 1 } }); // [n, F+1]
+      const xx = heads > 1 ? g.op('Concat', Array.from({ length: heads }, () => x1), { axis: { i: 1 } }) : x1; // [n, H(F+1)]
+      const spread1 = new Float32Array(heads * heads * w1);
+      for (let h = 0; h < heads; h++) for (let c = 0; c < w1; c++) spread1[h * heads * w1 + h * w1 + c] = 1;
+      const msg1 = g.op('Mul', [g.op('Gather', [xx, src], { axis: { i: 0 } }), g.op('MatMul', [ex, g.floats(`${name}.spread_in`, spread1, [heads, heads * w1])])]); // [m, H(F+1)]
+      const agg1 = g.op('Reshape', [g.op('ScatterND', [zeros(heads * w1, `${name}.agg_in`), dstIdx, msg1], { reduction: { s: 'add' } }), g.ints(`${name}.shape_nhw`, [-1, heads, w1])]); // [n, H, F+1]
+      const axis2 = g.ints(`${name}.axis_2`, [2]);
+      const num = g.op('Slice', [agg1, g.ints(`${name}.from_0`, [0]), g.ints(`${name}.to_f`, [inDim]), axis2]);
+      const den = g.op('Slice', [agg1, g.ints(`${name}.from_f`, [inDim]), g.ints(`${name}.to_f1`, [w1]), axis2]);
+      const flat1 = g.op('Reshape', [g.op('Div', [num, g.op('Add', [den, eps])]), g.ints(`${name}.shape_nhf`, [-1, heads * inDim])]); // [n, H·F]
+      // W_s for all heads as one matrix: block-diagonal [H·F, H·C] (concat) or the heads' W_s/H stacked [H·F, C] (mean).
+      const wsW = w(`${name}.w_s`);
+      const width = concat ? hc : channels;
+      const big = new Float32Array(heads * inDim * width);
+      for (let h = 0; h < heads; h++) {
+        for (let f = 0; f < inDim; f++) {
+          for (let c = 0; c < channels; c++) {
+            const v = wsW[f * hc + h * channels + c]!;
+            if (concat) big[(h * inDim + f) * hc + h * channels + c] = v;
+            else big[(h * inDim + f) * channels + c] = v / heads;
+          }
+        }
+      }
+      return g.op('Add', [g.op('MatMul', [flat1, g.floats(`${name}.w_s_heads`, big, [heads * inDim, width])]), bias]);
+    }
     // Σ_e α_e x_s = (Σ_e exp(e_e) x_s) / (Σ_e exp(e_e) + ε): the softmax's denominator is one per target
     // node and head, so it divides the aggregate [n, H, C] once instead of every edge's weight [m, H]
     // (one Gather, Add and Div fewer over the edges; the same sum up to float rounding).
@@ -128,7 +168,7 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
     for (let h = 0; h < heads; h++) for (let c = 0; c < channels; c++) spreadW[h * hc + h * channels + c] = 1;
     const msg = g.op('Mul', [xsj, g.op('MatMul', [ex, g.floats(`${name}.spread`, spreadW, [heads, hc])])]); // [m, HC]
     const agg = g.op('ScatterND', [zeros(hc, `${name}.agg`), dstIdx, msg], { reduction: { s: 'add' } }); // [n, HC]
-    const norm = g.op('Div', [g.op('Reshape', [agg, mhc]), g.op('Unsqueeze', [g.op('Add', [denom, g.floats(`${name}.eps`, [1e-16], [])]), g.ints(`${name}.axes_m1d`, [-1])])]); // [n, H, C]
+    const norm = g.op('Div', [g.op('Reshape', [agg, g.ints(`${name}.shape_mhc`, [-1, heads, channels])]), g.op('Unsqueeze', [g.op('Add', [denom, eps]), g.ints(`${name}.axes_m1d`, [-1])])]); // [n, H, C]
     const flat = g.op('Reshape', [norm, g.ints(`${name}.shape_nhc`, [-1, hc])]); // [n, HC]
     // The mean over heads as a MatMul with the [H·C, C] stack of I/H blocks: onnxruntime's ReduceMean
     // over the middle axis cost as much as a pass over the edges.
@@ -138,32 +178,53 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
     return g.op('Add', [out, bias]);
   };
 
-  const h1 = g.op('Elu', [gatv2('x', 'gat1', F, args.heads, args.hidden, true)], { alpha: { f: 1 } });
+  // ELU as max(v, exp(min(v, 0)) − 1) (equal: e^v − 1 ≥ v everywhere): onnxruntime's Elu kernel took
+  // as long as a pass over the edges, these four vectorised passes over [n, H·C] a third of it.
+  const gat1 = gatv2('x', 'gat1', F, args.heads, args.hidden, true);
+  const h1 = g.op('Max', [gat1, g.op('Sub', [g.op('Exp', [g.op('Min', [gat1, g.floats('zero_f', [0], [])])]), one])]);
   const z = gatv2(h1, 'gat2', args.heads * args.hidden, args.heads, D, false); // [n, D]
 
   // Temporal attention (layers/temporal_attention.ts) over [z, aligned past…].
   const z3 = g.op('Unsqueeze', [z, g.ints('axes_0', [0])]);
   // aligned past = past + fallback ⊙ z   [P, n, D]
   const stacked = W > 1 ? g.op('Concat', [z3, g.op('Add', ['past', g.op('Mul', ['past_fallback', z])])], { axis: { i: 0 } }) : z3; // [W, n, D]
-  const q = g.op('MatMul', [z, g.floats('temporal.w_q', w('temporal.w_q'), [D, dk])]); // [n, dk]
-  const k = g.op('MatMul', [stacked, g.floats('temporal.w_k', w('temporal.w_k'), [D, dk])]); // [W, n, dk]
-  // k·q / √dk summed over the key axis by a MatMul with a [dk, 1] column of 1/√dk (a ReduceSum over the
-  // last axis was several times slower in onnxruntime); the scores stay [W, n, 1].
-  const scores = g.op('MatMul', [g.op('Mul', [k, q]), g.floats('sum_dk', new Array<number>(dk).fill(1 / Math.sqrt(dk)), [dk, 1])]); // [W, n, 1]
+  // Both projections of the stack folded into [n, D] products by linearity: q·(z^(k) W_k) = z^(k)·(q W_kᵀ),
+  // so u = z (W_q W_kᵀ / √dk) is one [D, D] product per node, and Σ_k β^k z^(k) W_v = (Σ_k β^k z^(k)) W_v.
+  // Neither [W, n, ·] MatMul over the window remains; the same sums up to float rounding.
+  const wq = w('temporal.w_q');
+  const wk = w('temporal.w_k');
+  const qk = new Float32Array(D * D);
+  for (let a = 0; a < D; a++) {
+    for (let b = 0; b < D; b++) {
+      let s = 0;
+      for (let c = 0; c < dk; c++) s += wq[a * dk + c]! * wk[b * dk + c]!;
+      qk[a * D + b] = s / Math.sqrt(dk);
+    }
+  }
+  const u = g.op('MatMul', [z, g.floats('temporal.w_qk', qk, [D, D])]); // [n, D]
+  // summed over the embedding axis by a MatMul with a [D, 1] ones column (a ReduceSum over the last axis
+  // was several times slower in onnxruntime); the scores stay [W, n, 1].
+  const scores = g.op('MatMul', [g.op('Mul', [stacked, u]), g.floats('sum_d', new Array<number>(D).fill(1), [D, 1])]); // [W, n, 1]
   const mask = g.op('Mul', [g.op('Sub', [g.floats('one', [1], []), g.op('Reshape', ['lag_mask', g.ints('shape_w11', [W, 1, 1])])]), g.floats('masked', [MASKED], [])]);
   const logits = g.op('Add', [g.op('Add', [scores, g.floats('temporal.lag_bias', w('temporal.lag_bias'), [W, 1, 1])]), mask]);
   const beta = g.op('Softmax', [logits], { axis: { i: 0 } }); // [W, n, 1]
-  const v = g.op('MatMul', [stacked, g.floats('temporal.w_v', w('temporal.w_v'), [D, D])]);
-  const h = g.op('Add', [z, g.op('ReduceSum', [g.op('Mul', [v, beta]), g.ints('axes_0b', [0])], { keepdims: { i: 0 } })]);
+  const mix = g.op('ReduceSum', [g.op('Mul', [stacked, beta]), g.ints('axes_0b', [0])], { keepdims: { i: 0 } }); // [n, D]
+  const h = g.op('Add', [z, g.op('MatMul', [mix, g.floats('temporal.w_v', w('temporal.w_v'), [D, D])])]);
 
   // Decoders (layers/inner_product_decoder.ts).
   const half = D / 2;
   const cols = (a: number, b: number): string => g.op('Slice', [h, g.ints(`cols_${a}`, [a]), g.ints(`cols_${a}_end`, [b]), g.ints(`cols_${a}_axis`, [1])]);
-  const adjacency = g.op('Sigmoid', [g.op('MatMul', [cols(0, half), g.op('Transpose', [cols(half, D)], { perm: { ints: [1, 0] } })])]);
-  const features = g.op('Add', [g.op('MatMul', [h, g.floats('decoder.w_x', w('decoder.w_x'), [D, F])]), g.floats('decoder.b_x', w('decoder.b_x'), [F])]);
-  g.nodes.push({ opType: 'Identity', input: [adjacency], output: ['adjacency'], name: 'adjacency_out' });
-  g.nodes.push({ opType: 'Identity', input: [features], output: ['features'], name: 'features_out' });
+  // Â is written straight into its graph output: an Identity to it copied the n² matrix on every run,
+  // fetched or not. Σ Â² per row and per column are products of Â² with a ones vector (a GEMV each):
+  // onnxruntime's ReduceSumSquare took twice as long over either axis.
+  g.op('Sigmoid', [g.op('MatMul', [cols(0, half), g.op('Transpose', [cols(half, D)], { perm: { ints: [1, 0] } })])], {}, 'adjacency');
+  const sq = g.op('Mul', ['adjacency', 'adjacency']);
+  g.op('Reshape', [g.op('MatMul', [sq, ones]), g.ints('shape_flat', [-1])], {}, 'adjacency_row_sq');
+  g.op('Reshape', [g.op('MatMul', [g.op('Transpose', [ones], { perm: { ints: [1, 0] } }), sq]), g.ints('shape_flat2', [-1])], {}, 'adjacency_col_sq');
+  g.op('ReduceMax', ['adjacency'], { axes: { ints: [1] }, keepdims: { i: 0 } }, 'adjacency_row_max');
+  g.op('Add', [g.op('MatMul', [h, g.floats('decoder.w_x', w('decoder.w_x'), [D, F])]), g.floats('decoder.b_x', w('decoder.b_x'), [F])], {}, 'features');
   g.nodes.push({ opType: 'Identity', input: [z], output: ['z'], name: 'z_out' });
+  g.nodes.push({ opType: 'Identity', input: [h], output: ['decoder_input'], name: 'decoder_input_out' });
 
   const P = Math.max(0, W - 1);
   const model: IModelProto = {
@@ -186,7 +247,7 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
         valueInfo('past_fallback', FLOAT, [P, 'n', 1]),
         valueInfo('lag_mask', FLOAT, [W]),
       ],
-      output: [valueInfo('adjacency', FLOAT, ['n', 'n']), valueInfo('features', FLOAT, ['n', F]), valueInfo('z', FLOAT, ['n', D])],
+      output: [valueInfo('adjacency', FLOAT, ['n', 'n']), valueInfo('features', FLOAT, ['n', F]), valueInfo('z', FLOAT, ['n', D]), valueInfo('decoder_input', FLOAT, ['n', D]), valueInfo('adjacency_row_sq', FLOAT, ['n']), valueInfo('adjacency_col_sq', FLOAT, ['n']), valueInfo('adjacency_row_max', FLOAT, ['n'])],
     },
   };
   return onnx.ModelProto.encode(model).finish();

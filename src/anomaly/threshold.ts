@@ -9,7 +9,8 @@
  */
 export function quantile(values: readonly number[], q: number): number {
   if (values.length === 0) return Number.POSITIVE_INFINITY;
-  const s = [...values].sort((a, b) => a - b);
+  // a typed array's own numeric sort: a comparator function boxed a double per comparison
+  const s = Float64Array.from(values).sort();
   const pos = (s.length - 1) * q;
   const lo = Math.floor(pos);
   const hi = Math.ceil(pos);

@@ -177,6 +177,12 @@ export const distillationSchema = z
       .describe('<table>.<column>s the serving request will not carry (the student neither reads nor declares them)'),
     train_window: durationSchema.default(8 * 7 * 86400).describe('train on the fact rows of this period before the validation window'),
     max_train_examples: z.number().int().positive().optional().describe('subsample training rows to at most this many (seeded)'),
+    ablation_max_train_examples: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('the three input ablations train on a seeded sample of at most this many of the training rows (default: all of them); they are diagnostics, and at medium size they were most of the run'),
     hidden: z.number().int().min(4).default(32).describe('width of the first head layer (the second is half)'),
     element_dim: z.number().int().min(2).default(16).describe('width of the per-element RTI encoder'),
     projection_dim: z.number().int().min(2).default(16).describe('width each entity embedding is projected to'),
@@ -186,6 +192,12 @@ export const distillationSchema = z
     lr: z.number().positive().default(0.003),
     patience: z.number().int().min(1).default(3),
     dropout: z.number().min(0).max(0.9).default(0.1),
+    ema_epochs: z
+      .number()
+      .min(0)
+      .max(100)
+      .default(0)
+      .describe('validate and keep a moving average of the student\'s weights over about this many epochs of steps (Polyak averaging; 0: the raw weights): steadier early stopping on a small validation set'),
   })
   .strict()
   .refine((d) => d.min_embedding_offset < d.max_embedding_offset, {

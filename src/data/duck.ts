@@ -23,6 +23,19 @@ export interface DuckOptions {
 
 /** Opens DuckDB, runs `fn`, and always closes the connection and the database. */
 export async function withDuck<T>(fn: (duck: Duck) => Promise<T>, opts: DuckOptions = {}): Promise<T> {
+  const duck = await openDuck(opts);
+  try {
+    return await fn(duck);
+  } finally {
+    closeDuck(duck);
+  }
+}
+
+/**
+ * Opens DuckDB for a caller whose lifetime is not one callback (an async generator streaming a query);
+ * it must call {@link closeDuck} in `finally`. Everything else uses {@link withDuck}.
+ */
+export async function openDuck(opts: DuckOptions = {}): Promise<Duck> {
   const memoryLimit = opts.memoryLimit ?? (process.env.GNNCTL_DUCKDB_MEMORY || `${Math.max(1, Math.floor((totalmem() * 0.4) / 2 ** 30))}GB`);
   const instance = await DuckDBInstance.create(opts.path ?? ':memory:', {
     threads: String(availableParallelism()),
@@ -32,11 +45,16 @@ export async function withDuck<T>(fn: (duck: Duck) => Promise<T>, opts: DuckOpti
   const conn = await instance.connect();
   try {
     await conn.run("SET TimeZone = 'UTC'");
-    return await fn({ instance, conn });
-  } finally {
-    conn.closeSync();
-    instance.closeSync();
+  } catch (e) {
+    closeDuck({ instance, conn });
+    throw e;
   }
+  return { instance, conn };
+}
+
+export function closeDuck(duck: Duck): void {
+  duck.conn.closeSync();
+  duck.instance.closeSync();
 }
 
 /** Quotes an identifier for SQL: hyphens, spaces and quotes in column names all work. */

@@ -28,7 +28,7 @@ import { formatRate, type Progress } from '../core/progress.js';
 import { round } from '../core/number.js';
 import { embedExact, tableDepth } from './layerwise.js';
 import { EmbedPool, SAMPLED_BATCH, embedWorkers } from './pool.js';
-import { readColumnVector, writeEmbeddings, type EmbeddingChunk, type EntityColumn } from './writer.js';
+import { PARQUET_FILE_LIMIT_BYTES, readColumnVector, writeEmbeddings, type EmbeddingChunk, type EntityColumn } from './writer.js';
 
 export type EmbedMode = 'exact' | 'sampled';
 
@@ -256,6 +256,23 @@ export async function* representations(s: Snapshot, opts: SnapshotOptions, timin
   }
 }
 
+/**
+ * Refuses, before anything is computed, a file that would pass the Parquet writer's 4 GiB (an embedding
+ * costs 4 bytes a channel; 16 bytes a row cover the key and the other columns, Snappy barely shrinks
+ * floats), naming the shard count that fits. The writer checks the real size too.
+ */
+export function checkFileSize(s: Pick<Snapshot, 'lo' | 'hi' | 'existing' | 'table' | 'path'> & { channels: number }, columns: readonly EntityColumn[]): void {
+  const rowBytes = 16 + (columns.includes('embedding') ? 4 * s.channels : 0) + (columns.includes('prediction') ? 4 : 0);
+  const bytes = (s.hi - s.lo) * rowBytes;
+  const budget = 0.9 * PARQUET_FILE_LIMIT_BYTES;
+  if (bytes < budget) return;
+  const shards = Math.ceil(((s.existing * rowBytes) / budget));
+  throw new UsageError(`${(s.hi - s.lo).toLocaleString('en-US')} ${s.table} rows × ${rowBytes} bytes would make ${s.path} about ${(bytes / 2 ** 30).toFixed(1)} GiB, past the 4 GiB one Parquet file can hold here`, {
+    where: '--shard',
+    hint: `write it in shards: --shard i/${shards} for i = 0…${shards - 1} (the readers of a snapshot folder take its part-*.parquet files together)`,
+  });
+}
+
 /** What `embed` and `predict` report about the file they wrote (snake_case, for --json). */
 export interface SnapshotFigures {
   path: string;
@@ -283,6 +300,7 @@ export async function writeSnapshot(
   chunks: AsyncIterable<EmbeddingChunk>,
   w: { meta: ReturnType<typeof snapshotMetadata>; columns?: EntityColumn[]; timing: { computeMs: number; workers?: number }; progress: Progress; t0: number },
 ): Promise<SnapshotFigures> {
+  checkFileSize({ ...s, channels: s.model.spec.channels }, w.columns ?? ['embedding', 'anchor_time']);
   const { rows } = await writeEmbeddings(s.path, chunks, {
     keyName: s.key,
     dim: s.model.spec.channels,

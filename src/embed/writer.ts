@@ -12,7 +12,9 @@ import { createWriteStream, renameSync, rmSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as pq from 'parquet-wasm/node';
+import { Transform } from 'node:stream';
 import { tempSibling } from '../core/atomic.js';
+import { ArtifactError } from '../core/errors.js';
 import { sortParquetKeyValueMetadata } from './parquet_footer.js';
 
 export interface EmbeddingChunk {
@@ -60,10 +62,20 @@ export async function writeEmbeddings(path: string, chunks: AsyncIterable<Embedd
 }
 
 /**
+ * parquet-wasm keeps the file's page and column-chunk offsets in 32 bits: past 4 GiB they wrap and the
+ * file reads back corrupt (DuckDB: a short read; parquet-wasm: "Corrupt footer"). Writers stop below it.
+ */
+export const PARQUET_FILE_LIMIT_BYTES = 2 ** 32;
+
+/**
  * Streams batches of named Arrow columns into a Parquet file, atomically (temp name, then rename), with
  * the properties of every gnnctl Parquet output (entity files, top-k lists).
  */
-export async function writeColumns(path: string, chunks: AsyncIterable<Record<string, arrow.Vector>>, opts: Pick<WriteOptions, 'metadata' | 'rowGroupSize'>): Promise<{ rows: number }> {
+export async function writeColumns(
+  path: string,
+  chunks: AsyncIterable<Record<string, arrow.Vector>>,
+  opts: Pick<WriteOptions, 'metadata' | 'rowGroupSize'> & { maxBytes?: number },
+): Promise<{ rows: number }> {
   const tmp = tempSibling(path);
   let rows = 0;
   // parquet-wasm ends the file quietly when its input stream errors after the first batch (and reports a
@@ -92,7 +104,7 @@ export async function writeColumns(path: string, chunks: AsyncIterable<Record<st
   try {
     // ReadableStream.from pulls one chunk at a time: computing the next waits until the last was encoded.
     const bytes = await pq.transformParquetStream(ReadableStream.from(batches()), props);
-    await pipeline(Readable.fromWeb(bytes as import('node:stream/web').ReadableStream<Uint8Array>), createWriteStream(tmp));
+    await pipeline(Readable.fromWeb(bytes as import('node:stream/web').ReadableStream<Uint8Array>), byteLimit(path, opts.maxBytes ?? PARQUET_FILE_LIMIT_BYTES, () => rows), createWriteStream(tmp));
     if (source.failed) throw source.error;
     if (!source.complete) throw new Error(`parquet writer: the chunk stream ended early (${rows} rows written)`);
     sortParquetKeyValueMetadata(tmp); // same inputs → same bytes, even for two writes in one process
@@ -102,6 +114,25 @@ export async function writeColumns(path: string, chunks: AsyncIterable<Record<st
     rmSync(tmp, { force: true });
     throw source.failed ? source.error : e;
   }
+}
+
+/** Fails the write before the file reaches `maxBytes` (the caller then removes the temp file). */
+function byteLimit(path: string, maxBytes: number, rows: () => number): Transform {
+  let bytes = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      bytes += chunk.byteLength;
+      if (bytes >= maxBytes) {
+        done(
+          new ArtifactError(`${path}: the Parquet file reached ${maxBytes >= 2 ** 30 ? `${maxBytes / 2 ** 30} GiB` : `${maxBytes} bytes`} after ${rows().toLocaleString('en-US')} rows, past what its writer (parquet-wasm, 32-bit offsets) can address`, {
+            hint: 'write it in shards: --shard i/n for i = 0…n-1, each part under 4 GiB',
+          }),
+        );
+        return;
+      }
+      done(null, chunk);
+    },
+  });
 }
 
 /** Reads one column of a Parquet file into an Arrow vector (keys for the output, in file order). */

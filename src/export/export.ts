@@ -6,12 +6,16 @@
  *   <out>/<name>/<version>/model.onnx            (+ model.onnx.data past the 2 GB protobuf limit)
  *   <out>/<name>/<version>/embeddings.<table>.parquet, manifest.json, README.md
  *
- * The entity embeddings are baked into the graph (LabelEncoder → Gather, unknown keys → the student's
+ * The entity embeddings are baked into the graph (key → row, then Gather; unknown keys → the student's
  * learned fallback). Their tables grow with the entity count, so past a size (`--external-data`, 64 MiB
  * by default) they are stored as ONNX external data in `model.onnx.data` beside model.onnx — the file
- * onnxruntime (and Triton's onnxruntime backend) reads from the model's folder when it loads by path —
- * and `--quantize int8` stores them as INT8 with a scale per row (about 4× smaller), reporting the score
- * and AUROC change against the same graph in FLOAT32. Embeddings from another base run, another graph schema or of another dimension are
+ * onnxruntime (and Triton's onnxruntime backend) reads from the model's folder when it loads by path.
+ * Such tables are streamed there from the embedding snapshot chunk by chunk (never one buffer: 20M × 64
+ * floats is 5 GB), and their keys go through a hashed index in the same file instead of a LabelEncoder
+ * (whose string attribute ONNX cannot store externally): model.onnx keeps only the network. Smaller
+ * tables stay inside model.onnx with a LabelEncoder. `--quantize int8` stores the tables as INT8 with a
+ * scale per row (about 4× smaller), reporting the score and AUROC change against the same graph in
+ * FLOAT32. Embeddings from another base run, another graph schema or of another dimension are
  * refused. The version folder is assembled under a temporary name, checked (onnxruntime loads it and
  * agrees with TF.js), then renamed into place: a server polling the repository never sees half a version.
  */
@@ -38,7 +42,9 @@ import { Progress } from '../core/progress.js';
 import { VERSION } from '../core/version.js';
 import { writeModelConfig, type TritonModelConfig } from '../artifacts/triton/pbtxt.js';
 import { checkParity, rawRequests, type ParityReport } from './parity.js';
-import { buildStudentOnnx, elemTypeOf, outputName, requestInputs, type EntityTable } from './student_onnx.js';
+import { buildStudentOnnx, elemTypeOf, isEntityInitializer, isStreamed, outputName, requestInputs, type EntityRows, type EntityTable, type StreamedEntityTable } from './student_onnx.js';
+import { EntitySource } from './entity_source.js';
+import { buildHashedKeyIndex, keyBytesOf, type HashedKeyIndex } from './onnx/ops/hashed_lookup.js';
 import type { Vocabulary } from './onnx/ops/lookup.js';
 import { PROTOBUF_LIMIT_BYTES, type OnnxGraphBuilder, type ToFilesOptions } from './onnx/onnx_graph_builder.js';
 import { quantizationReport, type QuantizationReport } from './quantization.js';
@@ -124,8 +130,25 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   const built = await buildGraph(cfg);
   const graph = Graph.load(built.dir);
   const sources = await embeddingSources(opts, cfg, manifest, spec);
-  const entities: EntityTable[] = spec.embeddings.map((k) => readEntityTable(sources.find((s) => s.table === k.target)!, k.type));
-  const keyVocabularies = await targetKeys(graph, [...new Set(spec.rti.flatMap((r) => r.same_keys.map((k) => k.target)))]);
+  const quantize = opts.quantize ?? cfg.export.quantize;
+  const externalMode = opts.externalData ?? cfg.export.external_data;
+  const entitySources = await Promise.all(spec.embeddings.map((k) => EntitySource.open(sources.find((s) => s.table === k.target)!, elemTypeOf(k.type) === 'INT64' ? 'INT64' : 'STRING')));
+  // Tables that go to model.onnx.data are streamed there from the snapshot and looked up through a hashed
+  // index; the others are read whole and stay in model.onnx with a LabelEncoder (see `streamTables`).
+  const streamedTables = streamTables(entitySources, quantize, externalMode);
+  const entities: (EntityTable | StreamedEntityTable)[] = [];
+  for (const [i, src] of entitySources.entries()) entities.push(streamedTables[i] ? await src.streamed() : await src.readAll());
+  // The same-entity flags' key vocabularies grow with the entity count too: with streamed tables they
+  // become hashed indexes in model.onnx.data as well, so model.onnx holds no per-entity data at all.
+  const keyVocabularies: Record<string, Vocabulary | HashedKeyIndex> = await targetKeys(graph, [...new Set(spec.rti.flatMap((r) => r.same_keys.map((k) => k.target)))]);
+  if (streamedTables.some(Boolean)) {
+    for (const [t, vocab] of Object.entries(keyVocabularies)) {
+      const type = typeof (vocab as Vocabulary)[0] === 'bigint' ? 'INT64' : 'STRING';
+      keyVocabularies[t] = await buildHashedKeyIndex(type, (vocab as Vocabulary).length, () => [keyBytesOf(vocab as Vocabulary, type)], `keys of ${t}`);
+    }
+  }
+  // What parity and the int8 report look keys up in: the table in memory, or the snapshot's row groups.
+  const entityRows = entities.map((t, i) => (isStreamed(t) ? entitySources[i]! : t));
 
   const name = opts.name ?? cfg.export.name;
   const repo = opts.out ?? join(cfg.artifactsDir, 'model_repository');
@@ -135,7 +158,6 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   const versionDir = join(modelDir, String(version));
   if (existsSync(versionDir)) throw new UsageError(`version ${version} of ${name} already exists`, { where: versionDir, hint: 'omit --version to use the next one' });
 
-  const quantize = opts.quantize ?? cfg.export.quantize;
   const onnxInputs: StudentOnnxInputs = {
     spec,
     weights,
@@ -147,7 +169,7 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
     metadata: { 'gnnctl.distilled_run': run.id, 'gnnctl.base_run': manifest.base_run, 'gnnctl.graph_fingerprint': manifest.graph.schema_fingerprint, 'gnnctl.version': VERSION, 'gnnctl.quantize': quantize },
   };
   const g = buildStudentOnnx({ ...onnxInputs, quantize });
-  const toFilesOptions = externalDataOptions(g, opts.externalData ?? cfg.export.external_data);
+  const toFilesOptions = externalDataOptions(g, externalMode, streamedTables.some(Boolean));
   const tmp = tempSibling(versionDir);
   // int8: the same graph in FLOAT32, outside the version folder, for the strict parity and the report.
   const refDir = quantize === 'none' ? null : `${tmp}.fp32`;
@@ -162,13 +184,13 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   try {
     mkdirSync(tmp, { recursive: true });
     step('writing the model');
-    const files = g.toFiles(tmp, toFilesOptions);
+    const files = await g.writeFiles(tmp, toFilesOptions);
     const nParity = opts.parityExamples ?? 256;
     step(refDir ? `parity check on ${nParity} examples and the int8 report` : `parity check on ${nParity} examples`);
     if (refDir) {
       const ref = buildStudentOnnx({ ...onnxInputs, quantize: 'none' });
-      const refFiles = ref.toFiles(refDir, externalDataOptions(ref, 'auto'));
-      if (nParity > 0) parity = await selfCheck(cfg, graph, spec, run.dir, refFiles.modelPath, entities, nParity);
+      const refFiles = await ref.writeFiles(refDir, externalDataOptions(ref, 'auto', streamedTables.some(Boolean)));
+      if (nParity > 0) parity = await selfCheck(cfg, graph, spec, run.dir, refFiles.modelPath, entityRows, nParity);
       const task = cfg.taskSpecs[spec.task]!;
       const range = graph.manifest.time_range!;
       const tables = await buildTrainingTables(built.dir, graph.manifest, task, taskSplit(task, { min: range[0], max: range[1] }), { seed: cfg.seed });
@@ -178,7 +200,7 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
         hops: cfg.hopPaths,
         realTimeOffset: cfg.distillation?.real_time_offset ?? 0,
         test: tables.test,
-        entities,
+        entities: entityRows,
         fp32Model: refFiles.modelPath,
         quantizedModel: files.modelPath,
         mode: quantize,
@@ -186,7 +208,7 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
       });
       rmSync(refDir, { recursive: true, force: true });
     } else if (nParity > 0) {
-      parity = await selfCheck(cfg, graph, spec, run.dir, files.modelPath, entities, nParity);
+      parity = await selfCheck(cfg, graph, spec, run.dir, files.modelPath, entityRows, nParity);
     }
     for (const s of sources) {
       if (s.files.length === 1) copyFileSync(s.files[0]!, join(tmp, `embeddings.${s.table}.parquet`));
@@ -207,7 +229,7 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
       graph_fingerprint: manifest.graph.schema_fingerprint,
       data_fingerprint: graph.manifest.fingerprint,
       max_embedding_offset_seconds: cfg.distillation?.max_embedding_offset ?? null,
-      embeddings: sources.map((s) => ({ table: s.table, anchor_time: s.anchor, run_id: s.runId, rows: entities[spec.embeddings.findIndex((k) => k.target === s.table)]?.keys.length ?? 0, sources: s.files })),
+      embeddings: sources.map((s) => ({ table: s.table, anchor_time: s.anchor, run_id: s.runId, rows: entitySources[spec.embeddings.findIndex((k) => k.target === s.table)]?.rows ?? 0, sources: s.files })),
       inputs: requestInputs(spec).map((i) => ({ name: i.name, datatype: tritonType(i.elemType).replace('TYPE_', ''), shape: i.sequence ? [-1, -1, 1] : [-1, 1] })),
       output: outputName(spec.output.kind),
       quantize,
@@ -231,7 +253,7 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
       files: { model_onnx_bytes: files.modelBytes, external_data_bytes: files.dataBytes, external_tensors: files.externalTensors },
       quantize,
       quantization,
-      embedding_rows: Object.fromEntries(spec.embeddings.map((k, i) => [k.target, entities[i]!.keys.length])),
+      embedding_rows: Object.fromEntries(spec.embeddings.map((k, i) => [k.target, entitySources[i]!.rows])),
       embedding_anchor: Object.fromEntries(sources.map((s) => [s.table, s.anchor])),
       parity,
       seconds: Math.round((performance.now() - t0) / 10) / 100,
@@ -244,10 +266,33 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   }
 }
 
+/**
+ * Which entity tables are streamed into model.onnx.data (the rest stay in model.onnx): those that
+ * `--external-data` would move out anyway — `always`; `auto` once the tables reach
+ * {@link EXTERNAL_DATA_AUTO_BYTES}; a size, each table of at least that size; never with `never`. Decided
+ * from the snapshots' row counts before anything is read, on the bytes as stored (INT8 + a scale per row).
+ */
+function streamTables(sources: EntitySource[], quantize: Quantize, mode: ExternalDataMode): boolean[] {
+  const bytes = sources.map((s) => (s.rows + 1) * (quantize === 'int8' ? s.dim + 4 : s.dim * 4));
+  const total = bytes.reduce((a, b) => a + b, 0);
+  switch (mode) {
+    case 'never':
+      return bytes.map(() => false);
+    case 'always':
+      return bytes.map(() => true);
+    case 'auto':
+      return bytes.map(() => total >= EXTERNAL_DATA_AUTO_BYTES);
+    default:
+      return bytes.map((b) => b >= mode);
+  }
+}
+
 /** `--external-data` → which initializers `toFiles` writes to model.onnx.data. */
-function externalDataOptions(g: OnnxGraphBuilder, mode: ExternalDataMode): ToFilesOptions {
+function externalDataOptions(g: OnnxGraphBuilder, mode: ExternalDataMode, streamed: boolean): ToFilesOptions {
   const payload = g.payloadBytes();
   const tables = g.payloadBytes(isEntityTableInitializer);
+  // Streamed tables are external whatever the options say; their key indexes go with them.
+  if (streamed && mode !== 'never' && typeof mode !== 'number') return { externalize: isEntityInitializer };
   // Past the limit even with the tables outside: every large initializer goes (the builder's own rule).
   if (payload - tables >= PROTOBUF_LIMIT_BYTES / 2) return { externalDataThreshold: 'auto' };
   switch (mode) {
@@ -260,9 +305,9 @@ function externalDataOptions(g: OnnxGraphBuilder, mode: ExternalDataMode): ToFil
       }
       return { externalDataThreshold: Infinity };
     case 'always':
-      return { externalize: isEntityTableInitializer };
+      return { externalize: isEntityInitializer };
     case 'auto':
-      return tables >= EXTERNAL_DATA_AUTO_BYTES || payload >= PROTOBUF_LIMIT_BYTES / 2 ? { externalize: isEntityTableInitializer } : { externalDataThreshold: Infinity };
+      return tables >= EXTERNAL_DATA_AUTO_BYTES || payload >= PROTOBUF_LIMIT_BYTES / 2 ? { externalize: isEntityInitializer } : { externalDataThreshold: Infinity };
     default:
       return { externalDataThreshold: mode };
   }
@@ -351,32 +396,6 @@ async function describeFiles(table: string, files: string[]): Promise<EmbeddingS
   return { table, files, anchor: m.anchor_time ?? '', runId: m.run_id, fingerprint: m.graph_fingerprint, dim: Number(m.dim), key: m.key ?? '' };
 }
 
-/** Keys and vectors of an embedding snapshot (all part files), straight from Arrow buffers. */
-function readEntityTable(s: EmbeddingSource, keyType: string): EntityTable {
-  const keys: (string | bigint)[] = [];
-  const chunks: Float32Array[] = [];
-  for (const f of s.files) {
-    const table = arrow.tableFromIPC(pq.readParquet(new Uint8Array(readFileSync(f)), { columns: [s.key, 'embedding'] }).intoIPCStream());
-    const kv = table.getChild(s.key)!;
-    for (const k of kv) keys.push(typeof k === 'bigint' ? k : String(k));
-    const emb = table.getChild('embedding')!;
-    for (const d of emb.data) {
-      const child = d.children[0]!;
-      chunks.push((child.values as Float32Array).subarray(child.offset + d.offset * s.dim, child.offset + (d.offset + d.length) * s.dim));
-    }
-  }
-  const vectors = new Float32Array(keys.length * s.dim);
-  let o = 0;
-  for (const c of chunks) {
-    vectors.set(c, o);
-    o += c.length;
-  }
-  const integer = elemTypeOf(keyType) === 'INT64';
-  const vocab: Vocabulary = integer ? keys.map((k) => BigInt(k)) : keys.map(String);
-  if (new Set(vocab as ArrayLike<unknown> as unknown[]).size !== vocab.length) throw new DataError(`duplicate keys in the embeddings of ${s.table}`, { where: s.files.join(', '), hint: 'shards must be disjoint; re-run embed' });
-  return { keys: vocab, vectors, dim: s.dim };
-}
-
 /** Primary keys of tables in node order (the ids the same-entity flags compare). */
 async function targetKeys(graph: Graph, tables: string[]): Promise<Record<string, Vocabulary>> {
   const out: Record<string, Vocabulary> = {};
@@ -392,7 +411,7 @@ async function targetKeys(graph: Graph, tables: string[]): Promise<Record<string
 }
 
 /** TF.js student vs onnxruntime on the newest fact rows of the data (entity tasks: the newest entities at the newest time). */
-async function selfCheck(cfg: Config, graph: Graph, spec: StudentSpec, runDir: string, modelPath: string, entities: EntityTable[], n: number): Promise<ParityReport> {
+async function selfCheck(cfg: Config, graph: Graph, spec: StudentSpec, runDir: string, modelPath: string, entities: (EntityTable | EntityRows)[], n: number): Promise<ParityReport> {
   const f = graph.table(spec.fact_table);
   const count = Math.min(n, f.rows);
   const nodes = Int32Array.from({ length: count }, (_, i) => f.rows - count + i);
@@ -453,7 +472,7 @@ function readme(spec: StudentSpec, name: string, version: number, embeddings: { 
     '',
     storage.quantize === 'int8' ? 'Stored as INT8 with a FLOAT scale per row (`gnnctl export --quantize int8`); manifest.json gives the score and AUROC change against FLOAT32.' : 'Stored as FLOAT32.',
     storage.externalData
-      ? 'The tables are ONNX external data in `model.onnx.data`, next to model.onnx: keep the two files together and load the model by path (onnxruntime resolves the data file against the model\'s folder; Triton does so from the version folder).'
+      ? 'The tables, and the hashed key indexes that map keys to their rows (onnxruntime\'s `com.microsoft.MurmurHash3`, in every onnxruntime build), are ONNX external data in `model.onnx.data`, next to model.onnx: keep the two files together and load the model by path (onnxruntime resolves the data file against the model\'s folder; Triton does so from the version folder).'
       : 'The tables are inside model.onnx (`gnnctl export --external-data always` moves them to `model.onnx.data`).',
     '',
     '## Sample request (KServe V2)',

@@ -16,7 +16,7 @@ import { isIntegerType, type CategoricalSpec, type StudentSpec } from '../model/
 import type { StudentModel } from '../model/student/student.js';
 import type { Graph } from '../graph/graph.js';
 import { INT64_MIN } from './onnx/ops/time.js';
-import { elemTypeOf, requestInputs, type EntityTable } from './student_onnx.js';
+import { elemTypeOf, requestInputs, type EntityRows, type EntityTable } from './student_onnx.js';
 
 export interface ParityReport {
   examples: number;
@@ -55,7 +55,7 @@ export async function rawRequests(
   hops: HopPath[],
   realTimeOffset: number,
   nodes: Int32Array,
-  entities: EntityTable[],
+  entities: (EntityTable | EntityRows)[],
   entityAnchors?: Float64Array,
 ): Promise<{ requests: RawRequests; data: StudentData }> {
   const n = nodes.length;
@@ -109,21 +109,32 @@ export async function rawRequests(
   }
 
   // The student side sees the export's embedding tables, looked up by the same keys.
-  const embeddings = spec.embeddings.map((k, j) => {
+  const embeddings: { values: Float32Array; missing: Float32Array }[] = [];
+  for (const [j, k] of spec.embeddings.entries()) {
     const t = entities[j]!;
-    const index = new Map<string, number>();
-    Array.from(t.keys as ArrayLike<string | bigint>).forEach((key, r) => index.set(String(key), r));
-    const raw = values.get(`${spec.fact_table}.${k.column}`)!;
-    const out = new Float32Array(n * t.dim);
-    const missing = new Float32Array(n);
-    for (let i = 0; i < n; i++) {
-      const r = index.get(String((raw as ArrayLike<string | bigint>)[i]));
-      if (r === undefined) missing[i] = 1;
-      else out.set(t.vectors.subarray(r * t.dim, (r + 1) * t.dim), i * t.dim);
-    }
-    return { values: out, missing };
-  });
+    const rows = 'vectorsFor' in t ? t : inMemoryRows(t);
+    embeddings.push(await rows.vectorsFor(values.get(`${spec.fact_table}.${k.column}`) as ArrayLike<string | bigint>));
+  }
   return { requests: { n, values, seq }, data: { nodes, anchors, embeddings, rti } };
+}
+
+/** {@link EntityRows} over a table held in memory (a key → row Map; tables this small stay inside model.onnx). */
+export function inMemoryRows(t: EntityTable): EntityRows {
+  let index: Map<string, number> | undefined;
+  return {
+    dim: t.dim,
+    async vectorsFor(keys) {
+      index ??= new Map(Array.from(t.keys as ArrayLike<string | bigint>, (key, r) => [String(key), r]));
+      const out = new Float32Array(keys.length * t.dim);
+      const missing = new Float32Array(keys.length);
+      for (let i = 0; i < keys.length; i++) {
+        const r = index.get(String(keys[i]));
+        if (r === undefined) missing[i] = 1;
+        else out.set(t.vectors.subarray(r * t.dim, (r + 1) * t.dim), i * t.dim);
+      }
+      return { values: out, missing };
+    },
+  };
 }
 
 function rawCategorical(col: { meta: { vocab: string[] }; codes: Int32Array }, c: CategoricalSpec, rows: Int32Array): string[] | BigInt64Array {

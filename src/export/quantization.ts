@@ -12,7 +12,7 @@ import type { StudentSpec } from '../model/student/spec.js';
 import { objectiveFor } from '../task/objective/objective.js';
 import type { Examples, HopPath } from '../task/task_spec.js';
 import { feeds, rawRequests } from './parity.js';
-import type { EntityTable, Quantize } from './student_onnx.js';
+import type { EntityRows, EntityTable, Quantize } from './student_onnx.js';
 
 /**
  * Export refuses an INT8 model whose scores move more than this from the FLOAT32 model's on any test
@@ -50,7 +50,7 @@ export async function quantizationReport(args: {
   hops: HopPath[];
   realTimeOffset: number;
   test: Examples;
-  entities: EntityTable[];
+  entities: (EntityTable | EntityRows)[];
   fp32Model: string;
   quantizedModel: string;
   mode: Quantize;

@@ -18,6 +18,7 @@ import { ML_DOMAIN, OnnxGraphBuilder } from './onnx/onnx_graph_builder.js';
 import { cast, concat, floatScalar, int64s, squeeze } from './onnx/ops/basic.js';
 import { dense } from './onnx/ops/dense.js';
 import { lookupIndex, type Vocabulary } from './onnx/ops/lookup.js';
+import { hashedLookupIndex, type HashedKeyIndex } from './onnx/ops/hashed_lookup.js';
 import { maskedAttentionPool, maskedMeanPool } from './onnx/ops/pooling.js';
 import { standardize } from './onnx/ops/standardize.js';
 import { INT64_MIN, relativeTime } from './onnx/ops/time.js';
@@ -32,13 +33,37 @@ export interface EntityTable {
   dim: number;
 }
 
+/**
+ * An entity table too large to hold: its keys as a hashed index (the lookup becomes
+ * {@link hashedLookupIndex} instead of a LabelEncoder) and its vectors produced chunk by chunk when the
+ * model is written (`OnnxGraphBuilder.writeFiles`), straight into model.onnx.data.
+ */
+export interface StreamedEntityTable {
+  index: HashedKeyIndex;
+  rows: number;
+  dim: number;
+  /** the vectors in row order, row-major float32, whole rows per chunk; called once per model written */
+  vectorChunks: () => AsyncIterable<Float32Array>;
+}
+
+/** The vectors of given keys, as parity and the int8 report need them (in memory or read from the snapshot). */
+export interface EntityRows {
+  dim: number;
+  /** [keys × dim] (zeros where missing) and 1 where the key has no row */
+  vectorsFor(keys: ArrayLike<string | bigint>): Promise<{ values: Float32Array; missing: Float32Array }>;
+}
+
+export function isStreamed(t: EntityTable | StreamedEntityTable): t is StreamedEntityTable {
+  return 'index' in t;
+}
+
 export interface StudentOnnxInputs {
   spec: StudentSpec;
   weights: Map<string, Float32Array>;
   /** per embedding key (spec.embeddings order) */
-  entities: EntityTable[];
+  entities: (EntityTable | StreamedEntityTable)[];
   /** primary keys of tables referenced by same-entity flags, by table name */
-  key_vocabularies: Record<string, Vocabulary>;
+  key_vocabularies: Record<string, Vocabulary | HashedKeyIndex>;
   kind: ObjectiveKind;
   label_mean?: number;
   label_std?: number;
@@ -59,6 +84,14 @@ export type Quantize = 'none' | 'int8';
  */
 export function isEntityTableInitializer(name: string): boolean {
   return /^entity\..+\.(table|scale)(_\d+)?$/.test(name);
+}
+
+/**
+ * Entity tables and, with streamed tables, the hashed key indexes (`entity.<table>.lookup.*` of the
+ * embedding lookups, `same.<column>.*.lookup.*` of the same-entity flags): all that grows with the entity count.
+ */
+export function isEntityInitializer(name: string): boolean {
+  return isEntityTableInitializer(name) || /^(entity|same)\..+\.lookup(_\d+)?\.(keys|rows|buckets)(_\d+)?$/.test(name);
 }
 
 /**
@@ -191,6 +224,10 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
   if (spec.use_embeddings) {
     spec.embeddings.forEach((k, i) => {
       const t = inp.entities[i]!;
+      if (isStreamed(t)) {
+        parts.push(...streamedEntity(g, input(`${f}.${k.column}`), t, k.target, w(`emb${i}/fallback`), inp.quantize ?? 'none', spec.proj_dim, { kernel: w(`emb${i}/proj_w`), bias: w(`emb${i}/proj_b`) }));
+        return;
+      }
       const rows = t.keys.length;
       const index = lookupIndex(g, input(`${f}.${k.column}`), t.keys, rows, `entity.${k.target}.lookup`);
       const table = new Float32Array((rows + 1) * k.dim);
@@ -260,6 +297,70 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
   return g;
 }
 
+/**
+ * The entity lookup of a {@link StreamedEntityTable}: the same features as the in-memory path (the
+ * projected row, and 1 where the key is unknown), with the key → row lookup through the hashed index and
+ * the table (rows + the learned fallback row last) written chunk by chunk. INT8 quantizes each chunk with
+ * {@link quantizeRows} as it streams; the per-row scales (4 bytes a row) are kept and written after.
+ */
+function streamedEntity(
+  g: OnnxGraphBuilder,
+  keys: string,
+  t: StreamedEntityTable,
+  target: string,
+  fallback: Float32Array,
+  quantize: Quantize,
+  projDim: number,
+  proj: { kernel: Float32Array; bias: Float32Array },
+): string[] {
+  const { rows, dim } = t;
+  if (fallback.length !== dim) throw new Error(`entity ${target}: fallback row has ${fallback.length} values, the table ${dim}`);
+  const index = hashedLookupIndex(g, keys, t.index, rows, `entity.${target}.lookup`);
+  const idx = squeeze(g, index, [1]);
+  const bytesOf = (a: Float32Array | Int8Array): Uint8Array => new Uint8Array(a.buffer, a.byteOffset, a.byteLength);
+  async function* rowsWithFallback(): AsyncGenerator<Float32Array> {
+    let seen = 0;
+    for await (const c of t.vectorChunks()) {
+      if (c.length % dim !== 0) throw new Error(`entity ${target}: a chunk of ${c.length} values is not whole rows of ${dim}`);
+      seen += c.length / dim;
+      yield c;
+    }
+    if (seen !== rows) throw new Error(`entity ${target}: the source gave ${seen} rows, ${rows} were announced`);
+    yield fallback;
+  }
+  let vec: string;
+  if (quantize === 'int8') {
+    const scales = new Float32Array(rows + 1);
+    let scaled = -1;
+    const tableName = g.addStreamedInitializer(`entity.${target}.table`, 'INT8', [rows + 1, dim], async (write) => {
+      let r = 0;
+      for await (const c of rowsWithFallback()) {
+        const n = c.length / dim;
+        const { q, scale } = quantizeRows(c, n, dim);
+        scales.set(scale, r);
+        r += n;
+        write(bytesOf(q));
+      }
+      scaled = r;
+    }, { unique: true });
+    // Written after the table (initializer order), whose writer filled `scales`.
+    const scaleName = g.addStreamedInitializer(`entity.${target}.scale`, 'FLOAT', [rows + 1, 1], (write) => {
+      if (scaled !== rows + 1) throw new Error(`entity ${target}: the scales are written before the table that computes them`);
+      write(bytesOf(scales));
+    }, { unique: true });
+    const qrows = g.op('Gather', [tableName, idx], { axis: attr.int(0) });
+    const srows = g.op('Gather', [scaleName, idx], { axis: attr.int(0) });
+    vec = g.op('Mul', [cast(g, qrows, 'FLOAT'), srows]);
+  } else {
+    const tableName = g.addStreamedInitializer(`entity.${target}.table`, 'FLOAT', [rows + 1, dim], async (write) => {
+      for await (const c of rowsWithFallback()) write(bytesOf(c));
+    }, { unique: true });
+    vec = g.op('Gather', [tableName, idx], { axis: attr.int(0) });
+  }
+  const missing = cast(g, g.op('Equal', [index, g.constant(BigInt64Array.of(BigInt(rows)), [], { name: `entity.${target}.fallback_row` })]), 'FLOAT');
+  return [dense(g, vec, { kernel: proj.kernel, bias: proj.bias, inputDim: dim, units: projDim, name: `entity.${target}.proj` }), missing];
+}
+
 /** sin/cos of hour of day and day of week from INT64 ns times [b, 1]: four [b, 1] FLOAT columns. */
 function clock(g: OnnxGraphBuilder, t: string): string[] {
   const dayNs = g.constant(BigInt64Array.of(86_400_000_000_000n), [], { name: 'ns_per_day' });
@@ -294,10 +395,11 @@ function categoricalEmbedding(g: OnnxGraphBuilder, v: string, c: CategoricalSpec
   return sequence ? e : squeeze(g, e, [1]);
 }
 
-/** Key → row index in `vocab`, or `missing` (negative) for unknown keys. */
-function lookupSigned(g: OnnxGraphBuilder, keys: string, vocab: Vocabulary, missing: bigint, name: string): string {
-  const idx = lookupIndex(g, keys, vocab, vocab.length, name);
-  const unknown = g.op('Equal', [idx, g.constant(BigInt64Array.of(BigInt(vocab.length)), [], { name: `${name}.size` })]);
+/** Key → row index in `vocab` (a LabelEncoder, or a hashed index for large tables), or `missing` (negative) for unknown keys. */
+function lookupSigned(g: OnnxGraphBuilder, keys: string, vocab: Vocabulary | HashedKeyIndex, missing: bigint, name: string): string {
+  const size = 'buckets' in vocab ? vocab.n : vocab.length;
+  const idx = 'buckets' in vocab ? hashedLookupIndex(g, keys, vocab, size, `${name}.lookup`) : lookupIndex(g, keys, vocab, size, name);
+  const unknown = g.op('Equal', [idx, g.constant(BigInt64Array.of(BigInt(size)), [], { name: `${name}.size` })]);
   return g.op('Where', [unknown, g.constant(BigInt64Array.of(missing), [], { name: `${name}.missing` }), idx]);
 }
 

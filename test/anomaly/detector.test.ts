@@ -7,9 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/core/rng.js';
 import { anomalySchema } from '../../src/config/anomaly_schema.js';
 import { Detector, emptyState } from '../../src/anomaly/detector.js';
+import { denseAdjacency, summariseAdjacency } from '../../src/anomaly/adjacency.js';
 import { buildGraph, type SnapshotGraph } from '../../src/anomaly/graph.js';
 import type { FeatureStats } from '../../src/anomaly/features.js';
-import type { Reconstruction } from '../../src/anomaly/model.js';
+import type { AdjacencySummary, Reconstruction } from '../../src/anomaly/model.js';
 import type { SnapshotScorer } from '../../src/anomaly/scorer.js';
 import type { Snapshot } from '../../src/anomaly/source.js';
 
@@ -59,10 +60,13 @@ class StubScorer implements SnapshotScorer {
 
 describe('Detector: per-service errors and top edges', () => {
   it.each([
-    [30, 120, false],
-    [12, 132, false], // every ordered pair is an edge
-    [25, 80, true], // with suppressed services
-  ])('n = %i, %i calls, suppression %s: equal to walking every pair', async (n, calls, suppress) => {
+    [30, 120, false, false],
+    [12, 132, false, false], // every ordered pair is an edge
+    [25, 80, true, false], // with suppressed services
+    [30, 120, false, true],
+    [12, 132, false, true],
+    [25, 80, true, true],
+  ])('n = %i, %i calls, suppression %s, float32 summary from the runtime %s: equal to walking every pair', async (n, calls, suppress, given) => {
     const rng = new Rng(n + calls);
     const services = Array.from({ length: n }, (_, i) => `s${i}`);
     const src: number[] = [];
@@ -82,7 +86,10 @@ describe('Detector: per-service errors and top edges', () => {
     const adj = Float32Array.from({ length: n * n }, () => Math.round(rng.next() * 1000) / 1000); // ties on purpose
     const xHat = Float32Array.from({ length: n * F }, () => rng.next());
     const cfg = anomalySchema.parse({ metrics: { path: 'm.csv' }, calls: { path: 'c.csv' }, top_k: 7 });
-    const detector = new Detector(new StubScorer((g) => ({ adjacency: adj, features: xHat, z: new Float32Array(g.n * 2), newServices: 0 })), stats, cfg, null, emptyState('t', []));
+    // As onnxruntime gives it: float32 row/column sums and maxima beside Â (otherwise the detector's own).
+    const f32 = (s: AdjacencySummary): AdjacencySummary => ({ rowSq: Float32Array.from(s.rowSq), colSq: Float32Array.from(s.colSq), rowMax: Float32Array.from(s.rowMax) });
+    const summary = given ? f32(summariseAdjacency(adj, n)) : undefined;
+    const detector = new Detector(new StubScorer((g) => ({ adjacency: adj, summary, features: xHat, z: new Float32Array(g.n * 2), newServices: 0 })), stats, cfg, null, emptyState('t', []));
     const events = suppress ? [{ ts: 60, service: 's3', kind: 'deploy' }] : [];
     const r = await detector.step(snap, events as never, { keepRaw: true });
     const g = buildGraph(snap, stats);
@@ -92,5 +99,30 @@ describe('Detector: per-service errors and top edges', () => {
     r.raw!.feature.forEach((v, i) => expect(v).toBeCloseTo(want.feature[i]!, 6));
     expect(r.top_edges).toEqual(want.top);
     expect(r.suppressed_services).toBe(sup.size);
+  });
+
+  it.each([
+    [40, 150, false],
+    [25, 80, true],
+  ])('Â as the decoder\'s factors (onnxruntime), n = %i, %i calls, suppression %s: equal to walking every pair of the dense Â', async (n, calls, suppress) => {
+    const rng = new Rng(n * calls);
+    const services = Array.from({ length: n }, (_, i) => `s${i}`);
+    const src = Int32Array.from({ length: calls }, () => rng.int(n));
+    const dst = Int32Array.from({ length: calls }, () => rng.int(n));
+    const snap = { ts: 60, services, features: Float32Array.from({ length: n * F }, () => rng.next()), src, dst, rate: Float32Array.from(src, () => 1 + rng.int(20)), edgeFeatures: new Float32Array(0) } as Snapshot;
+    const dim = 8;
+    const factored = { h: Float32Array.from({ length: n * dim }, () => rng.next() * 2 - 1), dim };
+    const dense = denseAdjacency(factored, n);
+    const s = summariseAdjacency(dense, n);
+    const summary = { rowSq: Float32Array.from(s.rowSq), colSq: Float32Array.from(s.colSq), rowMax: Float32Array.from(s.rowMax) };
+    const xHat = Float32Array.from({ length: n * F }, () => rng.next());
+    const cfg = anomalySchema.parse({ metrics: { path: 'm.csv' }, calls: { path: 'c.csv' }, top_k: 7 });
+    const detector = new Detector(new StubScorer((g) => ({ adjacency: factored, summary, features: xHat, z: new Float32Array(g.n * 2), newServices: 0 })), stats, cfg, null, emptyState('t', []));
+    const r = await detector.step(snap, suppress ? ([{ ts: 60, service: 's3', kind: 'deploy' }] as never) : [], { keepRaw: true });
+    const g = buildGraph(snap, stats);
+    const sup = new Set(suppress ? ['s3', ...g.neighbours[3]!.map((j) => services[j]!)] : []);
+    const want = reference(g, dense, xHat, sup, 7);
+    r.raw!.structure.forEach((v, i) => expect(v).toBeCloseTo(want.structure[i]!, 6));
+    expect(r.top_edges).toEqual(want.top);
   });
 });

@@ -69,7 +69,7 @@ describe('loadConfig accepts valid configs', () => {
         parent_key: 'customer_id',
         child_table: 'transactions',
         child_column: 'customer_id',
-        max_length: 32,
+        max_length: 16,
       },
     ]);
     expect(cfg.distillation!.max_embedding_offset).toBe(14 * 86400);

@@ -1,6 +1,6 @@
 /**
  * `distill` end to end on tiny synthetic data with the bundled distillation block (fraud served from a
- * fraud base run; customer and article embeddings; 32 RTI elements): the run folder and metrics the
+ * fraud base run; customer and article embeddings; 16 RTI elements): the run folder and metrics the
  * command reports, and embeddings read from files `embed` wrote (the same snapshots the in-memory path
  * computes, so both give the same vectors and the same coverage).
  */
@@ -30,7 +30,7 @@ const ABLATIONS = ['features_only', 'embedding_only', 'rti_only'] as const;
 let fx: SynthFixture;
 let cfg: Config;
 let base: TrainResult;
-let cmd: { run_dir: string; run_id: string; metrics: DistillMetrics };
+let cmd: { run_dir: string; run_id: string; metrics: DistillMetrics; counts: DistillMetrics['counts'] };
 
 beforeAll(async () => {
   setQuiet(true);
@@ -86,7 +86,7 @@ describe('the distilled run folder', () => {
     expect(man).toMatchObject({ kind: 'distill', status: 'complete', task: 'fraud', base_run: base.runId, base_task: 'fraud', embeddings_source: 'computed' });
     const spec = readModelJson<StudentSpec>(cmd.run_dir, 'student.json');
     expect(spec.embeddings.map((k) => `${k.column}->${k.target}`)).toEqual(['customer_id->customers', 'article_id->articles']);
-    expect(spec.rti.map((r) => [r.path, r.max_length])).toEqual([[RTI_PATH, 32]]);
+    expect(spec.rti.map((r) => [r.path, r.max_length])).toEqual([[RTI_PATH, 16]]);
     // exclude_columns: the sales channel is neither a fact nor an RTI input; the target never is
     const columns = [...spec.numeric, ...spec.categorical, ...spec.rti.flatMap((r) => [...r.numeric, ...r.categorical])].map((c) => c.column);
     expect(columns).not.toContain('sales_channel_id');
@@ -161,5 +161,36 @@ describe('trainStudent: KD temperature and positive weight', () => {
     } finally {
       p.teacherModel.dispose();
     }
+  });
+
+  it('weight averaging: a vanishing decay keeps the raw weights, a real one keeps other weights; trainRows restricts the rows', async () => {
+    const { prepareDistill } = await import('../../src/distill/distill.js');
+    const { trainStudent } = await import('../../src/distill/student_training.js');
+    const p = await prepareDistill({ cfg, base: base.runId, backend: 'wasm', cwd: fx.dir });
+    try {
+      const run = (extra: { emaDecay?: number; trainRows?: Int32Array }) => {
+        const s = trainStudent(p.spec, p.features, p.data, p.labels, p.ranges, p.objective, p.teacherPred, 0, { epochs: 2, batchSize: 64, lr: 0.003, patience: 5, dropout: 0, seed: 0, ...extra });
+        s.model.dispose();
+        return Array.from(s.testPred);
+      };
+      const raw = run({});
+      expect(maxAbsDiff(run({ emaDecay: 1e-9 }), raw)).toBeLessThan(1e-5);
+      expect(maxAbsDiff(run({ emaDecay: 0.9 }), raw)).toBeGreaterThan(1e-5);
+      const [lo, hi] = p.ranges.train;
+      const all = Int32Array.from({ length: hi - lo }, (_, i) => lo + i);
+      expect(run({ trainRows: all })).toEqual(raw);
+      expect(maxAbsDiff(run({ trainRows: all.subarray(0, Math.ceil(all.length / 3)) }), raw)).toBeGreaterThan(1e-5);
+    } finally {
+      p.teacherModel.dispose();
+    }
+  });
+
+  it('distillation.ablation_max_train_examples: the ablations see that many rows, the main student all of them', async () => {
+    const small = { ...cfg, distillation: { ...cfg.distillation!, ablation_max_train_examples: 40, epochs: 1 } };
+    const r = await distill({ cfg: small, base: base.runId, backend: 'wasm', cwd: fx.dir });
+    expect(r.metrics.counts.train).toBeGreaterThan(40);
+    expect(r.metrics.counts.ablation_train).toBe(40);
+    // the bundled cap (30,000) is above the tiny data's rows: the command's ablations saw all of them
+    expect(cmd.counts.ablation_train).toBe(cmd.counts.train);
   });
 });

@@ -20,7 +20,7 @@ import { exportModel, type ExportResult } from '../../src/export/export.js';
 import { onnx } from '../../src/export/onnx/index.js';
 import { feeds, rawRequests, type RawRequests } from '../../src/export/parity.js';
 import { INT8_MAX_ABS_DIFF } from '../../src/export/quantization.js';
-import { quantizeRows, requestInputs, type EntityTable } from '../../src/export/student_onnx.js';
+import { isEntityTableInitializer, quantizeRows, requestInputs, type EntityTable } from '../../src/export/student_onnx.js';
 import { buildGraph } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
 import { readModelJson } from '../../src/artifacts/run_store.js';
@@ -98,7 +98,14 @@ describe('--external-data', () => {
   it('auto keeps a small model in one file; always moves the entity tables to model.onnx.data beside model.onnx', () => {
     expect(embedded.files).toEqual({ model_onnx_bytes: embedded.model_bytes, external_data_bytes: 0, external_tensors: [] });
     expect(existsSync(join(embedded.dir, 'model.onnx.data'))).toBe(false);
-    expect(external.files.external_tensors).toEqual(spec.embeddings.map((k) => `entity.${k.target}.table`));
+    // The tables, and the hashed key indexes that replace the entity LabelEncoders (the lookups' and the
+    // same-entity flags') once they are external (arrays under 1 KiB stay inline: integer tensors that
+    // small may be shape inputs).
+    expect(external.files.external_tensors.filter(isEntityTableInitializer)).toEqual(spec.embeddings.map((k) => `entity.${k.target}.table`));
+    expect(external.files.external_tensors.filter((n) => !isEntityTableInitializer(n)).every((n) => /^(entity|same)\.[\w.]+\.lookup\.(keys|rows|buckets)$/.test(n))).toBe(true);
+    expect(external.files.external_tensors).toContain(`entity.customers.lookup.keys`);
+    const labelEncoders = onnx.ModelProto.decode(readFileSync(join(external.dir, 'model.onnx'))).graph!.node!.filter((n) => n.opType === 'LabelEncoder' && /^(entity|same)\./.test(n.name!));
+    expect(labelEncoders).toEqual([]);
     expect(readdirSync(external.dir).filter((f) => !f.startsWith('embeddings.')).sort()).toEqual(['README.md', 'manifest.json', 'model.onnx', 'model.onnx.data']);
     // What moved out is what made model.onnx large: each table's rows × dim floats (plus the fallback
     // row), each starting on a 4096-byte page.
@@ -111,7 +118,11 @@ describe('--external-data', () => {
       const ext = Object.fromEntries(table.externalData!.map((e) => [e.key, e.value]));
       expect(ext).toMatchObject({ location: 'model.onnx.data', length: String(bytes) });
       expect(Number(ext.offset) % 4096).toBe(0);
-      end = Math.max(end, Number(ext.offset) + bytes);
+    }
+    for (const name of external.files.external_tensors) {
+      const ext = Object.fromEntries(inits.get(name)!.externalData!.map((e) => [e.key, e.value]));
+      expect(Number(ext.offset) % 4096).toBe(0);
+      end = Math.max(end, Number(ext.offset) + Number(ext.length));
     }
     expect(external.files.external_data_bytes).toBe(end);
     expect(external.files.model_onnx_bytes + end).toBeLessThan(embedded.files.model_onnx_bytes + 4096 * spec.embeddings.length);
@@ -120,7 +131,7 @@ describe('--external-data', () => {
   it('the manifest records the data file with a hash that matches, so a copy that lost it is detectable', async () => {
     const m = JSON.parse(readFileSync(join(external.dir, 'manifest.json'), 'utf8')) as { files: Record<string, string>; external_data: unknown };
     expect(m.files['model.onnx.data']).toBe(await hashFile(join(external.dir, 'model.onnx.data')));
-    expect(m.external_data).toEqual({ file: 'model.onnx.data', bytes: external.files.external_data_bytes, tensors: spec.embeddings.map((k) => `entity.${k.target}.table`) });
+    expect(m.external_data).toEqual({ file: 'model.onnx.data', bytes: external.files.external_data_bytes, tensors: external.files.external_tensors });
   });
 
   it('onnxruntime loads it by path and answers exactly as the embedded model; from a buffer it cannot find the data', async () => {
@@ -203,7 +214,7 @@ describe('--quantize int8', () => {
     const c = { ...cfg, export: { ...cfg.export, quantize: 'int8' as const, external_data: 'always' as const } };
     const r = await exportModel({ cfg: c, run: distilled.runId, out: repo, name: 'from-config', embeddings: [join(fx.artifacts, 'embeddings', base.runId)], parityExamples: 0, backend: 'wasm' });
     expect(r.quantize).toBe('int8');
-    expect(r.files.external_tensors.length).toBe(2 * spec.embeddings.length);
+    expect(r.files.external_tensors.filter(isEntityTableInitializer).length).toBe(2 * spec.embeddings.length);
     const o = await exportModel({ cfg: c, run: distilled.runId, out: repo, name: 'from-config', embeddings: [join(fx.artifacts, 'embeddings', base.runId)], quantize: 'none', externalData: 'never', parityExamples: 0, backend: 'wasm' });
     expect([o.quantize, o.quantization, o.files.external_tensors]).toEqual(['none', null, []]);
   });
@@ -233,11 +244,15 @@ describe('the binary: gnnctl export --quantize int8 --external-data always --jso
     expect(r.status, r.stderr).toBe(0);
     const j = JSON.parse(r.stdout.trim().split('\n').pop()!) as ExportResult;
     expect(j.quantize).toBe('int8');
-    expect(j.files.external_tensors.sort()).toEqual(spec.embeddings.flatMap((k) => [`entity.${k.target}.scale`, `entity.${k.target}.table`]).sort());
+    expect(j.files.external_tensors.filter(isEntityTableInitializer).sort()).toEqual(spec.embeddings.flatMap((k) => [`entity.${k.target}.scale`, `entity.${k.target}.table`]).sort());
     expect(j.quantization).toMatchObject({ mode: 'int8', metric: 'auroc' });
     expect(j.quantization!.max_abs_diff).toBeLessThanOrEqual(INT8_MAX_ABS_DIFF);
     expect(existsSync(join(repo, 'both', '1', 'model.onnx.data'))).toBe(true);
   }, 300_000);
+
+  it('the streamed int8 tables (quantized chunk by chunk, hashed key index) score exactly as the in-memory int8 model', async () => {
+    expect(maxAbsDiff(await scores(join(repo, 'both', '1', 'model.onnx')), await scores(join(int8.dir, 'model.onnx')))).toBe(0);
+  });
 
   it.each([
     [['--quantize', 'int4'], /--quantize must be one of none, int8 \(got "int4"\)/],

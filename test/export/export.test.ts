@@ -196,9 +196,9 @@ describe('config.pbtxt', () => {
       // the student standardises price and learned a null indicator: an omitted price is NaN
       'missing_value:transactions.price': { string_value: 'nan' },
       // real_time_interactions caps the path at 32 elements in the bundled block
-      [`max_sequence_length:${RTI_PATH}:t_dat`]: { string_value: '32' },
-      [`max_sequence_length:${RTI_PATH}:price`]: { string_value: '32' },
-      [`max_sequence_length:${RTI_PATH}:article_id`]: { string_value: '32' },
+      [`max_sequence_length:${RTI_PATH}:t_dat`]: { string_value: '16' },
+      [`max_sequence_length:${RTI_PATH}:price`]: { string_value: '16' },
+      [`max_sequence_length:${RTI_PATH}:article_id`]: { string_value: '16' },
     });
   });
 });
@@ -208,7 +208,7 @@ describe('parity: the TF.js student and onnxruntime on model.onnx', () => {
     const f = graph.table('transactions');
     const nodes = Int32Array.from({ length: 1000 }, (_, i) => f.rows - 1000 + i);
     const { requests, data } = await rawRequests(graph, spec, cfg.hopPaths, cfg.distillation!.real_time_offset, nodes, await entityTables(versionDir(1)));
-    expect(requests.seq).toBe(32);
+    expect(requests.seq).toBe(16);
     const student = loadStudent();
     try {
       const report = await checkParity(join(versionDir(1), 'model.onnx'), spec, student, graph, requests, data, 'probability', { batch, singles: batch === 256 ? 1000 : 0 });

@@ -6,7 +6,7 @@ import { VERSION } from '../../core/version.js';
 import { makeAttributeProto, type AttributeValue } from './attributes.js';
 import { int64, onnx, type IModelProto, type INodeProto, type ITensorProto, type IValueInfoProto } from './proto.js';
 import { makeTensorProto, type TensorSpec } from './tensor.js';
-import { ElemType, elemTypeOf, type Dim, type TensorData } from './types.js';
+import { ElemType, elemByteSize, elemTypeOf, type Dim, type TensorData } from './types.js';
 
 /** ONNX domain of the classic ML operators (LabelEncoder, …). `''` is the default `ai.onnx` domain. */
 export const ML_DOMAIN = 'ai.onnx.ml';
@@ -105,9 +105,17 @@ export interface ModelFiles {
 interface Initializer {
   proto: ITensorProto;
   elemType: ElemType;
-  /** Fixed-size payload (absent for STRING tensors). */
+  /** Fixed-size payload (absent for STRING tensors and streamed ones). */
   raw?: Uint8Array;
+  /** A payload produced at write time by a callback (see `addStreamedInitializer`), always external. */
+  stream?: { bytes: number; writer: PayloadWriter };
 }
+
+/**
+ * Produces a streamed initializer's payload: calls `write` with consecutive little-endian chunks whose
+ * lengths add up to exactly the tensor's byte size. Called once, by `writeFiles`, in initializer order.
+ */
+export type PayloadWriter = (write: (chunk: Uint8Array) => void) => Promise<void> | void;
 
 /**
  * Builds an ONNX model by hand: declared inputs and outputs, initializers from typed arrays, nodes
@@ -238,6 +246,26 @@ export class OnnxGraphBuilder {
     return name;
   }
 
+  /**
+   * Adds an initializer whose payload is not held in memory: `writer` produces it chunk by chunk when the
+   * model is written with `writeFiles`, straight into the external data file (a 20M × 64 FLOAT entity
+   * table is 5 GB: past V8's buffer limits and the 2 GiB protobuf limit alike). Its dims and type are
+   * fixed now, so the graph and the shape checks do not need the data. Always stored externally.
+   */
+  addStreamedInitializer(name: string, elemType: ElemType, dims: readonly number[], writer: PayloadWriter, options: { docString?: string; unique?: boolean } = {}): string {
+    if (elemType === 'STRING') throw new Error(`initializer "${name}": STRING tensors cannot be streamed (ONNX has no external encoding for them)`);
+    for (const d of dims) if (!Number.isSafeInteger(d) || d < 0) throw new RangeError(`initializer "${name}": dims must be non-negative integers (got [${dims.join(', ')}])`);
+    // unique: a fresh name derived from `name` (as `constant` does), e.g. two keys embedding one table.
+    if (options.unique) name = this.uniqueName(name);
+    else this.reserve(name, 'initializer');
+    const proto: ITensorProto = { name, dims: dims.map((d) => int64(d)), dataType: ElemType[elemType] };
+    if (options.docString) proto.docString = options.docString;
+    const bytes = dims.reduce((n, d) => n * d, 1) * elemByteSize(elemType);
+    this.initializers.push({ proto, elemType, stream: { bytes, writer } });
+    this.values.set(name, elemType);
+    return name;
+  }
+
   /** Adds an initializer under a fresh name derived from `options.name` (default `const`). Returns the name. */
   constant(data: TensorData, dims: readonly number[], options: { name?: string; elemType?: ElemType; docString?: string } = {}): string {
     const name = this.uniqueName(options.name ?? 'const');
@@ -300,10 +328,12 @@ export class OnnxGraphBuilder {
    * The ModelProto. `externalize(name, rawBytes)` may return an external-data location for an
    * initializer; its payload is then left out of the proto (used by `toFiles`).
    */
-  toModelProto(externalize?: (name: string, raw: Uint8Array) => { location: string; offset: number; length: number } | undefined): IModelProto {
+  toModelProto(externalize?: (name: string, bytes: number) => { location: string; offset: number; length: number } | undefined): IModelProto {
     this.validate();
     const initializer = this.initializers.map((init) => {
-      const ext = init.raw ? externalize?.(init.proto.name!, init.raw) : undefined;
+      const bytes = init.raw?.byteLength ?? init.stream?.bytes;
+      const ext = bytes !== undefined ? externalize?.(init.proto.name!, bytes) : undefined;
+      if (init.stream && !ext) throw new Error(`initializer "${init.proto.name}" is streamed: write the model with writeFiles`);
       if (!ext) return init.proto;
       const { rawData: _dropped, ...rest } = init.proto;
       return {
@@ -339,7 +369,7 @@ export class OnnxGraphBuilder {
 
   /** Bytes of initializer payload (what dominates the model's size), of those `filter` picks by name if given. */
   payloadBytes(filter?: (name: string) => boolean): number {
-    return this.initializers.reduce((n, i) => (filter && !filter(i.proto.name!) ? n : n + (i.raw?.byteLength ?? stringBytes(i.proto))), 0);
+    return this.initializers.reduce((n, i) => (filter && !filter(i.proto.name!) ? n : n + (i.raw?.byteLength ?? i.stream?.bytes ?? stringBytes(i.proto))), 0);
   }
 
   /**
@@ -366,48 +396,61 @@ export class OnnxGraphBuilder {
    * the data file first, so a reader never sees a model whose data is missing.
    */
   toFiles(dir: string, options: ToFilesOptions = {}): ModelFiles {
+    if (this.initializers.some((i) => i.stream)) throw new Error('the model has streamed initializers: write it with writeFiles');
+    const plan = this.plan(dir, options);
+    const dataBytes = plan.chosen.length > 0 ? writeDataFile(plan.dataPath, plan.dataName, plan.locations, (sink) => plan.chosen.forEach((i) => sink.tensor(i.proto.name!, i.raw!))) : 0;
+    return this.finish(plan, dataBytes);
+  }
+
+  /**
+   * `toFiles` for models with streamed initializers (which always go to the data file, each producing its
+   * bytes through its writer, in initializer order): memory stays at one chunk whatever the tensors' size.
+   */
+  async writeFiles(dir: string, options: ToFilesOptions = {}): Promise<ModelFiles> {
+    const plan = this.plan(dir, options);
+    let dataBytes = 0;
+    if (plan.chosen.length > 0) {
+      dataBytes = await writeDataFileAsync(plan.dataPath, plan.dataName, plan.locations, async (sink) => {
+        for (const init of plan.chosen) {
+          const name = init.proto.name!;
+          if (!init.stream) {
+            sink.tensor(name, init.raw!);
+            continue;
+          }
+          sink.begin(name);
+          let written = 0;
+          await init.stream.writer((chunk) => {
+            written += chunk.byteLength;
+            if (written > init.stream!.bytes) throw new ArtifactError(`initializer "${name}": its writer produced more than the ${init.stream!.bytes} bytes its dims announce`, { hint: 'this is a bug in gnnctl' });
+            sink.chunk(chunk);
+          });
+          if (written !== init.stream.bytes) throw new ArtifactError(`initializer "${name}": its writer produced ${written} bytes, its dims announce ${init.stream.bytes}`, { hint: 'this is a bug in gnnctl (or the source file changed while exporting)' });
+          sink.end();
+        }
+      });
+    }
+    return this.finish(plan, dataBytes);
+  }
+
+  /** Which initializers go to the data file, and where the files go. */
+  private plan(dir: string, options: ToFilesOptions): { dir: string; modelPath: string; dataPath: string; dataName: string; chosen: Initializer[]; locations: Map<string, { location: string; offset: number; length: number }> } {
     const fileName = options.fileName ?? 'model.onnx';
     if (basename(fileName) !== fileName) throw new Error(`fileName must be a bare file name (got "${fileName}")`);
     const dataName = `${fileName}.data`;
     const threshold = this.resolveThreshold(options.externalDataThreshold ?? 'auto');
     mkdirSync(dir, { recursive: true });
-    const modelPath = join(dir, fileName);
-    const dataPath = join(dir, dataName);
-
     const pick = options.externalize ?? ((_: string, bytes: number) => bytes >= threshold);
-    const chosen = this.initializers.filter((i) => i.raw && pick(i.proto.name!, i.raw.byteLength) && !isShapeCandidate(i));
-    const locations = new Map<string, { location: string; offset: number; length: number }>();
-    let dataBytes = 0;
-    if (chosen.length > 0) {
-      const tmp = tempSibling(dataPath);
-      const fd = openSync(tmp, 'w');
-      try {
-        for (const init of chosen) {
-          const pad = (EXTERNAL_DATA_ALIGNMENT - (dataBytes % EXTERNAL_DATA_ALIGNMENT)) % EXTERNAL_DATA_ALIGNMENT;
-          if (pad > 0) writeAll(fd, new Uint8Array(pad));
-          dataBytes += pad;
-          writeAll(fd, init.raw!);
-          locations.set(init.proto.name!, { location: dataName, offset: dataBytes, length: init.raw!.byteLength });
-          dataBytes += init.raw!.byteLength;
-        }
-        closeSync(fd);
-        renameSync(tmp, dataPath);
-      } catch (e) {
-        try {
-          closeSync(fd);
-        } catch {
-          // already closed
-        }
-        rmSync(tmp, { force: true });
-        throw e;
-      }
-    }
-    const bytes = encodeChecked(this.toModelProto((name) => locations.get(name)));
-    writeFileAtomic(modelPath, bytes);
+    const chosen = this.initializers.filter((i) => i.stream || (i.raw && pick(i.proto.name!, i.raw.byteLength) && !isShapeCandidate(i)));
+    return { dir, modelPath: join(dir, fileName), dataPath: join(dir, dataName), dataName, chosen, locations: new Map() };
+  }
+
+  private finish(plan: ReturnType<OnnxGraphBuilder['plan']>, dataBytes: number): ModelFiles {
+    const bytes = encodeChecked(this.toModelProto((name) => plan.locations.get(name)));
+    writeFileAtomic(plan.modelPath, bytes);
     return {
-      modelPath,
-      dataPath: chosen.length > 0 ? dataPath : undefined,
-      externalTensors: [...locations.keys()],
+      modelPath: plan.modelPath,
+      dataPath: plan.chosen.length > 0 ? plan.dataPath : undefined,
+      externalTensors: [...plan.locations.keys()],
       modelBytes: bytes.byteLength,
       dataBytes,
     };
@@ -473,6 +516,82 @@ function encodeChecked(model: IModelProto): Uint8Array {
     });
   }
   return bytes;
+}
+
+/** Appends tensors to an external data file, each at a 4096-aligned offset, recording where each went. */
+class DataSink {
+  bytes = 0;
+  private current: { name: string; offset: number } | null = null;
+  constructor(
+    private readonly fd: number,
+    private readonly location: string,
+    private readonly locations: Map<string, { location: string; offset: number; length: number }>,
+  ) {}
+
+  begin(name: string): void {
+    const pad = (EXTERNAL_DATA_ALIGNMENT - (this.bytes % EXTERNAL_DATA_ALIGNMENT)) % EXTERNAL_DATA_ALIGNMENT;
+    if (pad > 0) writeAll(this.fd, new Uint8Array(pad));
+    this.bytes += pad;
+    this.current = { name, offset: this.bytes };
+  }
+
+  chunk(bytes: Uint8Array): void {
+    writeAll(this.fd, bytes);
+    this.bytes += bytes.byteLength;
+  }
+
+  end(): void {
+    const c = this.current!;
+    this.locations.set(c.name, { location: this.location, offset: c.offset, length: this.bytes - c.offset });
+    this.current = null;
+  }
+
+  tensor(name: string, raw: Uint8Array): void {
+    this.begin(name);
+    this.chunk(raw);
+    this.end();
+  }
+}
+
+/** Writes the data file under a temporary name and renames it when complete; returns its size. */
+function writeDataFile(path: string, location: string, locations: Map<string, { location: string; offset: number; length: number }>, fill: (sink: DataSink) => void): number {
+  const tmp = tempSibling(path);
+  const fd = openSync(tmp, 'w');
+  try {
+    const sink = new DataSink(fd, location, locations);
+    fill(sink);
+    closeSync(fd);
+    renameSync(tmp, path);
+    return sink.bytes;
+  } catch (e) {
+    closeQuietly(fd);
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+}
+
+async function writeDataFileAsync(path: string, location: string, locations: Map<string, { location: string; offset: number; length: number }>, fill: (sink: DataSink) => Promise<void>): Promise<number> {
+  const tmp = tempSibling(path);
+  const fd = openSync(tmp, 'w');
+  try {
+    const sink = new DataSink(fd, location, locations);
+    await fill(sink);
+    closeSync(fd);
+    renameSync(tmp, path);
+    return sink.bytes;
+  } catch (e) {
+    closeQuietly(fd);
+    rmSync(tmp, { force: true });
+    throw e;
+  }
+}
+
+function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    // already closed
+  }
 }
 
 function writeAll(fd: number, bytes: Uint8Array): void {

@@ -45,8 +45,9 @@ export function peakRssMb() {
 /** Runs the PyTorch reference (one JSON line) when Debian's torch is installed; null otherwise. */
 export function reference(dataDir, modeArgs) {
   const py = '/usr/bin/python3';
-  const script = resolve(ROOT, '..', 'shared', 'reference', 'gnn_ref.py');
-  if (!existsSync(py) || !existsSync(script)) return null;
+  // /work/shared beside the main checkout; a git worktree sits one folder deeper (/work/wt/NAME).
+  const script = [resolve(ROOT, '..', 'shared', 'reference', 'gnn_ref.py'), resolve(ROOT, '..', '..', 'shared', 'reference', 'gnn_ref.py')].find((p) => existsSync(p));
+  if (!existsSync(py) || !script) return null;
   const probe = spawnSync(py, ['-c', 'import torch, sklearn, pandas'], { encoding: 'utf8' });
   if (probe.status !== 0) return null;
   const r = spawnSync(py, [script, '--data', dataDir, ...modeArgs], { encoding: 'utf8', maxBuffer: 1 << 26 });

@@ -118,6 +118,19 @@ export function shardFlag(flag: string): FlagParser<{ index: number; count: numb
   };
 }
 
+/** `auto` or a worker-thread count in 1..max. */
+export function workersFlag(flag: string, max = 16): FlagParser<number | 'auto'> {
+  const count = intFlag(flag, 1, max);
+  return (v) => {
+    if (v === 'auto') return v;
+    try {
+      return count(v);
+    } catch {
+      fail(flag, v, `"auto" or an integer in 1..${max}`);
+    }
+  };
+}
+
 /** One of the listed values. */
 export function choiceFlag<T extends string>(flag: string, choices: readonly T[]): FlagParser<T> {
   return (v) => {

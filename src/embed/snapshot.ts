@@ -8,7 +8,7 @@
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type * as arrow from 'apache-arrow';
-import { selectBackend, type BackendRequest } from '../compute/backend.js';
+import { selectBackend, type BackendName, type BackendRequest } from '../compute/backend.js';
 import type { Config } from '../config/load.js';
 import { lit, q, withDuck } from '../data/duck.js';
 import { ArtifactError, DataError, UsageError, suggest } from '../core/errors.js';
@@ -27,6 +27,7 @@ import { info, warn } from '../core/log.js';
 import { formatRate, type Progress } from '../core/progress.js';
 import { round } from '../core/number.js';
 import { embedExact, tableDepth } from './layerwise.js';
+import { EmbedPool, SAMPLED_BATCH, embedWorkers } from './pool.js';
 import { PARQUET_FILE_LIMIT_BYTES, readColumnVector, writeEmbeddings, type EmbeddingChunk, type EntityColumn } from './writer.js';
 
 export type EmbedMode = 'exact' | 'sampled';
@@ -44,6 +45,8 @@ export interface SnapshotOptions {
   backend?: BackendRequest;
   /** entities per computation chunk and row group */
   chunkSize?: number;
+  /** worker threads computing the representations ('auto': 2 on wasm/cpu with 2+ cores); outputs do not depend on it */
+  workers?: number | 'auto';
   cwd?: string;
 }
 
@@ -76,6 +79,8 @@ export interface Snapshot {
   /** epoch seconds */
   anchor: number;
   mode: EmbedMode;
+  /** the TF.js backend computing on this thread */
+  backend: BackendName;
   /** entities existing at the anchor (all shards) */
   existing: number;
   /** this shard's node range [lo, hi) */
@@ -96,7 +101,7 @@ export function defaultSnapshotDir(artifactsDir: string, folder: string, runId: 
 export async function openSnapshot(opts: SnapshotOptions, layout: SnapshotLayout): Promise<Snapshot> {
   const { cfg } = opts;
   const mode = opts.mode ?? 'exact';
-  await selectBackend(opts.backend ?? 'auto');
+  const backend = (await selectBackend(opts.backend ?? 'auto')).name;
   const run = resolveRun(cfg.artifactsDir, opts.run, { kind: 'train', cwd: opts.cwd });
   const manifest = readManifest<TrainManifest>(run.dir);
   if (manifest.status !== 'complete' && manifest.status !== 'interrupted') {
@@ -146,6 +151,7 @@ export async function openSnapshot(opts: SnapshotOptions, layout: SnapshotLayout
       key: pk.column,
       anchor,
       mode,
+      backend,
       existing,
       lo,
       hi,
@@ -193,24 +199,60 @@ export interface RepresentationChunk {
  * The shard's entities' representations, one chunk at a time (chunks are computed lazily, so the writer
  * bounds memory). An empty shard yields one empty chunk: a Parquet stream needs a batch for its schema.
  */
-export async function* representations(s: Snapshot, opts: SnapshotOptions, timing: { computeMs: number }, progress: Progress): AsyncGenerator<RepresentationChunk> {
+export async function* representations(s: Snapshot, opts: SnapshotOptions, timing: { computeMs: number; workers?: number }, progress: Progress): AsyncGenerator<RepresentationChunk> {
   const { model, table, depth, lo, hi, anchor } = s;
-  const keys = await readKeys(s);
   const chunkSize = opts.chunkSize ?? 65536;
   const C = model.spec.channels;
   const degreeCap = model.spec.sampling === 'uniform' ? opts.cfg.taskSpecs[s.manifest.task]?.model.exact_degree_cap ?? 1000 : 0;
-  if (hi === lo) yield { keys: keys.slice(0, 0), start: lo, embeddings: new Float32Array(0) };
-  for (let start = lo; start < hi; start += chunkSize) {
-    const end = Math.min(hi, start + chunkSize);
-    const nodes = Int32Array.from({ length: end - start }, (_, i) => start + i);
-    const t = performance.now();
-    const emb = s.mode === 'exact' ? embedExact(model, table, depth, nodes, anchor, degreeCap) : model.embedSampled(table, depth, nodes, anchor, (s.manifest.seed * 1000003 + start) >>> 0);
-    timing.computeMs += performance.now() - t;
-    for (let i = 0; i < emb.length; i++) {
-      if (!Number.isFinite(emb[i])) throw new ArtifactError(`non-finite embedding value for ${table} node ${start + Math.floor(i / C)}`, { hint: 'the model produced NaN/inf; retrain or check the data for extreme values' });
+  // 'auto' keeps a small table on this thread (starting workers costs more than it saves).
+  const auto = opts.workers === undefined || opts.workers === 'auto';
+  const workers = auto ? Math.min(embedWorkers('auto', s.backend), Math.ceil((hi - lo) / SAMPLED_BATCH)) : (opts.workers as number);
+  // The workers start (load TF.js and the weights) while DuckDB reads the keys.
+  const starting = workers > 1 ? EmbedPool.start(workers, model, opts.backend ?? 'auto') : Promise.resolve(null);
+  let keys: arrow.Vector;
+  try {
+    keys = await readKeys(s);
+  } catch (e) {
+    // Workers left running would keep the process alive after the error.
+    await (await starting.catch(() => null))?.close();
+    throw e;
+  }
+  const pool = await starting;
+  timing.workers = pool?.workers ?? 1;
+  try {
+    if (hi === lo) yield { keys: keys.slice(0, 0), start: lo, embeddings: new Float32Array(0) };
+    const seedOf = (start: number): number => (s.manifest.seed * 1000003 + start) >>> 0;
+    const compute = async (start: number): Promise<Float32Array> => {
+      const end = Math.min(hi, start + chunkSize);
+      const nodes = Int32Array.from({ length: end - start }, (_, i) => start + i);
+      const t = performance.now();
+      let emb: Float32Array;
+      if (pool) emb = s.mode === 'exact' ? await pool.exact(table, depth, nodes, anchor, degreeCap, C) : await pool.sampled(table, depth, nodes, anchor, seedOf(start), C);
+      else emb = s.mode === 'exact' ? embedExact(model, table, depth, nodes, anchor, degreeCap) : model.embedSampled(table, depth, nodes, anchor, seedOf(start));
+      timing.computeMs += performance.now() - t;
+      return emb;
+    };
+    // A chunk computing ahead may fail while the caller is stopping (a write error): never an unhandled rejection.
+    const start = (at: number): Promise<Float32Array> => {
+      const p = compute(at);
+      p.catch(() => {});
+      return p;
+    };
+    // With workers, the next chunk computes while the caller writes this one (one chunk ahead, so memory stays bounded).
+    let ahead: Promise<Float32Array> | null = lo < hi ? start(lo) : null;
+    for (let from = lo; from < hi; from += chunkSize) {
+      const end = Math.min(hi, from + chunkSize);
+      const emb = await ahead!;
+      ahead = end < hi && pool ? start(end) : null;
+      for (let i = 0; i < emb.length; i++) {
+        if (!Number.isFinite(emb[i])) throw new ArtifactError(`non-finite embedding value for ${table} node ${from + Math.floor(i / C)}`, { hint: 'the model produced NaN/inf; retrain or check the data for extreme values' });
+      }
+      progress.update(end - lo);
+      yield { keys: keys.slice(from - lo, end - lo), start: from, embeddings: emb };
+      if (!ahead && end < hi) ahead = start(end);
     }
-    progress.update(end - lo);
-    yield { keys: keys.slice(start - lo, end - lo), start, embeddings: emb };
+  } finally {
+    await pool?.close();
   }
 }
 
@@ -240,6 +282,8 @@ export interface SnapshotFigures {
   /** seconds spent computing (graph loading and writing excluded) */
   compute_seconds: number;
   entities_per_s: number;
+  /** threads that computed (the main thread alone: 1) */
+  workers: number;
   mode: EmbedMode;
   table: string;
   run_id: string;
@@ -254,7 +298,7 @@ export async function writeSnapshot(
   s: Snapshot,
   opts: SnapshotOptions,
   chunks: AsyncIterable<EmbeddingChunk>,
-  w: { meta: ReturnType<typeof snapshotMetadata>; columns?: EntityColumn[]; timing: { computeMs: number }; progress: Progress; t0: number },
+  w: { meta: ReturnType<typeof snapshotMetadata>; columns?: EntityColumn[]; timing: { computeMs: number; workers?: number }; progress: Progress; t0: number },
 ): Promise<SnapshotFigures> {
   checkFileSize({ ...s, channels: s.model.spec.channels }, w.columns ?? ['embedding', 'anchor_time']);
   const { rows } = await writeEmbeddings(s.path, chunks, {
@@ -284,6 +328,7 @@ export async function writeSnapshot(
     seconds: round(seconds, 3),
     compute_seconds: round(w.timing.computeMs / 1000, 3),
     entities_per_s: Math.round(rate),
+    workers: w.timing.workers ?? 1,
     mode: s.mode,
     table: s.table,
     run_id: s.runId,

@@ -166,6 +166,8 @@ function writeActivity(out: Float32Array, o: number, a: BoundActivity, v: number
 /** A table's features bound to a graph: the arrays, with codes remapped to the spec's vocabularies. */
 export class TableFeatures {
   readonly spec: TableFeatureSpec;
+  /** the table's node count (node ids are 0 … rows − 1) */
+  readonly rows: number;
   readonly num_dim: number;
   readonly catCount: number;
   private readonly num: Float32Array[];
@@ -183,6 +185,7 @@ export class TableFeatures {
   /** `graph` is needed only for activity inputs (the entity table of the run). */
   constructor(table: NodeTable, spec: TableFeatureSpec, graph?: Graph) {
     this.spec = spec;
+    this.rows = table.rows;
     this.num_dim = numericDim(spec);
     this.activityDim = activityDim(spec);
     this.activity = (spec.activity ?? []).map((a) => bindActivity(graph, table.name, a));

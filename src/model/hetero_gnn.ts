@@ -110,27 +110,44 @@ export class HeteroGnn {
     this.head2b = params.zeros('head/b2', [1]);
   }
 
-  /** Runs the plan's layers on a batch. Call inside `tf.tidy` (or dispose the result). */
-  forward(plan: Plan, batch: BatchArrays, training: boolean): ForwardResult {
+  /**
+   * Runs the plan's layers on a batch. Call inside `tf.tidy` (or dispose the result). `encoded`: per node
+   * type, the encoder output of every node of its table, computed once for many batches (inference only,
+   * and only for types whose inputs do not depend on the anchor); a batch then reads its rows from it.
+   */
+  forward(plan: Plan, batch: BatchArrays, training: boolean, encoded?: ReadonlyMap<string, tf.Tensor2D>): ForwardResult {
     const L = plan.layers;
     const C = this.spec.channels;
     // h⁰ for every slot: one encoder call per node type, then one gather per type (valid positions only).
+    // Leaves (depth L) are read only as layer-1 children, and those blocks point at the encoded rows
+    // themselves (below), so their h⁰ is never gathered: with fanouts [10, 5] that is two thirds of the
+    // rows of a batch. A slot whose positions are exactly the type's rows in order (each sampled
+    // transaction is its own row) reads the encoder output as it is.
     let h: (tf.Tensor2D | null)[] = plan.slots.map(() => null);
     const encodedByType = new Map<string, tf.Tensor2D>();
     const byType = new Map<string, number[]>();
     for (const s of plan.slots) byType.set(s.type, [...(byType.get(s.type) ?? []), s.index]);
     for (const [type, slotIdx] of byType) {
       const rows = batch.types[type]!;
-      const sizes = slotIdx.map((i) => batch.positions[i]!.length);
       if (rows.rows === 0) {
         slotIdx.forEach((i) => (h[i] = tf.zeros([0, C])));
         continue;
       }
-      const encoded = this.encode(type, rows.num, rows.cat, rows.rows);
-      encodedByType.set(type, encoded);
-      const all = tf.gather(encoded, tf.tensor1d(concatInt(slotIdx.map((i) => batch.positions[i]!)), 'int32'));
-      const parts = slotIdx.length === 1 ? [all] : tf.split(all, sizes, 0);
-      slotIdx.forEach((i, k) => (h[i] = parts[k] as tf.Tensor2D));
+      const whole = encoded?.get(type);
+      const dims = this.spec.types[type];
+      if (!whole && dims && (rows.num.length !== rows.rows * dims.num_dim || rows.cat.length !== rows.rows * dims.cat_sizes.length)) throw new Error(`batch rows of ${type} have no inputs (built for static encodings) but none were given`);
+      const typeRows = whole ? tf.gather(whole, tf.tensor1d(rows.nodes, 'int32')) : this.encode(type, rows.num, rows.cat, rows.rows);
+      encodedByType.set(type, typeRows);
+      const read = slotIdx.filter((i) => plan.slots[i]!.depth < L);
+      for (const i of slotIdx) if (plan.slots[i]!.depth >= L && batch.positions[i]!.length === 0) h[i] = tf.zeros([0, C]);
+      if (read.length === 0) continue;
+      if (read.length === 1 && isIdentity(batch.positions[read[0]!]!, rows.rows)) {
+        h[read[0]!] = typeRows;
+        continue;
+      }
+      const all = tf.gather(typeRows, tf.tensor1d(concatInt(read.map((i) => batch.positions[i]!)), 'int32'));
+      const parts = read.length === 1 ? [all] : tf.split(all, read.map((i) => batch.positions[i]!.length), 0);
+      read.forEach((i, k) => (h[i] = parts[k] as tf.Tensor2D));
     }
 
     // At layer 1 every child representation is an encoder output, so a block can point straight at the
@@ -149,7 +166,9 @@ export class HeteroGnn {
         let index = batch.childIndex[c]!;
         if (unique && childRows.length > 0) {
           table = unique;
-          index = Int32Array.from(index, (k) => childRows[k]!);
+          const direct = new Int32Array(index.length);
+          for (let k = 0; k < index.length; k++) direct[k] = childRows[index[k]!]!;
+          index = direct;
         }
         return {
           table,
@@ -247,6 +266,13 @@ export class HeteroGnn {
   parameterCount(excludeEmbeddings = false): number {
     return this.params.count(excludeEmbeddings ? /\/emb$/ : undefined);
   }
+}
+
+/** positions = 0, 1, …, rows − 1 */
+function isIdentity(positions: Int32Array, rows: number): boolean {
+  if (positions.length !== rows) return false;
+  for (let i = 0; i < rows; i++) if (positions[i] !== i) return false;
+  return true;
 }
 
 function concatInt(parts: Int32Array[]): Int32Array {

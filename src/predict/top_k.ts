@@ -64,7 +64,7 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
   const itemKeys = await readTableKeys(s.graph, rs.item_table, itemPk, 0, nItems, s.path);
   const degreeCap = model.spec.sampling === 'uniform' ? opts.cfg.taskSpecs[s.manifest.task]?.model.exact_degree_cap ?? 1000 : 0;
 
-  const timing = { computeMs: 0 };
+  const timing: { computeMs: number; workers?: number } = { computeMs: 0 };
   let t = performance.now();
   const items = itemVectors(model, s, nItems, degreeCap);
   const pop = itemPopularity(s.graph, rs, s.anchor).subarray(0, nItems);
@@ -148,6 +148,7 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
     seconds: round(seconds, 3),
     compute_seconds: round(timing.computeMs / 1000, 3),
     entities_per_s: Math.round(rate),
+    workers: timing.workers ?? 1,
     mode: s.mode,
     table: s.table,
     run_id: s.runId,

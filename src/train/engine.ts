@@ -24,7 +24,11 @@ export interface StepResult {
 
 export interface GradientEngine {
   readonly workers: number;
-  step(weights: Float32Array, rows: Int32Array, rngSeed: number): Promise<StepResult>;
+  /**
+   * `next`: the following step's rows and seed, when known. An engine may sample and gather them while
+   * the caller updates the weights (they do not depend on the weights); results are the same either way.
+   */
+  step(weights: Float32Array, rows: Int32Array, rngSeed: number, next?: { rows: Int32Array; rngSeed: number }): Promise<StepResult>;
   /**
    * Raw head outputs (logits / standardized values) for every example of a split, in chunks of
    * PREDICT_CHUNK rows seeded by their position (the same outputs whatever the number of workers);
@@ -48,8 +52,19 @@ export function chunkSeed(seed: number, lo: number): number {
   return (Math.imul(seed, 0x9e3779b1) + lo) >>> 0;
 }
 
-/** One step's loss and gradients on `rows` of the training examples. */
-export function computeGradients(model: DeepModel, train: Examples, rows: Int32Array, rngSeed: number): StepResult {
+/** A step's inputs before any weight is read: sampled trees, dense arrays and targets. */
+export interface PreparedStep {
+  rows: Int32Array;
+  rngSeed: number;
+  labels: Float32Array;
+  arrays: ReturnType<DeepModel['arrays']>;
+  /** milliseconds */
+  sample: number;
+  gather: number;
+}
+
+/** Samples and gathers a step's share of rows. Nothing here depends on the weights, so it can run ahead of them. */
+export function prepareStep(model: DeepModel, train: Examples, rows: Int32Array, rngSeed: number): PreparedStep {
   const output = model.spec.output;
   const objective = objectiveFor(output.kind);
   const m = rows.length;
@@ -67,19 +82,32 @@ export function computeGradients(model: DeepModel, train: Examples, rows: Int32A
   const sample = performance.now() - t;
   t = performance.now();
   const arrays = model.arrays(sampled);
-  const gather = performance.now() - t;
-  t = performance.now();
+  return { rows, rngSeed, labels, arrays, sample, gather: performance.now() - t };
+}
+
+/** True when `p` was prepared for exactly these rows and seed. */
+export function preparedFor(p: PreparedStep | null, rows: Int32Array, rngSeed: number): p is PreparedStep {
+  if (!p || p.rngSeed !== rngSeed || p.rows.length !== rows.length) return false;
+  for (let k = 0; k < rows.length; k++) if (p.rows[k] !== rows[k]) return false;
+  return true;
+}
+
+/** One step's loss and gradients on `rows` of the training examples (prepared here unless `prepared` is given). */
+export function computeGradients(model: DeepModel, train: Examples, rows: Int32Array, rngSeed: number, prepared: PreparedStep | null = null): StepResult {
+  const p = preparedFor(prepared, rows, rngSeed) ? prepared : prepareStep(model, train, rows, rngSeed);
+  const objective = objectiveFor(model.spec.output.kind);
+  const t = performance.now();
   const vars = [...model.params.vars.values()];
   const { value, grads } = tf.variableGrads(() => {
-    const { logits } = model.gnn.forward(model.plan, arrays, true);
-    const y = tf.tensor1d(labels);
+    const { logits } = model.gnn.forward(model.plan, p.arrays, true);
+    const y = tf.tensor1d(p.labels);
     return objective.loss(model.spec.loss, logits!, y);
   }, vars);
   const loss = value.dataSync()[0]!;
   value.dispose();
   const blob = model.params.gradientBlob(grads);
   for (const g of Object.values(grads)) g.dispose();
-  return { loss, count: m, grads: blob, timing: { sample, gather, step: performance.now() - t } };
+  return { loss, count: rows.length, grads: blob, timing: { sample: p.sample, gather: p.gather, step: performance.now() - t } };
 }
 
 /** Gradients on this thread. */

@@ -132,9 +132,15 @@ export async function trainLoop(
     let seen = 0;
     const tEpoch = performance.now();
     progress.begin(`epoch ${epoch + 1}/${mc.epochs}`, steps * mc.batchSize);
+    const stepRows = (s: number): Int32Array => order.subarray(s * mc.batchSize, Math.min(n, (s + 1) * mc.batchSize));
+    // Seeds are drawn in step order as before; the next step's is drawn one step early so the engine can
+    // sample and gather that step while the optimizer runs (never past the epoch: the shuffle comes next).
+    let seed = steps > 0 ? rng.nextU32() : 0;
     for (let s = 0; s < steps && !stop.requested; s++) {
-      const rows = order.subarray(s * mc.batchSize, Math.min(n, (s + 1) * mc.batchSize));
-      const r = await engine.step(weights, rows, rng.nextU32());
+      const rows = stepRows(s);
+      const next = s + 1 < steps ? { rows: stepRows(s + 1), rngSeed: rng.nextU32() } : undefined;
+      const r = await engine.step(weights, rows, seed, next);
+      if (next) seed = next.rngSeed;
       optimizer.update(weights, r.grads);
       timing.sample += r.timing.sample;
       timing.gather += r.timing.gather;

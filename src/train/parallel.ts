@@ -49,6 +49,11 @@ function sharedExamples(e: Examples): Examples {
   return { nodes: shared(e.nodes), anchors: shared(e.anchors), labels: shared(e.labels) };
 }
 
+/** The sampling seed of worker i's share of a step. */
+function shareSeed(rngSeed: number, i: number): number {
+  return (rngSeed * 31 + i) >>> 0;
+}
+
 export class WorkerEngine implements GradientEngine {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
@@ -98,10 +103,17 @@ export class WorkerEngine implements GradientEngine {
     });
   }
 
-  async step(weights: Float32Array, rows: Int32Array, rngSeed: number): Promise<StepResult> {
-    const n = this.pool.length;
-    const parts = this.pool.map((_, i) => rows.subarray(Math.floor((rows.length * i) / n), Math.floor((rows.length * (i + 1)) / n)));
-    const replies = await Promise.all(this.pool.map((w, i) => (parts[i]!.length ? this.call(w, { type: 'step', weights, rows: parts[i], rngSeed: (rngSeed * 31 + i) >>> 0 }) : null)));
+  async step(weights: Float32Array, rows: Int32Array, rngSeed: number, next?: { rows: Int32Array; rngSeed: number }): Promise<StepResult> {
+    const parts = this.shares(rows);
+    const nextParts = next ? this.shares(next.rows) : null;
+    // Each worker gets its share of the next step too: it samples and gathers it while we update the weights.
+    const replies = await Promise.all(
+      this.pool.map((w, i) =>
+        parts[i]!.length
+          ? this.call(w, { type: 'step', weights, rows: parts[i], rngSeed: shareSeed(rngSeed, i), next: nextParts ? { rows: nextParts[i], rngSeed: shareSeed(next!.rngSeed, i) } : undefined })
+          : null,
+      ),
+    );
     const grads = new Float32Array(weights.length);
     let loss = 0;
     const timing = { sample: 0, gather: 0, step: 0 };
@@ -117,6 +129,12 @@ export class WorkerEngine implements GradientEngine {
       timing.step = Math.max(timing.step, r.timing!.step);
     }
     return { loss, count: rows.length, grads, timing };
+  }
+
+  /** The workers' contiguous shares of a batch. */
+  private shares(rows: Int32Array): Int32Array[] {
+    const n = this.pool.length;
+    return this.pool.map((_, i) => rows.subarray(Math.floor((rows.length * i) / n), Math.floor((rows.length * (i + 1)) / n)));
   }
 
   /** Chunks handed out from one queue: a worker slowed by another process on its core takes fewer. */

@@ -7,11 +7,13 @@ import { selectBackend } from '../compute/backend.js';
 import { Graph } from '../graph/graph.js';
 import { setQuiet } from '../core/log.js';
 import { DeepModel } from '../model/deep_model.js';
-import { computeGradients } from './engine.js';
+import { computeGradients, prepareStep, type PreparedStep } from './engine.js';
 import type { WorkerInit } from './parallel.js';
 
 let model: DeepModel | null = null;
 let init: WorkerInit | null = null;
+/** the next step's share, sampled and gathered while the trainer updated the weights */
+let prepared: PreparedStep | null = null;
 
 setQuiet(true);
 
@@ -27,8 +29,12 @@ parentPort!.on('message', async (msg: { id: number; type: string } & Record<stri
     if (!model || !init) throw new Error('worker used before init');
     model.params.assignBlob(msg.weights as Float32Array);
     if (msg.type === 'step') {
-      const r = computeGradients(model, init.data.train, msg.rows as Int32Array, msg.rngSeed as number);
+      const r = computeGradients(model, init.data.train, msg.rows as Int32Array, msg.rngSeed as number, prepared);
+      prepared = null;
       parentPort!.postMessage({ id: msg.id, ...r }, [r.grads.buffer as ArrayBuffer]);
+      // The trainer now averages the gradients and steps the optimizer: prepare the next share meanwhile.
+      const next = msg.next as { rows: Int32Array; rngSeed: number } | undefined;
+      if (next && next.rows.length > 0) prepared = prepareStep(model, init.data.train, next.rows, next.rngSeed);
     } else if (msg.type === 'predict') {
       const ex = init.data[msg.split as 'val' | 'test'];
       const lo = msg.lo as number;

@@ -6,7 +6,7 @@
  * nothing where the next stage would read. One churn run (customers) and one fraud run (transactions)
  * are trained once for the whole file (8 channels, 1 epoch of 3 steps).
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as arrow from 'apache-arrow';
@@ -135,6 +135,15 @@ describe('exact mode', () => {
     const a = await embedTo('det-c.parquet', { run: runs.fraud.runId });
     const b = await embedTo('det-d.parquet', { run: runs.fraud.runId });
     expect(readFileSync(b.path).equals(readFileSync(a.path))).toBe(true);
+  });
+
+  // Two workers, chunks of 1,500 rows (the next one computed while this one is written): the file of one thread.
+  it.each(['exact', 'sampled'] as const)('%s: two worker threads write the byte-identical file of one thread', async (mode) => {
+    const one = await embedTo(`w1-${mode}.parquet`, { run: runs.fraud.runId, mode, chunkSize: 1500, workers: 1 });
+    const two = await embedTo(`w2-${mode}.parquet`, { run: runs.fraud.runId, mode, chunkSize: 1500, workers: 2 });
+    expect(two.rows).toBe(one.rows);
+    expect(two.rows).toBeGreaterThan(3000);
+    expect(readFileSync(two.path).equals(readFileSync(one.path))).toBe(true);
   });
 
   // With `last` sampling, sampled mode picks each hop's most recent neighbours: the neighbourhoods exact
@@ -294,7 +303,8 @@ describe('a failed or killed run leaves nothing at the output path', () => {
     });
     const dir = mkdtempSync(join(out, 'nan-'));
     const target = join(dir, 'embeddings.parquet');
-    const err = await embed({ cfg, backend: 'wasm', run: runs.fraud.runId, anchorTime: ANCHOR, mode: 'sampled', out: target, chunkSize: 1500 }).catch((e: unknown) => e);
+    // One thread: the spy lives in this thread's DeepModel (workers have their own).
+    const err = await embed({ cfg, backend: 'wasm', run: runs.fraud.runId, anchorTime: ANCHOR, mode: 'sampled', out: target, chunkSize: 1500, workers: 1 }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ArtifactError);
     expect((err as Error).message).toMatch(/non-finite embedding value for transactions node 1500/);
     expect(calls).toBe(2);
@@ -370,6 +380,31 @@ async function synthOfSize(size: 'small'): Promise<SynthFixture> {
   mkdirSync(artifacts);
   return { dir, config: join(dir, 'config.yaml'), artifacts, cleanup: () => {} };
 }
+
+describe('gnnctl embed --workers (the real binary)', () => {
+  const cli = (args: string[]) =>
+    spawnSync(process.execPath, [join(ROOT, 'bin', 'gnnctl.js'), 'embed', '-c', fx.config, '-r', runs.fraud.runDir, '--artifacts', fx.artifacts, '--backend', 'wasm', ...args], { cwd: fx.dir, encoding: 'utf8', timeout: 110_000 });
+
+  it.skipIf(!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))('--workers 2 --json: the result says 2 workers and the file equals --workers 1\'s', () => {
+    const paths = [join(out, 'cli-w1.parquet'), join(out, 'cli-w2.parquet')];
+    const results = ['1', '2'].map((w, i) => {
+      const r = cli(['--mode', 'sampled', '--workers', w, '--out', paths[i]!, '--json']);
+      expect(r.status, r.stderr).toBe(0);
+      return JSON.parse(r.stdout) as Record<string, unknown>;
+    });
+    expect(results.map((r) => r.workers)).toEqual([1, 2]);
+    expect(results[1]).toMatchObject({ path: paths[1], mode: 'sampled', table: 'transactions' });
+    expect(readFileSync(paths[1]!).equals(readFileSync(paths[0]!))).toBe(true);
+  });
+
+  it.each(['0', '17', 'two', '1.5'])('--workers %s exits 2 naming --workers, before any work', (value) => {
+    const target = join(out, `bad-workers-${value}.parquet`);
+    const r = cli(['--workers', value, '--out', target, '--json']);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/--workers must be "auto" or an integer in 1\.\.16/);
+    expect(existsSync(target)).toBe(false);
+  });
+});
 
 describe('embedCommand', () => {
   it('--json result: path, rows, dim, anchor_time, seconds', async () => {

@@ -33,6 +33,16 @@ describe('buildBatchArrays: dense model inputs from a sampled batch', () => {
     expect(Array.from(b.types.events!.num)).toEqual(Array.from(expected));
   });
 
+  it('every batch numbers its rows afresh: the node → row index keeps nothing from the batch before', () => {
+    const again = buildBatchArrays(plan, sampled, features);
+    expect(again.positions.map((p) => Array.from(p))).toEqual(b.positions.map((p) => Array.from(p)));
+    expect(again.types.events!.rows).toBe(7);
+    // user 1 at 55 alone: its events 3 and 1 are rows 0 and 1, user 1 is row 0 (not rows of the batches above)
+    const one = buildBatchArrays(plan, new TemporalSampler(g.graph, plan, 'last').sample(Int32Array.of(1), Float64Array.of(55), null), features);
+    expect(one.types.users!.rows).toBe(1);
+    expect(one.positions.map((p) => Array.from(p))).toEqual([[0], [0, 1], [0, 0]]);
+  });
+
   it('keeps only valid positions and points each at its encoded row', () => {
     expect(b.positions.map((p) => Array.from(p))).toEqual([
       [0, 1, 0],

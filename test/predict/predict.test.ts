@@ -242,10 +242,10 @@ describe('gnnctl predict (the real binary)', () => {
 
   it.skipIf(!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))('--json prints one result; the file is there with a shard\'s rows', () => {
     const path = join(out, 'cli.parquet');
-    const r = run([...base(), '--anchor-time', '2020-06-01T00:00:00Z', '--shard', '0/2', '--with-embeddings', '--out', path, '--json']);
+    const r = run([...base(), '--anchor-time', '2020-06-01T00:00:00Z', '--shard', '0/2', '--with-embeddings', '--workers', '2', '--out', path, '--json']);
     expect(r.status, r.stderr).toBe(0);
     const res = JSON.parse(r.stdout) as Record<string, unknown>;
-    expect(res).toMatchObject({ path, table: 'articles', key: 'article_id', task: 'item_sales', objective: 'regression', prediction: 'value', shard: '0/2', with_embeddings: true, anchor_time: '2020-06-01T00:00:00Z' });
+    expect(res).toMatchObject({ path, table: 'articles', key: 'article_id', task: 'item_sales', objective: 'regression', prediction: 'value', shard: '0/2', with_embeddings: true, anchor_time: '2020-06-01T00:00:00Z', workers: 2 });
     expect(res.rows).toBeGreaterThan(0);
     expect(existsSync(path)).toBe(true);
   });
@@ -254,6 +254,7 @@ describe('gnnctl predict (the real binary)', () => {
     ['--shard', '2/2'],
     ['--anchor-time', 'yesterday'],
     ['--mode', 'fast'],
+    ['--workers', '0'],
   ])('a bad %s value (%s) exits 2 naming the flag, before any work', (flag, value) => {
     const path = join(out, `bad-${flag.slice(2)}.parquet`);
     const r = run([...base(), flag, value, '--out', path, '--json']);

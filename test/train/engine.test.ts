@@ -1,8 +1,13 @@
 /**
  * Evaluation through the gradient engines: prediction in seeded chunks gives the same outputs on this
  * thread and over a pool of worker threads (whichever worker takes a chunk), reports its progress, and
- * a chunk's seed depends on its position only.
+ * a chunk's seed depends on its position only. Steps: a worker's share of the next step, sampled and
+ * gathered while the trainer updates the weights, gives the gradients of one prepared at the step, and
+ * the loop hands every step the seed it drew before prefetching existed.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig } from '../../src/config/load.js';
@@ -10,7 +15,9 @@ import { buildGraph } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
 import { DeepModel } from '../../src/model/deep_model.js';
 import { featureSpecFromGraph } from '../../src/model/features.js';
-import { chunkSeed, LocalEngine, PREDICT_CHUNK, type EngineData } from '../../src/train/engine.js';
+import { Rng } from '../../src/core/rng.js';
+import { chunkSeed, computeGradients, LocalEngine, prepareStep, PREDICT_CHUNK, type EngineData, type GradientEngine, type StepResult } from '../../src/train/engine.js';
+import { trainLoop } from '../../src/train/loop.js';
 import { WorkerEngine } from '../../src/train/parallel.js';
 import { randomDeepModel } from '../helpers/deep_model.js';
 import { pipelineConfig } from '../helpers/pipeline.js';
@@ -67,6 +74,106 @@ describe('engine.predict', () => {
     } finally {
       await pool.close();
       model.dispose();
+    }
+  });
+});
+
+/** Examples over the transactions (labels alternate so both classes exist). */
+function examples(rows: number) {
+  const n = graph.table('transactions').rows;
+  const [lo, hi] = graph.manifest.time_range!;
+  return {
+    nodes: Int32Array.from({ length: rows }, (_, i) => (i * 13) % n),
+    anchors: Float64Array.from({ length: rows }, (_, i) => lo + ((hi - lo) * (i % 89)) / 89),
+    labels: Float32Array.from({ length: rows }, (_, i) => i % 2),
+  };
+}
+
+describe('engine.step with the next step prepared ahead', () => {
+  it('a prepared step gives the gradients of an unprepared one; a mismatched preparation is not used', () => {
+    const base = randomDeepModel(graph, 'transactions', [3, 2]);
+    const model = new DeepModel(graph, { ...base.spec, sampling: 'uniform' }, base.featureSpec, 3);
+    base.dispose();
+    try {
+      const ex = examples(300);
+      const rows = Int32Array.from({ length: 64 }, (_, i) => i * 3);
+      const fresh = computeGradients(model, ex, rows, 77);
+      const ahead = computeGradients(model, ex, rows, 77, prepareStep(model, ex, rows, 77));
+      expect(ahead.loss).toBe(fresh.loss);
+      expect(Array.from(ahead.grads)).toEqual(Array.from(fresh.grads));
+      // Prepared for another seed, or other rows: sampled again at the step, so the same numbers still.
+      for (const wrong of [prepareStep(model, ex, rows, 78), prepareStep(model, ex, rows.map((r) => r + 1), 77)]) {
+        const r = computeGradients(model, ex, rows, 77, wrong);
+        expect(Array.from(r.grads)).toEqual(Array.from(fresh.grads));
+      }
+      // The seed matters (uniform sampling), so the comparisons above could fail.
+      expect(Array.from(computeGradients(model, ex, rows, 78).grads)).not.toEqual(Array.from(fresh.grads));
+    } finally {
+      model.dispose();
+    }
+  });
+
+  it('over two workers: a step whose shares were prepared during the previous step equals the same step unprepared', async () => {
+    const base = randomDeepModel(graph, 'transactions', [3, 2]);
+    const spec = { ...base.spec, sampling: 'uniform' as const };
+    const featureSpec = base.featureSpec;
+    base.dispose();
+    const model = new DeepModel(graph, spec, featureSpec, 3);
+    const ex = examples(400);
+    const data: EngineData = { train: ex, val: ex, test: ex };
+    const weights = model.params.serialize().blob;
+    const pool = (await WorkerEngine.start(2, graph, spec, featureSpec, data, 'cpu'))!;
+    try {
+      const a = Int32Array.from({ length: 96 }, (_, i) => i);
+      const b = Int32Array.from({ length: 96 }, (_, i) => 399 - i);
+      await pool.step(weights, a, 5, { rows: b, rngSeed: 6 });
+      const prepared = await pool.step(weights, b, 6);
+      const unprepared = await pool.step(weights, b, 6);
+      expect(prepared.loss).toBe(unprepared.loss);
+      expect(Array.from(prepared.grads)).toEqual(Array.from(unprepared.grads));
+      // Announced b with seed 6, then asked for seed 7: the preparation is not used.
+      await pool.step(weights, a, 5, { rows: b, rngSeed: 6 });
+      const other = await pool.step(weights, b, 7);
+      expect(Array.from(other.grads)).toEqual(Array.from((await pool.step(weights, b, 7)).grads));
+      expect(Array.from(other.grads)).not.toEqual(Array.from(unprepared.grads));
+    } finally {
+      await pool.close();
+      model.dispose();
+    }
+  });
+
+  it('trainLoop: step s gets the seed drawn after the shuffle as before, and announces step s + 1 exactly', async () => {
+    const model = randomDeepModel(graph, 'transactions', [2]);
+    const dir = mkdtempSync(join(tmpdir(), 'gnnctl-loop-'));
+    const calls: { rows: number[]; seed: number; next?: { rows: number[]; seed: number } }[] = [];
+    const size = model.params.serialize().blob.length;
+    const engine: GradientEngine = {
+      workers: 1,
+      async step(_w, rows, rngSeed, next): Promise<StepResult> {
+        calls.push({ rows: Array.from(rows), seed: rngSeed, next: next && { rows: Array.from(next.rows), seed: next.rngSeed } });
+        return { loss: 0.5, count: rows.length, grads: new Float32Array(size), timing: { sample: 0, gather: 0, step: 0 } };
+      },
+      async predict(_w, split) {
+        return new Float32Array(split === 'val' ? 40 : 0).map((_, i) => i / 40);
+      },
+      async close() {},
+    };
+    try {
+      const tables = { train: examples(100), val: examples(40), test: examples(0) };
+      await trainLoop(model, engine, tables, { epochs: 2, batchSize: 32, patience: 5, lr: 1e-3 }, 11, { requested: false }, dir);
+      // What the loop drew before prefetching: per epoch a shuffle, then one seed per step.
+      const rng = new Rng(11);
+      const order = Int32Array.from({ length: 100 }, (_, i) => i);
+      const expected: { rows: number[]; seed: number }[] = [];
+      for (let e = 0; e < 2; e++) {
+        rng.shuffle(order);
+        for (let s = 0; s < 4; s++) expected.push({ rows: Array.from(order.subarray(s * 32, Math.min(100, (s + 1) * 32))), seed: rng.nextU32() });
+      }
+      expect(calls.map((c) => ({ rows: c.rows, seed: c.seed }))).toEqual(expected);
+      calls.forEach((c, k) => expect(c.next).toEqual(k % 4 === 3 ? undefined : expected[k + 1]));
+    } finally {
+      model.dispose();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

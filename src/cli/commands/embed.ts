@@ -1,7 +1,7 @@
 import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
 import { embed, type EmbedMode } from '../../embed/embed.js';
-import { optional, shardFlag, timeFlag } from '../flags.js';
+import { optional, shardFlag, timeFlag, workersFlag } from '../flags.js';
 import { UsageError } from '../../core/errors.js';
 import type { CommandOutput } from '../run.js';
 
@@ -15,6 +15,8 @@ export interface EmbedCommandOptions {
   mode?: string;
   allowSchemaDrift?: boolean;
   backend?: string;
+  /** 'auto' or a count (a string from the command line) */
+  workers?: unknown;
   artifacts?: string;
   cwd?: string;
 }
@@ -22,8 +24,10 @@ export interface EmbedCommandOptions {
 export async function embedCommand(opts: EmbedCommandOptions): Promise<CommandOutput> {
   const mode = (opts.mode ?? 'exact') as EmbedMode;
   if (mode !== 'exact' && mode !== 'sampled') throw new UsageError('bad --mode', { value: opts.mode, hint: 'exact or sampled' });
+  const workers = optional(workersFlag('--workers'), opts.workers);
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
   const r = await embed({
+    workers,
     cfg,
     run: opts.run,
     table: opts.table,
@@ -35,6 +39,6 @@ export async function embedCommand(opts: EmbedCommandOptions): Promise<CommandOu
     backend: parseBackendRequest(opts.backend),
     cwd: opts.cwd,
   });
-  const text = `wrote ${r.rows.toLocaleString('en-US')} ${r.table} embeddings (dim ${r.dim}, ${r.mode}, anchor ${r.anchor_time}) in ${r.seconds}s: ${r.path}\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s`;
+  const text = `wrote ${r.rows.toLocaleString('en-US')} ${r.table} embeddings (dim ${r.dim}, ${r.mode}, anchor ${r.anchor_time}) in ${r.seconds}s: ${r.path}\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s${r.workers > 1 ? ` over ${r.workers} worker threads` : ''}`;
   return { result: r, text };
 }

@@ -2,7 +2,7 @@ import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
 import { predict } from '../../predict/predict.js';
 import type { EmbedMode } from '../../embed/snapshot.js';
-import { choiceFlag, optional, shardFlag, timeFlag } from '../flags.js';
+import { choiceFlag, optional, shardFlag, timeFlag, workersFlag } from '../flags.js';
 import type { CommandOutput } from '../run.js';
 import type { EmbedCommandOptions } from './embed.js';
 
@@ -14,6 +14,7 @@ export async function predictCommand(opts: PredictCommandOptions): Promise<Comma
   const mode = optional(choiceFlag<EmbedMode>('--mode', ['exact', 'sampled']), opts.mode) ?? 'exact';
   const anchorTime = optional(timeFlag('--anchor-time', ['latest']), opts.anchorTime);
   const shard = optional(shardFlag('--shard'), opts.shard);
+  const workers = optional(workersFlag('--workers'), opts.workers);
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
   const r = await predict({
     cfg,
@@ -23,6 +24,7 @@ export async function predictCommand(opts: PredictCommandOptions): Promise<Comma
     out: opts.out,
     shard,
     mode,
+    workers,
     withEmbeddings: opts.withEmbeddings,
     allowSchemaDrift: opts.allowSchemaDrift,
     backend: parseBackendRequest(opts.backend),
@@ -31,9 +33,9 @@ export async function predictCommand(opts: PredictCommandOptions): Promise<Comma
   if (r.prediction === 'top_k') {
     const text =
       `wrote the top ${r.k} ${r.item_table} of ${(r.rows / r.k).toLocaleString('en-US', { maximumFractionDigits: 0 })} ${r.table} (${r.task}, ${r.mode}, anchor ${r.anchor_time}, ${r.items.toLocaleString('en-US')} items) in ${r.seconds}s: ${r.path}` +
-      `\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s${r.item_embeddings ? `\n  item embeddings: ${r.item_embeddings}` : ''}`;
+      `\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s${r.workers > 1 ? ` over ${r.workers} worker threads` : ''}${r.item_embeddings ? `\n  item embeddings: ${r.item_embeddings}` : ''}`;
     return { result: r, text };
   }
-  const text = `wrote ${r.rows.toLocaleString('en-US')} ${r.table} predictions (${r.task}: ${r.prediction}, ${r.mode}, anchor ${r.anchor_time}${r.with_embeddings ? ', with embeddings' : ''}) in ${r.seconds}s: ${r.path}\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s`;
+  const text = `wrote ${r.rows.toLocaleString('en-US')} ${r.table} predictions (${r.task}: ${r.prediction}, ${r.mode}, anchor ${r.anchor_time}${r.with_embeddings ? ', with embeddings' : ''}) in ${r.seconds}s: ${r.path}\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s${r.workers > 1 ? ` over ${r.workers} worker threads` : ''}`;
   return { result: r, text };
 }

@@ -1,0 +1,70 @@
+/**
+ * An embedding worker (see pool.ts): the model on its own TF.js instance, answering `embed` messages
+ * with exact (layer-wise) or sampled embeddings of a piece of a chunk.
+ */
+import { parentPort } from 'node:worker_threads';
+import type * as tf from '@tensorflow/tfjs';
+import { selectBackend } from '../compute/backend.js';
+import { Rng } from '../core/rng.js';
+import { Graph } from '../graph/graph.js';
+import { setQuiet } from '../core/log.js';
+import { DeepModel } from '../model/deep_model.js';
+import { embedExact } from './layerwise.js';
+import type { EmbedTask, EmbedWorkerInit } from './pool.js';
+
+let model: DeepModel | null = null;
+
+/** Per sampled job: its seeded stream, the first batch it has not sampled yet, the static encodings. */
+const streams = new Map<number, { rng: Rng; next: number; encoded: Map<string, tf.Tensor2D> }>();
+const trees = new Map<string, ReturnType<DeepModel['samplingTree']>>();
+
+setQuiet(true);
+
+function sampled(m: DeepModel, t: Extract<EmbedTask, { kind: 'sampled' }>): Float32Array {
+  const key = `${t.table}\u0000${t.depth}`;
+  let tree = trees.get(key);
+  if (!tree) trees.set(key, (tree = m.samplingTree(t.table, t.depth)));
+  let s = streams.get(t.job);
+  if (!s) streams.set(t.job, (s = { rng: new Rng(t.seed), next: 0, encoded: m.staticEncodings(tree.plan, t.nodes.length) }));
+  if (t.batch < s.next) throw new Error(`sampled batch ${t.batch} of job ${t.job} asked for after batch ${s.next - 1}`);
+  const anchors = new Float64Array(t.batchSize).fill(t.anchor);
+  const slice = (b: number): Int32Array => t.nodes.subarray(b * t.batchSize, Math.min(t.nodes.length, (b + 1) * t.batchSize));
+  // Batches another worker computes: draw what they drew, so this batch's draws are the single-thread ones.
+  if (tree.sampler.method !== 'last') {
+    for (let b = s.next; b < t.batch; b++) {
+      const nodes = slice(b);
+      tree.sampler.sample(nodes, anchors.subarray(0, nodes.length), s.rng);
+    }
+  }
+  const nodes = slice(t.batch);
+  s.next = t.batch + 1;
+  return m.embedSampledBatch(tree, tree.sampler.sample(nodes, anchors.subarray(0, nodes.length), s.rng), s.encoded);
+}
+
+parentPort!.on('message', async (msg: { id: number; type: string } & Record<string, unknown>) => {
+  try {
+    if (msg.type === 'init') {
+      const init = msg.init as EmbedWorkerInit;
+      await selectBackend(init.backend);
+      model = new DeepModel(Graph.fromShared(init.graph), init.spec, init.featureSpec, 1);
+      model.params.assignBlob(init.weights);
+      parentPort!.postMessage({ id: msg.id });
+      return;
+    }
+    if (msg.type === 'done') {
+      for (const t of streams.get(msg.job as number)?.encoded.values() ?? []) t.dispose();
+      streams.delete(msg.job as number);
+      parentPort!.postMessage({ id: msg.id });
+      return;
+    }
+    if (!model) throw new Error('worker used before init');
+    if (msg.type !== 'embed') throw new Error(`unknown message ${msg.type}`);
+    const t = msg.task as EmbedTask;
+    const res = t.kind === 'exact' ? embedExact(model, t.table, t.depth, t.nodes, t.anchor, t.degreeCap) : sampled(model, t);
+    // Transfer only a buffer the result owns whole (never a view into a larger one).
+    const out = res.byteOffset === 0 && res.byteLength === res.buffer.byteLength ? res : res.slice();
+    parentPort!.postMessage({ id: msg.id, out }, [out.buffer as ArrayBuffer]);
+  } catch (e) {
+    parentPort!.postMessage({ id: msg.id, error: e instanceof Error ? `${e.message}\n${e.stack ?? ''}` : String(e) });
+  }
+});

@@ -14,16 +14,15 @@
  *   worker's batches come in increasing order). With
  *   `last` sampling nothing is drawn and nothing is replayed.
  */
-import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import type { BackendName, BackendRequest } from '../compute/backend.js';
 import type { Graph } from '../graph/graph.js';
 import type { DeepModel } from '../model/deep_model.js';
 import type { FeatureSpec } from '../model/features.js';
 import type { ModelSpec } from '../model/hetero_gnn.js';
 import { warn } from '../core/log.js';
+import { compiledWorker, WorkerRpc } from '../core/worker_rpc.js';
 
 export interface EmbedWorkerInit {
   graph: ReturnType<Graph['shareable']>;
@@ -45,9 +44,7 @@ export const SAMPLED_BATCH = 4096;
 
 /** The compiled worker script, also when gnnctl runs from its TypeScript sources (tests). */
 export function embedWorkerScript(): string | null {
-  const here = fileURLToPath(import.meta.url);
-  const js = here.endsWith('.ts') ? here.replace(/\/src\/embed\/pool\.ts$/, '/dist/embed/embed_worker.js') : here.replace(/pool\.js$/, 'embed_worker.js');
-  return existsSync(js) ? js : null;
+  return compiledWorker(fileURLToPath(import.meta.url), 'embed_worker.js');
 }
 
 /** Workers for `auto`: 2 on a machine with 2+ cores when the backend computes on one thread (wasm, cpu). */
@@ -64,28 +61,12 @@ function shared(a: Int32Array): Int32Array {
 }
 
 export class EmbedPool {
-  private nextId = 1;
   private nextJob = 1;
-  private readonly pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
 
-  private constructor(private readonly pool: Worker[]) {
-    for (const w of pool) {
-      w.on('message', (r: Reply) => {
-        const p = this.pending.get(r.id);
-        if (!p) return;
-        this.pending.delete(r.id);
-        if (r.error) p.reject(new Error(r.error));
-        else p.resolve(r);
-      });
-      w.on('error', (e) => {
-        for (const p of this.pending.values()) p.reject(e);
-        this.pending.clear();
-      });
-    }
-  }
+  private constructor(private readonly rpc: WorkerRpc<Reply>) {}
 
   get workers(): number {
-    return this.pool.length;
+    return this.rpc.size;
   }
 
   /** Starts `n` workers holding `model`'s weights, or returns null (with a warning) when the compiled worker script is missing. */
@@ -96,23 +77,15 @@ export class EmbedPool {
       return null;
     }
     const weights = model.params.serialize().blob;
-    const pool = new EmbedPool(Array.from({ length: n }, () => new Worker(script)));
+    const pool = new EmbedPool(new WorkerRpc<Reply>(script, n));
     try {
       const init: EmbedWorkerInit = { graph: model.graph.shareable(), spec: model.spec, featureSpec: model.featureSpec, weights, backend };
-      await Promise.all(pool.pool.map((w) => pool.call(w, { type: 'init', init })));
+      await Promise.all(pool.rpc.workers.map((w) => pool.rpc.call(w, { type: 'init', init })));
     } catch (e) {
       await pool.close();
       throw e;
     }
     return pool;
-  }
-
-  private call(w: Worker, msg: Record<string, unknown>): Promise<Reply> {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      w.postMessage({ ...msg, id });
-    });
   }
 
   /**
@@ -122,13 +95,13 @@ export class EmbedPool {
    * compute took 2.5× as long in the embed command as in a loop that only computes).
    */
   private async run(tasks: EmbedTask[]): Promise<Float32Array[]> {
-    const replies = tasks.map((task, k) => this.call(this.pool[k % this.pool.length]!, { type: 'embed', task }));
+    const replies = tasks.map((task, k) => this.rpc.call(this.rpc.workers[k % this.rpc.size]!, { type: 'embed', task }));
     return (await Promise.all(replies)).map((r) => r.out!);
   }
 
   /** `embedExact` of `nodes`, one part per worker (each part re-encodes the articles etc. it touches, so no more parts than workers). */
   async exact(table: string, depth: number, nodes: Int32Array, anchor: number, degreeCap: number, channels: number): Promise<Float32Array> {
-    const parts = Math.min(nodes.length, this.pool.length);
+    const parts = Math.min(nodes.length, this.rpc.size);
     const bounds = Array.from({ length: parts + 1 }, (_, i) => Math.floor((nodes.length * i) / Math.max(1, parts)));
     const tasks: EmbedTask[] = bounds.slice(0, -1).map((lo, i) => ({ kind: 'exact', table, depth, nodes: nodes.slice(lo, bounds[i + 1]), anchor, degreeCap }));
     return concat(await this.run(tasks), nodes.length * channels);
@@ -142,12 +115,12 @@ export class EmbedPool {
     for (let b = 0; b * SAMPLED_BATCH < nodes.length; b++) tasks.push({ kind: 'sampled', job, table, depth, nodes: all, anchor, seed, batchSize: SAMPLED_BATCH, batch: b });
     const out = concat(await this.run(tasks), nodes.length * channels);
     // Workers keep a job's sampling stream until told it is over.
-    await Promise.all(this.pool.map((w) => this.call(w, { type: 'done', job })));
+    await Promise.all(this.rpc.workers.map((w) => this.rpc.call(w, { type: 'done', job })));
     return out;
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.pool.map((w) => w.terminate()));
+    await this.rpc.close();
   }
 }
 

@@ -8,13 +8,13 @@
  * Without the compiled worker script (tests running from src without a build), it fits on this thread
  * when awaited, as before. Results are identical either way: same code, seed and backend.
  */
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { BackendRequest } from '../compute/backend.js';
 import type { Graph, SharedGraph } from '../graph/graph.js';
 import type { FeatureSpec, TableFeatures } from '../model/features.js';
 import type { ObjectiveKind } from '../task/objective/objective.js';
+import { compiledWorker } from '../core/worker_rpc.js';
 import { fitBaseline, type BaselineInputs, type BaselineResult } from './baseline_model.js';
 
 export interface BaselineJobInit {
@@ -83,7 +83,5 @@ export class BaselineJob {
 }
 
 function baselineWorkerScript(): string | null {
-  const here = fileURLToPath(import.meta.url);
-  const js = here.endsWith('.ts') ? here.replace(/\/src\/train\/baseline_job\.ts$/, '/dist/train/baseline_worker.js') : here.replace(/baseline_job\.js$/, 'baseline_worker.js');
-  return existsSync(js) ? js : null;
+  return compiledWorker(fileURLToPath(import.meta.url), 'baseline_worker.js');
 }

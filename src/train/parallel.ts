@@ -8,12 +8,11 @@
  * Results are deterministic for a given number of workers (each share is sampled with a seed derived
  * from the step and the worker index); they differ between worker counts, as batch splits do anywhere.
  */
-import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
 import type { BackendRequest } from '../compute/backend.js';
 import type { Graph } from '../graph/graph.js';
 import { warn } from '../core/log.js';
+import { compiledWorker, WorkerRpc } from '../core/worker_rpc.js';
 import { chunkSeed, PREDICT_CHUNK, type EngineData, type GradientEngine, type StepResult } from './engine.js';
 import type { Examples } from '../task/task_spec.js';
 import type { FeatureSpec } from '../model/features.js';
@@ -32,9 +31,7 @@ type Reply = { id: number; error?: string } & Partial<StepResult> & { out?: Floa
 
 /** The compiled worker script, also when gnnctl runs from its TypeScript sources (tests). */
 export function workerScript(): string | null {
-  const here = fileURLToPath(import.meta.url);
-  const js = here.endsWith('.ts') ? here.replace(/\/src\/train\/parallel\.ts$/, '/dist/train/train_worker.js') : here.replace(/parallel\.js$/, 'train_worker.js');
-  return existsSync(js) ? js : null;
+  return compiledWorker(fileURLToPath(import.meta.url), 'train_worker.js');
 }
 
 function shared<T extends Float64Array | Float32Array | Int32Array>(a: T): T {
@@ -55,30 +52,13 @@ function shareSeed(rngSeed: number, i: number): number {
 }
 
 export class WorkerEngine implements GradientEngine {
-  private nextId = 1;
-  private readonly pending = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
-
   private constructor(
-    private readonly pool: Worker[],
+    private readonly rpc: WorkerRpc<Reply>,
     private readonly data: EngineData,
-  ) {
-    for (const w of pool) {
-      w.on('message', (r: Reply) => {
-        const p = this.pending.get(r.id);
-        if (!p) return;
-        this.pending.delete(r.id);
-        if (r.error) p.reject(new Error(r.error));
-        else p.resolve(r);
-      });
-      w.on('error', (e) => {
-        for (const p of this.pending.values()) p.reject(e);
-        this.pending.clear();
-      });
-    }
-  }
+  ) {}
 
   get workers(): number {
-    return this.pool.length;
+    return this.rpc.size;
   }
 
   /** Starts `n` workers, or returns null (with a warning) when the compiled worker script is missing. */
@@ -89,18 +69,9 @@ export class WorkerEngine implements GradientEngine {
       return null;
     }
     const sharedData: EngineData = { train: sharedExamples(data.train), val: sharedExamples(data.val), test: sharedExamples(data.test) };
-    const pool = Array.from({ length: n }, () => new Worker(script));
-    const engine = new WorkerEngine(pool, sharedData);
-    await Promise.all(pool.map((w, index) => engine.call(w, { type: 'init', init: { graph: graph.shareable(), spec, featureSpec, data: sharedData, backend, index } satisfies WorkerInit })));
+    const engine = new WorkerEngine(new WorkerRpc<Reply>(script, n), sharedData);
+    await Promise.all(engine.rpc.workers.map((w, index) => engine.rpc.call(w, { type: 'init', init: { graph: graph.shareable(), spec, featureSpec, data: sharedData, backend, index } satisfies WorkerInit })));
     return engine;
-  }
-
-  private call(w: Worker, msg: Record<string, unknown>): Promise<Reply> {
-    const id = this.nextId++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      w.postMessage({ ...msg, id });
-    });
   }
 
   async step(weights: Float32Array, rows: Int32Array, rngSeed: number, next?: { rows: Int32Array; rngSeed: number }): Promise<StepResult> {
@@ -108,9 +79,9 @@ export class WorkerEngine implements GradientEngine {
     const nextParts = next ? this.shares(next.rows) : null;
     // Each worker gets its share of the next step too: it samples and gathers it while we update the weights.
     const replies = await Promise.all(
-      this.pool.map((w, i) =>
+      this.rpc.workers.map((w, i) =>
         parts[i]!.length
-          ? this.call(w, { type: 'step', weights, rows: parts[i], rngSeed: shareSeed(rngSeed, i), next: nextParts ? { rows: nextParts[i], rngSeed: shareSeed(next!.rngSeed, i) } : undefined })
+          ? this.rpc.call(w, { type: 'step', weights, rows: parts[i], rngSeed: shareSeed(rngSeed, i), next: nextParts ? { rows: nextParts[i], rngSeed: shareSeed(next!.rngSeed, i) } : undefined })
           : null,
       ),
     );
@@ -133,8 +104,8 @@ export class WorkerEngine implements GradientEngine {
 
   /** The workers' contiguous shares of a batch. */
   private shares(rows: Int32Array): Int32Array[] {
-    const n = this.pool.length;
-    return this.pool.map((_, i) => rows.subarray(Math.floor((rows.length * i) / n), Math.floor((rows.length * (i + 1)) / n)));
+    const n = this.rpc.size;
+    return this.rpc.workers.map((_, i) => rows.subarray(Math.floor((rows.length * i) / n), Math.floor((rows.length * (i + 1)) / n)));
   }
 
   /** Chunks handed out from one queue: a worker slowed by another process on its core takes fewer. */
@@ -144,12 +115,12 @@ export class WorkerEngine implements GradientEngine {
     let next = 0;
     let done = 0;
     await Promise.all(
-      this.pool.map(async (w) => {
+      this.rpc.workers.map(async (w) => {
         while (next < total) {
           const lo = next;
           const hi = Math.min(total, lo + PREDICT_CHUNK);
           next = hi;
-          const r = await this.call(w, { type: 'predict', weights, split, lo, hi, seed: chunkSeed(seed, lo) });
+          const r = await this.rpc.call(w, { type: 'predict', weights, split, lo, hi, seed: chunkSeed(seed, lo) });
           out.set(r.out!, lo);
           done += hi - lo;
           onProgress?.(done);
@@ -160,6 +131,6 @@ export class WorkerEngine implements GradientEngine {
   }
 
   async close(): Promise<void> {
-    await Promise.all(this.pool.map((w) => w.terminate()));
+    await this.rpc.close();
   }
 }

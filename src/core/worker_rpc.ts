@@ -52,8 +52,8 @@ export class WorkerRpc<R extends WorkerReply> {
 
 /**
  * The compiled worker script beside a module, also when gnnctl runs from its TypeScript sources (tests
- * import `src/…/x.ts`; workers need `dist/…/worker.js`). `moduleUrl` is the caller's `import.meta.url`
- * path; null when the build is missing.
+ * import `src/…/x.ts`; workers need `dist/…/worker.js`). `modulePath` is the caller's module file
+ * (`fileURLToPath(import.meta.url)`); null when the build is missing.
  */
 export function compiledWorker(modulePath: string, workerFile: string): string | null {
   const dir = modulePath.slice(0, modulePath.lastIndexOf('/'));

@@ -2,17 +2,21 @@
 /**
  * The bundled pipeline end to end at a size, each stage through the real binary in its own process:
  * graph → train churn → train fraud → embed all customers and all articles (fraud run, exact) → predict
- * churn for every customer → distill (fraud, on the fraud run's embeddings) → export → one served
- * request. Prints one JSON line: per stage wall seconds, peak RSS of that stage's process (MB; worker
- * threads, TF.js heaps and DuckDB included) and its key figure; the high-water stage; the total.
+ * churn for every customer → train next_purchases (the recommender) → its top-12 articles for every
+ * customer over the whole catalogue → distill (fraud, on the fraud run's embeddings) → export → one
+ * served request. `--skip-recommendations` leaves the two recommendation stages out. Prints one JSON
+ * line: per stage wall seconds, peak RSS of that stage's process (MB; worker threads, TF.js heaps and
+ * DuckDB included) and its key figure; the high-water stage; the total.
  *
  *   npm run build && node bench/scale.mjs --size medium|large [--duckdb-memory 4GB]
- *       [--churn-epochs N] [--fraud-epochs N] [--max-steps N] [--distill-epochs N] [--cache DIR]
+ *       [--churn-epochs N] [--fraud-epochs N] [--ranking-epochs N] [--max-steps N] [--distill-epochs N]
+ *       [--skip-recommendations] [--cache DIR]
  *
- * Epoch caps (the bundled config trains churn 10 epochs, fraud 5, distillation 25; an end-to-end
- * figure with those is hours at `large`, so the bench caps them and says so in `caps`):
- *   medium: churn 2 epochs, fraud 1 epoch, distillation 3 epochs;
- *   large:  churn 1 epoch, fraud 1 epoch, each at most 2,000 steps of 512 seeds (1.02M seeds), distillation 2 epochs.
+ * Epoch caps (the bundled config trains churn 10 epochs, fraud 5, next_purchases 8, distillation 25; an
+ * end-to-end figure with those is hours at `large`, so the bench caps them and says so in `caps`):
+ *   medium: churn 2 epochs, fraud 1 epoch, next_purchases 1 epoch, distillation 3 epochs;
+ *   large:  churn, fraud and next_purchases 1 epoch each, at most 2,000 steps of 512 seeds (1.02M seeds),
+ *           distillation 2 epochs.
  * The figures measure the pipeline's machinery at that scale, not the quality of a fully trained model.
  *
  * Memory: `--duckdb-memory` sets GNNCTL_DUCKDB_MEMORY for every stage (DuckDB's cap; default 40% of RAM).
@@ -27,7 +31,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { availableParallelism, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
-import { arg, CACHE, dataset, ROOT } from './common.mjs';
+import { arg, CACHE, dataset, flag, ROOT } from './common.mjs';
 
 const size = arg('size', 'medium');
 if (!['tiny', 'small', 'medium', 'large'].includes(size)) {
@@ -35,10 +39,10 @@ if (!['tiny', 'small', 'medium', 'large'].includes(size)) {
   process.exit(2);
 }
 const defaults = {
-  tiny: { churn_epochs: 1, fraud_epochs: 1, max_steps_per_epoch: null, distill_epochs: 1 },
-  small: { churn_epochs: 2, fraud_epochs: 1, max_steps_per_epoch: null, distill_epochs: 3 },
-  medium: { churn_epochs: 2, fraud_epochs: 1, max_steps_per_epoch: null, distill_epochs: 3 },
-  large: { churn_epochs: 1, fraud_epochs: 1, max_steps_per_epoch: 2000, distill_epochs: 2 },
+  tiny: { churn_epochs: 1, fraud_epochs: 1, ranking_epochs: 1, max_steps_per_epoch: null, distill_epochs: 1 },
+  small: { churn_epochs: 2, fraud_epochs: 1, ranking_epochs: 1, max_steps_per_epoch: null, distill_epochs: 3 },
+  medium: { churn_epochs: 2, fraud_epochs: 1, ranking_epochs: 1, max_steps_per_epoch: null, distill_epochs: 3 },
+  large: { churn_epochs: 1, fraud_epochs: 1, ranking_epochs: 1, max_steps_per_epoch: 2000, distill_epochs: 2 },
 }[size];
 const num = (name, fallback) => {
   const v = arg(name, null);
@@ -52,6 +56,7 @@ const num = (name, fallback) => {
 const caps = {
   churn_epochs: num('churn-epochs', defaults.churn_epochs),
   fraud_epochs: num('fraud-epochs', defaults.fraud_epochs),
+  ranking_epochs: num('ranking-epochs', defaults.ranking_epochs),
   max_steps_per_epoch: num('max-steps', defaults.max_steps_per_epoch),
   distill_epochs: num('distill-epochs', defaults.distill_epochs),
 };
@@ -74,7 +79,7 @@ mkdirSync(artifacts, { recursive: true });
 const cfg = parse(readFileSync(join(ROOT, 'configs', 'retail.yaml'), 'utf8'));
 for (const t of Object.values(cfg.data.tables)) t.path = t.path.replace('datasets/retail', data);
 if (caps.max_steps_per_epoch) {
-  for (const name of ['churn', 'fraud']) cfg.tasks[name].model = { ...(cfg.tasks[name].model ?? {}), max_steps_per_epoch: caps.max_steps_per_epoch };
+  for (const name of ['churn', 'fraud', 'next_purchases']) cfg.tasks[name].model = { ...(cfg.tasks[name].model ?? {}), max_steps_per_epoch: caps.max_steps_per_epoch };
 }
 const configPath = join(CACHE, `scale-${size}.yaml`);
 writeFileSync(configPath, stringify(cfg));
@@ -141,6 +146,14 @@ const embedFigure = (j) => ({ rows: j.rows, entities_per_s: j.entities_per_s, co
 const customers = stage('embed customers', 'gnnctl_rss.mjs', ['embed', '--run', fraud.run_id, '--table', 'customers', ...common], embedFigure);
 const articles = stage('embed articles', 'gnnctl_rss.mjs', ['embed', '--run', fraud.run_id, '--table', 'articles', ...common], embedFigure);
 stage('predict churn', 'gnnctl_rss.mjs', ['predict', '--run', churn.run_id, ...common], embedFigure);
+if (!flag('skip-recommendations')) {
+  const ranking = stage('train next_purchases', 'gnnctl_rss.mjs', ['train', '-t', 'next_purchases', '--epochs', String(caps.ranking_epochs), ...common], (j) => {
+    const m = JSON.parse(readFileSync(join(j.run_dir, 'metrics.json'), 'utf8'));
+    const manifest = JSON.parse(readFileSync(join(j.run_dir, 'manifest.json'), 'utf8'));
+    return { run: j.run_id, train_examples: j.counts.train, epoch_seconds: m.epochs.map((e) => e.seconds), timings: manifest.timings, test_map_at_k: j.metrics.test?.map_at_k ?? null, best_baseline: m.best_baseline ?? null };
+  });
+  stage('predict next_purchases top-12', 'gnnctl_rss.mjs', ['predict', '--run', ranking.run_id, ...common], (j) => ({ ...embedFigure(j), items: j.items, k: j.k }));
+}
 const distilled = stage('distill', 'gnnctl_rss.mjs', ['distill', '--base', fraud.run_id, '--epochs', String(caps.distill_epochs), ...common], (j) => ({ run: j.run_id, test_auroc: j.metrics.test?.auroc ?? null, teacher_test_auroc: j.metrics.teacher?.test?.auroc ?? null, train_rows: j.counts?.train ?? null }));
 const exported = stage('export', 'gnnctl_rss.mjs', ['export', '--run', distilled.run_id, '--embeddings', customers.path, articles.path, ...common], (j) => ({ version: j.version, model_mb: Math.round((j.model_bytes / 2 ** 20) * 10) / 10 }));
 stage('serve request', 'serve_request.mjs', ['--repository', exported.repository, '--model', exported.model], (j) => ({ status: j.status, request_ms: Math.round(j.ms * 10) / 10 }));

@@ -69,6 +69,11 @@ export class SageConv {
     return out;
   }
 
+  /** W_e of edge e ([C, C]), for a caller that folds it into the map producing the rows (`NodeEncoder.applyThrough`). */
+  edgeWeight(edge: number): tf.Tensor2D {
+    return this.wEdge[edge]! as tf.Tensor2D;
+  }
+
   /** W_e·x for edge e: rows a caller transforms once and passes back as a `transformed` block. */
   transform(edge: number, x: tf.Tensor2D): tf.Tensor2D {
     return tf.matMul(x, this.wEdge[edge]!) as tf.Tensor2D;
@@ -84,8 +89,8 @@ export interface NeighbourBlock {
   fanout: number;
   /** [n · fanout]: mask / max(1, count), the mean's weights */
   weights: tf.Tensor1D;
-  /** [n · fanout]: 0/1 validity (attention needs the mask itself) */
-  mask: tf.Tensor1D;
+  /** [n · fanout]: 0/1 validity; attention needs the mask itself, SAGE reads only the weights (may omit it) */
+  mask?: tf.Tensor1D;
   /** [n, 1]: log(1 + number of valid neighbours) */
   degree: tf.Tensor2D;
   /** SAGE only: `table` already holds W_e·h (from `SageConv.transform`), so only the mean is left to do */

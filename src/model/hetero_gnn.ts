@@ -125,6 +125,8 @@ export class HeteroGnn {
     // transaction is its own row) reads the encoder output as it is.
     let h: (tf.Tensor2D | null)[] = plan.slots.map(() => null);
     const encodedByType = new Map<string, tf.Tensor2D>();
+    /** per slot: W_self·h⁰ of its layer-1 SAGE conv, folded into the encoder (below) */
+    const selfTransformed = new Map<number, tf.Tensor2D>();
     /** leaf-only types whose encoder is folded into their readers' SAGE edge weights (below): their inputs */
     const folded = new Map<string, { num: tf.Tensor2D; cat: tf.Tensor2D }>();
     const byType = new Map<string, number[]>();
@@ -148,7 +150,24 @@ export class HeteroGnn {
         folded.set(type, { num: tf.tensor2d(rows.num, [rows.rows, enc.args.num_dim]), cat: tf.tensor2d(rows.cat, [rows.rows, enc.args.cat_sizes.length], 'int32') });
         continue;
       }
-      const typeRows = whole ? tf.gather(whole, tf.tensor1d(rows.nodes, 'int32')) : this.encode(type, rows.num, rows.cat, rows.rows);
+      let typeRows: tf.Tensor2D;
+      if (whole) {
+        typeRows = tf.gather(whole, tf.tensor1d(rows.nodes, 'int32'));
+      } else {
+        const enc = this.encoders.get(type);
+        if (!enc) throw new Error(`the model has no encoder for ${type}`);
+        const x = enc.input(tf.tensor2d(rows.num, [rows.rows, enc.args.num_dim]), tf.tensor2d(rows.cat, [rows.rows, enc.args.cat_sizes.length], 'int32'));
+        typeRows = enc.applyTo(x);
+        // The layer-1 self term of a slot holding exactly the type's rows, when the encoder input is
+        // narrower than C (transactions: 32 inputs for 64 channels): h⁰·W_self = x·(W_enc·W_self) + b·W_self
+        // is one [n, in]·[in, C] matmul instead of [n, C]·[C, C], and its backward pass is as narrow.
+        // h⁰ itself is still computed: the skip connection and the parents' means read it.
+        const conv = this.spec.encoder === 'sage' ? this.sage.get(`conv1/${type}`) : undefined;
+        const selfSlots = slotIdx.filter((i) => plan.slots[i]!.depth <= L - 1);
+        if (conv && selfSlots.length === 1 && enc.inDim < C && isIdentity(batch.positions[selfSlots[0]!]!, rows.rows)) {
+          selfTransformed.set(selfSlots[0]!, enc.throughTo(x, conv.selfWeight()));
+        }
+      }
       encodedByType.set(type, typeRows);
       const read = slotIdx.filter((i) => plan.slots[i]!.depth < L);
       for (const i of slotIdx) if (plan.slots[i]!.depth >= L && batch.positions[i]!.length === 0) h[i] = tf.zeros([0, C]);
@@ -219,7 +238,10 @@ export class HeteroGnn {
         const outs = this.layer(
           l,
           type,
-          slots.map((s) => ({ self: h[s]!, blocks: blocks(s, h, this.edgesOf(l, type), l) })),
+          slots.map((s) => {
+            const selfT = l === 1 && slots.every((x) => selfTransformed.has(x)) ? selfTransformed.get(s) : undefined;
+            return { self: h[s]!, blocks: blocks(s, h, this.edgesOf(l, type), l), ...(selfT ? { selfTransformed: selfT } : {}) };
+          }),
           training,
         );
         slots.forEach((s, k) => (next[s] = outs[k]!));
@@ -273,7 +295,7 @@ export class HeteroGnn {
    * Layer l for groups of rows of one node type: conv (one matmul for all groups with SAGE), norm,
    * ReLU and dropout below the last layer, residual. `blocks` follow `edgesOf(l, type)`.
    */
-  layer(l: number, type: string, groups: { self: tf.Tensor2D; blocks: (NeighbourBlock | null)[] }[], training: boolean): tf.Tensor2D[] {
+  layer(l: number, type: string, groups: { self: tf.Tensor2D; blocks: (NeighbourBlock | null)[]; selfTransformed?: tf.Tensor2D }[], training: boolean): tf.Tensor2D[] {
     const name = `conv${l}/${type}`;
     let out: tf.Tensor2D;
     if (this.spec.encoder === 'sage') {

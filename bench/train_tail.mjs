@@ -9,7 +9,10 @@
  *
  * `--max-steps N` caps the epoch at N optimizer steps to save time; the full epoch's seconds are then
  * extrapolated from the measured seconds per step (`epoch_seconds_estimated: true` in the JSON). The
- * evaluation and the baseline do not depend on the number of steps, so they are measured as they are.
+ * evaluation and the baseline fit do not depend on the number of steps, so they are measured as they are;
+ * the wait for the baseline does (it fits beside the epoch, so a capped epoch leaves more of it to wait
+ * for). With a cap, `full_epoch_estimate` also gives the wait a full epoch would leave — the fit's seconds
+ * beyond the epoch, its validation pass and the evaluation, at least 0 — and the tail ratio with it.
  */
 import { arg, benchConfig, dataset, peakRssMb } from './common.mjs';
 
@@ -56,6 +59,13 @@ console.log(
     timings: { wall: round(wall), training_tables: t.training_tables, epoch_val_pass: valPass, evaluation: t.evaluation, baseline_fit: t.baseline ?? null, baseline_wait: t.baseline_wait ?? null },
     non_epoch_after_epoch_seconds: round(valPass + tail),
     tail_ratio: round((valPass + tail) / epochSeconds),
+    full_epoch_estimate:
+      steps < fullSteps && t.baseline_wait !== undefined
+        ? (() => {
+            const wait = Math.max(0, (t.baseline ?? 0) - (epochSeconds + valPass + (t.evaluation ?? 0)));
+            return { baseline_wait: round(wait), tail_ratio: round((valPass + (t.evaluation ?? 0) + wait) / epochSeconds) };
+          })()
+        : null,
     val_auroc: r.metrics.val.auroc,
     baseline_train_rows: r.metrics.baseline?.train_rows ?? null,
     baseline_val: r.metrics.baseline?.val ?? null,

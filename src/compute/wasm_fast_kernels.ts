@@ -223,9 +223,19 @@ function sumLeading(args: KernelArgs): tf.TensorInfo | null {
   const heap = (backend.wasm as unknown as { HEAPU8: Uint8Array }).HEAPU8;
   const src = new Float32Array(heap.buffer, backend.getMemoryOffset(x.dataId), outer * inner);
   const dst = new Float32Array(heap.buffer, backend.getMemoryOffset(out.dataId), inner);
-  // Accumulate in float64 so a long column sum does not lose precision against the shipped kernel.
+  // Accumulate in float64 so a long column sum does not lose precision against the shipped kernel. Four
+  // rows per pass (their float64 sum first): a quarter of the accumulator loads and stores, which bound
+  // the one-row loop (12 of these per training step, ~5% of its time before).
   const acc = new Float64Array(inner);
-  for (let o = 0; o < outer; o++) {
+  let o = 0;
+  for (; o + 3 < outer; o += 4) {
+    const b0 = o * inner;
+    const b1 = b0 + inner;
+    const b2 = b1 + inner;
+    const b3 = b2 + inner;
+    for (let i = 0; i < inner; i++) acc[i] += src[b0 + i]! + src[b1 + i]! + (src[b2 + i]! + src[b3 + i]!);
+  }
+  for (; o < outer; o++) {
     const base = o * inner;
     for (let i = 0; i < inner; i++) acc[i] += src[base + i]!;
   }

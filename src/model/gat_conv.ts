@@ -68,6 +68,7 @@ export class GatConv {
         const xw = tf.matMul(nb.table, this.wEdge[e]!) as tf.Tensor2D;
         const src = xw.reshape([m, heads, hd]).mul(this.aSrc[e]!).sum(-1) as tf.Tensor2D;
         const dst = tf.matMul(self, this.wEdge[e]!).reshape([n, heads, hd]).mul(this.aDst[e]!).sum(-1) as tf.Tensor2D;
+        if (!nb.mask) throw new Error(`GAT neighbour blocks need their mask (edge ${e})`);
         const msg = gatherAttention(xw, src, dst, nb.index, nb.mask, { fanout: nb.fanout, heads, negativeSlope: this.args.negativeSlope ?? 0.2 });
         out = out.add(msg) as tf.Tensor2D;
       });

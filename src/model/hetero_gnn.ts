@@ -125,6 +125,10 @@ export class HeteroGnn {
     // transaction is its own row) reads the encoder output as it is.
     let h: (tf.Tensor2D | null)[] = plan.slots.map(() => null);
     const encodedByType = new Map<string, tf.Tensor2D>();
+    /** per slot: W_self·h⁰ of its layer-1 SAGE conv, folded into the encoder (below) */
+    const selfTransformed = new Map<number, tf.Tensor2D>();
+    /** leaf-only types whose encoder is folded into their readers' SAGE edge weights (below): their inputs */
+    const folded = new Map<string, { num: tf.Tensor2D; cat: tf.Tensor2D }>();
     const byType = new Map<string, number[]>();
     for (const s of plan.slots) byType.set(s.type, [...(byType.get(s.type) ?? []), s.index]);
     for (const [type, slotIdx] of byType) {
@@ -136,7 +140,34 @@ export class HeteroGnn {
       const whole = encoded?.get(type);
       const dims = this.spec.types[type];
       if (!whole && dims && (rows.num.length !== rows.rows * dims.num_dim || rows.cat.length !== rows.rows * dims.cat_sizes.length)) throw new Error(`batch rows of ${type} have no inputs (built for static encodings) but none were given`);
-      const typeRows = whole ? tf.gather(whole, tf.tensor1d(rows.nodes, 'int32')) : this.encode(type, rows.num, rows.cat, rows.rows);
+      // A type found only at the leaves (articles under sampled transactions) is read only by layer-1 SAGE
+      // convs, and each of them transforms its few distinct rows before the mean (fewer rows than the
+      // positions reading them, as in SageConv.apply): h⁰·W_e = x·(W_enc·W_e) + b·W_e, one matmul over the
+      // rows instead of two, and two fewer in the backward pass.
+      if (!whole && this.foldable(plan, batch, slotIdx, rows.rows)) {
+        for (const i of slotIdx) if (batch.positions[i]!.length === 0) h[i] = tf.zeros([0, C]);
+        const enc = this.encoders.get(type)!;
+        folded.set(type, { num: tf.tensor2d(rows.num, [rows.rows, enc.args.num_dim]), cat: tf.tensor2d(rows.cat, [rows.rows, enc.args.cat_sizes.length], 'int32') });
+        continue;
+      }
+      let typeRows: tf.Tensor2D;
+      if (whole) {
+        typeRows = tf.gather(whole, tf.tensor1d(rows.nodes, 'int32'));
+      } else {
+        const enc = this.encoders.get(type);
+        if (!enc) throw new Error(`the model has no encoder for ${type}`);
+        const x = enc.input(tf.tensor2d(rows.num, [rows.rows, enc.args.num_dim]), tf.tensor2d(rows.cat, [rows.rows, enc.args.cat_sizes.length], 'int32'));
+        typeRows = enc.applyTo(x);
+        // The layer-1 self term of a slot holding exactly the type's rows, when the encoder input is
+        // narrower than C (transactions: 32 inputs for 64 channels): h⁰·W_self = x·(W_enc·W_self) + b·W_self
+        // is one [n, in]·[in, C] matmul instead of [n, C]·[C, C], and its backward pass is as narrow.
+        // h⁰ itself is still computed: the skip connection and the parents' means read it.
+        const conv = this.spec.encoder === 'sage' ? this.sage.get(`conv1/${type}`) : undefined;
+        const selfSlots = slotIdx.filter((i) => plan.slots[i]!.depth <= L - 1);
+        if (conv && selfSlots.length === 1 && enc.inDim < C && isIdentity(batch.positions[selfSlots[0]!]!, rows.rows)) {
+          selfTransformed.set(selfSlots[0]!, enc.throughTo(x, conv.selfWeight()));
+        }
+      }
       encodedByType.set(type, typeRows);
       const read = slotIdx.filter((i) => plan.slots[i]!.depth < L);
       for (const i of slotIdx) if (plan.slots[i]!.depth >= L && batch.positions[i]!.length === 0) h[i] = tf.zeros([0, C]);
@@ -154,18 +185,30 @@ export class HeteroGnn {
     // type's distinct encoded rows (one row per distinct node, e.g. ~500 customers instead of ~5,000
     // customer positions under 5,000 sampled transactions); the convs then transform those few rows and
     // gather the results. Deeper layers read the child slot's own rows.
+    /** W_e·h⁰ of a folded type, per (reading type, edge): computed once per forward */
+    const foldedRows = new Map<string, tf.Tensor2D>();
     const blocks = (slot: number, hPrev: (tf.Tensor2D | null)[], edges: string[], layer: number): (NeighbourBlock | null)[] =>
-      edges.map((edge) => {
+      edges.map((edge, e) => {
         const c = plan.slots[slot]!.children.find((x) => plan.slots[x]!.edge === edge);
         if (c === undefined) return null;
         const n = batch.positions[slot]!.length;
         const f = plan.slots[c]!.fanout;
         const childRows = batch.positions[c]!;
-        const unique = layer === 1 ? encodedByType.get(plan.slots[c]!.type) : undefined;
+        const childType = plan.slots[c]!.type;
+        const fold = layer === 1 ? folded.get(childType) : undefined;
+        const unique = layer === 1 ? encodedByType.get(childType) : undefined;
         let table = hPrev[c]!;
         let index = batch.childIndex[c]!;
-        if (unique && childRows.length > 0) {
-          table = unique;
+        if ((unique || fold) && childRows.length > 0) {
+          if (fold) {
+            const type = plan.slots[slot]!.type;
+            const key = `${type}\u0000${edge}`;
+            let t = foldedRows.get(key);
+            if (!t) foldedRows.set(key, (t = this.encoders.get(childType)!.applyThrough(fold.num, fold.cat, this.sage.get(`conv1/${type}`)!.edgeWeight(e))));
+            table = t;
+          } else {
+            table = unique!;
+          }
           const direct = new Int32Array(index.length);
           for (let k = 0; k < index.length; k++) direct[k] = childRows[index[k]!]!;
           index = direct;
@@ -175,8 +218,10 @@ export class HeteroGnn {
           index: tf.tensor1d(index, 'int32'),
           fanout: f,
           weights: tf.tensor1d(batch.weights[c]!),
-          mask: tf.tensor1d(batch.masks[c]!),
+          // Only attention reads the mask itself (SAGE's weights carry it): no upload for SAGE.
+          ...(this.spec.encoder === 'gat' ? { mask: tf.tensor1d(batch.masks[c]!) } : {}),
           degree: tf.tensor2d(batch.degrees[c]!, [n, 1]),
+          ...(fold && childRows.length > 0 ? { transformed: true } : {}),
         };
       });
 
@@ -193,7 +238,10 @@ export class HeteroGnn {
         const outs = this.layer(
           l,
           type,
-          slots.map((s) => ({ self: h[s]!, blocks: blocks(s, h, this.edgesOf(l, type), l) })),
+          slots.map((s) => {
+            const selfT = l === 1 && slots.every((x) => selfTransformed.has(x)) ? selfTransformed.get(s) : undefined;
+            return { self: h[s]!, blocks: blocks(s, h, this.edgesOf(l, type), l), ...(selfT ? { selfTransformed: selfT } : {}) };
+          }),
           training,
         );
         slots.forEach((s, k) => (next[s] = outs[k]!));
@@ -204,6 +252,21 @@ export class HeteroGnn {
     const isTrainingPlan = plan.root === this.spec.root && plan.layers === this.spec.layers;
     const logits = isTrainingPlan ? this.head(embedding, training) : null;
     return { embedding, logits };
+  }
+
+  /**
+   * Whether a type's encoder can be folded into the layer-1 SAGE edge weights of its readers: SAGE, every
+   * slot of the type a leaf (depth L, so only layer 1 reads it), and every reader transforming before the
+   * mean (the type's distinct rows fewer than the reader's positions: SageConv.apply's choice).
+   */
+  private foldable(plan: Plan, batch: BatchArrays, slotIdx: number[], rows: number): boolean {
+    if (this.spec.encoder !== 'sage') return false;
+    for (const i of slotIdx) {
+      const s = plan.slots[i]!;
+      if (s.depth < plan.layers || s.parent < 0) return false;
+      if (batch.positions[i]!.length > 0 && !(rows < batch.positions[s.parent]!.length)) return false;
+    }
+    return true;
   }
 
   /** The incoming edge types of the layer-l conv of a node type (the order its neighbour blocks follow). */
@@ -232,7 +295,7 @@ export class HeteroGnn {
    * Layer l for groups of rows of one node type: conv (one matmul for all groups with SAGE), norm,
    * ReLU and dropout below the last layer, residual. `blocks` follow `edgesOf(l, type)`.
    */
-  layer(l: number, type: string, groups: { self: tf.Tensor2D; blocks: (NeighbourBlock | null)[] }[], training: boolean): tf.Tensor2D[] {
+  layer(l: number, type: string, groups: { self: tf.Tensor2D; blocks: (NeighbourBlock | null)[]; selfTransformed?: tf.Tensor2D }[], training: boolean): tf.Tensor2D[] {
     const name = `conv${l}/${type}`;
     let out: tf.Tensor2D;
     if (this.spec.encoder === 'sage') {

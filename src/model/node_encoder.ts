@@ -34,14 +34,42 @@ export class NodeEncoder {
   }
 
   apply(num: tf.Tensor2D, cat: tf.Tensor2D): tf.Tensor2D {
+    return tf.tidy(() => this.applyTo(this.input(num, cat)));
+  }
+
+  /** `apply` on an input already assembled by `input` (a caller that also needs `throughTo` on it). */
+  applyTo(x: tf.Tensor2D): tf.Tensor2D {
     return tf.tidy(() => {
-      const n = num.shape[0];
-      if (!this.w) return tf.tile(this.b.reshape([1, -1]), [n, 1]) as tf.Tensor2D;
-      const parts: tf.Tensor2D[] = [];
-      if (this.args.num_dim > 0) parts.push(num);
-      if (this.emb) parts.push(tf.gather(this.emb, cat.reshape([-1])).reshape([n, this.args.cat_sizes.length * this.args.cat_dim]));
-      const x = parts.length === 1 ? parts[0]! : tf.concat(parts, 1);
+      if (!this.w) return tf.tile(this.b.reshape([1, -1]), [x.shape[0], 1]) as tf.Tensor2D;
       return tf.matMul(x, this.w).add(this.b) as tf.Tensor2D;
     });
+  }
+
+  /**
+   * h·V for h = `apply(num, cat)` and a [channels, k] matrix V, computed as x·(W·V) + b·V: the same linear
+   * map (to float rounding), with one matmul over the n rows instead of two. For rows whose encoding is
+   * read only through V (leaves of the tree whose parent's SAGE conv transforms them, see HeteroGnn).
+   */
+  applyThrough(num: tf.Tensor2D, cat: tf.Tensor2D, v: tf.Tensor2D): tf.Tensor2D {
+    return tf.tidy(() => this.throughTo(this.input(num, cat), v));
+  }
+
+  /** `applyThrough` on an input already assembled by `input`. */
+  throughTo(x: tf.Tensor2D, v: tf.Tensor2D): tf.Tensor2D {
+    return tf.tidy(() => {
+      const bv = tf.matMul(this.b.reshape([1, -1]), v);
+      if (!this.w) return tf.tile(bv, [x.shape[0], 1]) as tf.Tensor2D;
+      return tf.matMul(x, tf.matMul(this.w, v)).add(bv) as tf.Tensor2D;
+    });
+  }
+
+  /** [x_num ‖ E[c_1] ‖ … ‖ E[c_k]]: [n, inDim] */
+  input(num: tf.Tensor2D, cat: tf.Tensor2D): tf.Tensor2D {
+    const n = num.shape[0];
+    const parts: tf.Tensor2D[] = [];
+    if (this.args.num_dim > 0) parts.push(num);
+    if (this.emb) parts.push(tf.gather(this.emb, cat.reshape([-1])).reshape([n, this.args.cat_sizes.length * this.args.cat_dim]));
+    if (parts.length === 0) return tf.zeros([n, 0]);
+    return parts.length === 1 ? parts[0]! : tf.concat(parts, 1);
   }
 }

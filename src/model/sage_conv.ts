@@ -44,11 +44,18 @@ export class SageConv {
     this.b = params.zeros(`${name}/b`, [C]);
   }
 
-  /** h' for stacked row groups, each with its own neighbour blocks (ordered as `args.edges`) → [Σn, C]. */
-  apply(groups: { self: tf.Tensor2D; blocks: (NeighbourBlock | null)[] }[]): tf.Tensor2D {
+  /**
+   * h' for stacked row groups, each with its own neighbour blocks (ordered as `args.edges`) → [Σn, C].
+   * `selfTransformed`: W_self·self already computed by the caller (every group or none), see
+   * `selfWeight`.
+   */
+  apply(groups: { self: tf.Tensor2D; blocks: (NeighbourBlock | null)[]; selfTransformed?: tf.Tensor2D }[]): tf.Tensor2D {
     const C = this.args.channels;
     const stack = (xs: tf.Tensor2D[]): tf.Tensor2D => (xs.length === 1 ? xs[0]! : tf.concat(xs, 0));
-    let out = tf.matMul(stack(groups.map((g) => g.self)), this.wSelf).add(this.b) as tf.Tensor2D;
+    const folded = groups.map((g) => g.selfTransformed).filter((t): t is tf.Tensor2D => t !== undefined);
+    if (folded.length > 0 && folded.length < groups.length) throw new Error('SageConv.apply: selfTransformed must be given for every group or none');
+    const selfTerm = folded.length > 0 ? stack(folded) : (tf.matMul(stack(groups.map((g) => g.self)), this.wSelf) as tf.Tensor2D);
+    let out = selfTerm.add(this.b) as tf.Tensor2D;
     this.args.edges.forEach((_, e) => {
       const w = this.wEdge[e]!;
       // W·mean(x) = mean(W·x): transform first when the table has fewer rows than the nodes reading it
@@ -69,6 +76,16 @@ export class SageConv {
     return out;
   }
 
+  /** W_self ([C, C]), for a caller that folds it into the map producing the self rows (`NodeEncoder.throughTo`). */
+  selfWeight(): tf.Tensor2D {
+    return this.wSelf as tf.Tensor2D;
+  }
+
+  /** W_e of edge e ([C, C]), for a caller that folds it into the map producing the rows (`NodeEncoder.applyThrough`). */
+  edgeWeight(edge: number): tf.Tensor2D {
+    return this.wEdge[edge]! as tf.Tensor2D;
+  }
+
   /** W_e·x for edge e: rows a caller transforms once and passes back as a `transformed` block. */
   transform(edge: number, x: tf.Tensor2D): tf.Tensor2D {
     return tf.matMul(x, this.wEdge[edge]!) as tf.Tensor2D;
@@ -84,8 +101,8 @@ export interface NeighbourBlock {
   fanout: number;
   /** [n · fanout]: mask / max(1, count), the mean's weights */
   weights: tf.Tensor1D;
-  /** [n · fanout]: 0/1 validity (attention needs the mask itself) */
-  mask: tf.Tensor1D;
+  /** [n · fanout]: 0/1 validity; attention needs the mask itself, SAGE reads only the weights (may omit it) */
+  mask?: tf.Tensor1D;
   /** [n, 1]: log(1 + number of valid neighbours) */
   degree: tf.Tensor2D;
   /** SAGE only: `table` already holds W_e·h (from `SageConv.transform`), so only the mean is left to do */

@@ -14,6 +14,11 @@ let model: DeepModel | null = null;
 let init: WorkerInit | null = null;
 /** the next step's share, sampled and gathered while the trainer updated the weights */
 let prepared: PreparedStep | null = null;
+/**
+ * A private copy of the trainer's shared weight blob: the cpu backend keeps the array a tensor is made
+ * from, so a variable made straight from the shared memory would follow the trainer's next update.
+ */
+let weights: Float32Array | null = null;
 
 setQuiet(true);
 
@@ -27,7 +32,10 @@ parentPort!.on('message', async (msg: { id: number; type: string } & Record<stri
       return;
     }
     if (!model || !init) throw new Error('worker used before init');
-    model.params.assignBlob(msg.weights as Float32Array);
+    const w = msg.weights as Float32Array;
+    if (weights?.length !== w.length) weights = new Float32Array(w.length);
+    weights.set(w);
+    model.params.assignBlob(weights);
     if (msg.type === 'step') {
       const r = computeGradients(model, init.data.train, msg.rows as Int32Array, msg.rngSeed as number, prepared);
       prepared = null;

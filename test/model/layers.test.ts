@@ -180,6 +180,26 @@ describe('layer-specific behaviour', () => {
     params.dispose();
   });
 
+  it('NodeEncoder.applyThrough(x, V) is apply(x)·V, in value and in every weight gradient', () => {
+    const params = new ParamStore(4);
+    const enc = new NodeEncoder(params, 'enc', { num_dim: 3, cat_sizes: [5, 4], cat_dim: 2, channels: 6 });
+    params.get('enc/b').assign(tf.randomNormal([6], 0, 1, 'float32', 5));
+    const v = tf.variable(tf.randomNormal([6, 6], 0, 1, 'float32', 6));
+    const num = tf.randomNormal([7, 3], 0, 1, 'float32', 7) as tf.Tensor2D;
+    const cat = tf.tensor2d([0, 1, 4, 2, 3, 0, 1, 1, 2, 3, 4, 0, 0, 2], [7, 2], 'int32');
+    const vars = [...params.vars.values(), v];
+    const a = tf.variableGrads(() => tf.matMul(enc.apply(num, cat), v).square().sum() as tf.Scalar, vars);
+    const b = tf.variableGrads(() => enc.applyThrough(num, cat, v as tf.Tensor2D).square().sum() as tf.Scalar, vars);
+    expect(b.value.dataSync()[0]).toBeCloseTo(a.value.dataSync()[0]!, 3);
+    for (const name of Object.keys(a.grads)) {
+      const ga = a.grads[name]!.dataSync();
+      const gb = b.grads[name]!.dataSync();
+      for (let i = 0; i < ga.length; i++) expect(gb[i]).toBeCloseTo(ga[i]!, 3);
+    }
+    tf.dispose([a.value, b.value, ...Object.values(a.grads), ...Object.values(b.grads), v, num, cat]);
+    params.dispose();
+  });
+
   it('ParamStore weights round-trip through serialize/load, and an embedding table can grow', () => {
     const a = new ParamStore(1);
     a.normal('enc/emb', [3, 2], 1);

@@ -58,7 +58,7 @@ if (flag('end-to-end')) {
     const s = trainStudent(
       vspec,
       rti === spec.rti ? features : new StudentFeatures(p.graph, vspec), data, labels, ranges, objective, teacherPred, o.kd_weight,
-      { epochs: o.epochs_override ?? epochs ?? o.epochs, batchSize: o.batch_size, lr: o.lr, patience: o.patience, dropout: o.dropout, seed: o.seed ?? seed, kdTemperature: o.kd_temperature, positiveWeight: o.positive_weight, emaDecay: o.ema_decay, emaEpochs: o.ema_epochs },
+      { epochs: o.epochs_override ?? epochs ?? o.epochs, batchSize: o.batch_size, lr: o.lr, patience: o.patience, dropout: o.dropout, seed: o.seed ?? seed, kdTemperature: o.kd_temperature, positiveWeight: o.positive_weight, emaDecay: o.ema_decay, emaEpochs: o.ema_epochs, selectBy: o.early_stopping_metric },
     );
     const params = s.model.parameterCount();
     const curve = s.epochs.map((e) => [e.val.auroc, e.val.ap]);

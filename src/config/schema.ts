@@ -196,6 +196,10 @@ export const distillationSchema = z
     lr: z.number().positive().default(0.003),
     patience: z.number().int().min(1).default(3),
     dropout: z.number().min(0).max(0.9).default(0.1),
+    early_stopping_metric: z
+      .enum(['auroc', 'ap'])
+      .optional()
+      .describe('binary tasks: the validation metric that picks the student\'s epoch and drives patience (default the task\'s main metric, AUROC); ap favours the top of the ranking'),
     ema_epochs: z
       .number()
       .min(0)

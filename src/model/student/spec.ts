@@ -102,7 +102,7 @@ export const LOG_RATIO_EPS = 1e-6;
 export const LOG_RATIO_CLIP = 5;
 export const DELTA_CAP_DAYS = 60;
 export const MINUTES_PER_DAY = 1440;
-/** log(1 + minutes) / 10: 0.69 at 1 minute ago, 0.41 at 1 hour, 0.73 at 1 day, 1.14 at 60 days */
+/** log(1 + minutes) / 10: 0.07 at 1 minute, 0.24 at 10 minutes, 0.41 at 1 hour, 0.73 at 1 day, 1.14 at 60 days */
 export const MINUTE_RECENCY_SCALE = 10;
 
 export function factNumericDim(s: StudentSpec): number {

@@ -14,6 +14,7 @@ const { loadConfig } = await import('../dist/config/load.js');
 const { setQuiet } = await import('../dist/core/log.js');
 const { distill, prepareDistill } = await import('../dist/distill/distill.js');
 const { trainStudent, summarize } = await import('../dist/distill/student_training.js');
+const { StudentFeatures } = await import('../dist/model/student/features.js');
 setQuiet(!flag('verbose'), true);
 const cfg = loadConfig(arg('config', 'configs/retail.yaml'));
 const epochs = arg('epochs') ? Number(arg('epochs')) : undefined;
@@ -51,10 +52,13 @@ if (flag('end-to-end')) {
   for (const [name, v] of Object.entries(variants)) {
     const o = { ...d, ...v };
     const t = performance.now();
+    // A variant that changes the RTI element features (rti_minute_recency) reads its own feature builder.
+    const rti = 'rti_minute_recency' in v ? spec.rti.map((r) => ({ ...r, minute_recency: v.rti_minute_recency || undefined })) : spec.rti;
+    const vspec = { ...spec, rti, hidden: [o.hidden, Math.max(2, Math.floor(o.hidden / 2))], element_dim: o.element_dim, proj_dim: o.projection_dim, use_embeddings: o.use_embeddings ?? spec.use_embeddings, use_rti: o.use_rti ?? spec.use_rti };
     const s = trainStudent(
-      { ...spec, hidden: [o.hidden, Math.max(2, Math.floor(o.hidden / 2))], element_dim: o.element_dim, proj_dim: o.projection_dim, use_embeddings: o.use_embeddings ?? spec.use_embeddings, use_rti: o.use_rti ?? spec.use_rti },
-      features, data, labels, ranges, objective, teacherPred, o.kd_weight,
-      { epochs: o.epochs_override ?? epochs ?? o.epochs, batchSize: o.batch_size, lr: o.lr, patience: o.patience, dropout: o.dropout, seed: o.seed ?? seed, kdTemperature: o.kd_temperature, positiveWeight: o.positive_weight, emaDecay: o.ema_decay, emaEpochs: o.ema_epochs },
+      vspec,
+      rti === spec.rti ? features : new StudentFeatures(p.graph, vspec), data, labels, ranges, objective, teacherPred, o.kd_weight,
+      { epochs: o.epochs_override ?? epochs ?? o.epochs, batchSize: o.batch_size, lr: o.lr, patience: o.patience, dropout: o.dropout, seed: o.seed ?? seed, kdTemperature: o.kd_temperature, positiveWeight: o.positive_weight, emaDecay: o.ema_decay, emaEpochs: o.ema_epochs, selectBy: o.early_stopping_metric },
     );
     const params = s.model.parameterCount();
     const curve = s.epochs.map((e) => [e.val.auroc, e.val.ap]);

@@ -167,6 +167,10 @@ export const distillationSchema = z
       .record(z.string(), z.number().int().min(1).max(1024))
       .default({})
       .describe('hop path → max length, e.g. transactions.customer_id->customers.customer_id->transactions.customer_id: 32 (fact-row task) or customers.customer_id->transactions.customer_id: 32 (entity task)'),
+    rti_minute_recency: z
+      .boolean()
+      .default(false)
+      .describe('also give each RTI element log(1 + minutes since it) (the day-scale recency features cannot tell 10 minutes from 6 hours ago: an account takeover\'s earlier items)'),
     embedding_cadence: durationSchema.optional().describe('spacing of embedding anchors (default: min(7 days, half the offset range))'),
     kd_weight: z.number().min(0).max(1).default(0.5).describe('knowledge-distillation weight when the base task is the serving task'),
     kd_temperature: z.number().min(0.1).max(20).default(1).describe('temperature of the knowledge-distillation term (binary): the student matches sigmoid(teacher logit / T), loss scaled by T²'),
@@ -192,6 +196,10 @@ export const distillationSchema = z
     lr: z.number().positive().default(0.003),
     patience: z.number().int().min(1).default(3),
     dropout: z.number().min(0).max(0.9).default(0.1),
+    early_stopping_metric: z
+      .enum(['auroc', 'ap'])
+      .optional()
+      .describe('binary tasks: the validation metric that picks the student\'s epoch and drives patience (default the task\'s main metric, AUROC); ap favours the top of the ranking'),
     ema_epochs: z
       .number()
       .min(0)

@@ -110,6 +110,12 @@ export async function prepareDistill(opts: DistillOptions) {
       hint: 'serve its batch top-k (gnnctl predict on the ranking run), or distil a binary/regression task',
     });
   }
+  if (d.early_stopping_metric && task.query.taskType !== 'binary') {
+    throw new ConfigError(`distillation.early_stopping_metric: ${d.early_stopping_metric} is a binary-classification metric, and task "${taskName}" is ${task.query.taskType}`, [], {
+      where: 'distillation.early_stopping_metric',
+      hint: 'remove it (the task\'s main metric picks the epoch)',
+    });
+  }
   const backend = await selectBackend(opts.backend ?? 'auto');
   const baseRef = opts.base ?? `latest:${d.base}`;
   const base = resolveRun(cfg.artifactsDir, baseRef, { kind: 'train', cwd: opts.cwd });
@@ -205,6 +211,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
       positiveWeight: objective.softTargets ? d.positive_weight : 1,
       trainRows,
       emaEpochs: d.ema_epochs,
+      selectBy: d.early_stopping_metric,
     });
 
   const epochs = opts.epochs ?? d.epochs;

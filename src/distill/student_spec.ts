@@ -69,6 +69,7 @@ export function studentSpec(d: DistillationConfig, task: TaskSpec, hops: HopPath
       categorical: cols.categorical,
       ratios: cols.numeric.filter((c) => fact.numeric.some((f) => f.column === c.column)).map((c) => c.column),
       same_keys: sameKeys.map((f) => ({ column: f.column, target: f.target, type: f.type })),
+      ...(d.rti_minute_recency ? { minute_recency: true } : {}),
     };
   });
   return {

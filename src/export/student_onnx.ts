@@ -23,7 +23,7 @@ import { maskedAttentionPool, maskedMeanPool } from './onnx/ops/pooling.js';
 import { standardize } from './onnx/ops/standardize.js';
 import { INT64_MIN, relativeTime } from './onnx/ops/time.js';
 import type { ElemType } from './onnx/types.js';
-import { DELTA_CAP_DAYS, LOG_RATIO_CLIP, LOG_RATIO_EPS, elementNumericDim, factNumericDim, headInputDim, isIntegerType, type CategoricalSpec, type StudentSpec } from '../model/student/spec.js';
+import { DELTA_CAP_DAYS, MINUTES_PER_DAY, MINUTE_RECENCY_SCALE, LOG_RATIO_CLIP, LOG_RATIO_EPS, elementNumericDim, factNumericDim, headInputDim, isIntegerType, type CategoricalSpec, type StudentSpec } from '../model/student/spec.js';
 
 export interface EntityTable {
   /** keys in row order (strings, or bigints for integer keys) */
@@ -265,6 +265,10 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
       }
       cols.push(g.op('Div', [g.op('Log', [g.op('Add', [delta, floatScalar(g, 1, 'one')])]), floatScalar(g, 5, 'five')]));
       cols.push(g.op('Div', [g.op('Min', [delta, floatScalar(g, DELTA_CAP_DAYS, 'delta_cap')]), floatScalar(g, DELTA_CAP_DAYS, 'delta_cap')]));
+      if (r.minute_recency) {
+        const minutes = g.op('Mul', [delta, floatScalar(g, MINUTES_PER_DAY, 'minutes_per_day')]);
+        cols.push(g.op('Div', [g.op('Log', [g.op('Add', [minutes, floatScalar(g, 1, 'one')])]), floatScalar(g, MINUTE_RECENCY_SCALE, 'minute_recency_scale')]));
+      }
       for (const c of r.ratios) cols.push(logRatio(g, input(`${f}.${c}`), squeeze(g, input(`${p}:${c}`), [2])));
       for (const k of r.same_keys) {
         const vocab = inp.key_vocabularies[k.target]!;

@@ -87,6 +87,8 @@ describe('the distilled run folder', () => {
     const spec = readModelJson<StudentSpec>(cmd.run_dir, 'student.json');
     expect(spec.embeddings.map((k) => `${k.column}->${k.target}`)).toEqual(['customer_id->customers', 'article_id->articles']);
     expect(spec.rti.map((r) => [r.path, r.max_length])).toEqual([[RTI_PATH, 16]]);
+    // rti_minute_recency: each element also reads log(1 + minutes since it)
+    expect(spec.rti.map((r) => r.minute_recency)).toEqual([true]);
     // exclude_columns: the sales channel is neither a fact nor an RTI input; the target never is
     const columns = [...spec.numeric, ...spec.categorical, ...spec.rti.flatMap((r) => [...r.numeric, ...r.categorical])].map((c) => c.column);
     expect(columns).not.toContain('sales_channel_id');
@@ -180,6 +182,23 @@ describe('trainStudent: KD temperature and positive weight', () => {
       const all = Int32Array.from({ length: hi - lo }, (_, i) => lo + i);
       expect(run({ trainRows: all })).toEqual(raw);
       expect(maxAbsDiff(run({ trainRows: all.subarray(0, Math.ceil(all.length / 3)) }), raw)).toBeGreaterThan(1e-5);
+    } finally {
+      p.teacherModel.dispose();
+    }
+  });
+
+  it('selectBy ap: the kept epoch is the one with the best validation AP, and a regression objective refuses it', async () => {
+    const { prepareDistill } = await import('../../src/distill/distill.js');
+    const { trainStudent } = await import('../../src/distill/student_training.js');
+    const { objectiveFor } = await import('../../src/task/objective/objective.js');
+    const p = await prepareDistill({ cfg, base: base.runId, backend: 'wasm', cwd: fx.dir });
+    try {
+      const o = { epochs: 4, batchSize: 64, lr: 0.003, patience: 10, dropout: 0, seed: 0 };
+      const s = trainStudent(p.spec, p.features, p.data, p.labels, p.ranges, p.objective, p.teacherPred, 0, { ...o, selectBy: 'ap' });
+      s.model.dispose();
+      const aps = s.epochs.map((e) => (e.val as { ap: number }).ap);
+      expect(s.bestEpoch).toBe(aps.indexOf(Math.max(...aps)) + 1);
+      expect(() => trainStudent(p.spec, p.features, p.data, p.labels, p.ranges, objectiveFor('regression'), null, 0, { ...o, selectBy: 'ap' })).toThrow(/binary/);
     } finally {
       p.teacherModel.dispose();
     }

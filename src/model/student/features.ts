@@ -6,7 +6,7 @@
  */
 import type { Graph, NodeTable } from '../../graph/graph.js';
 import { remapCodes } from '../features.js';
-import { DELTA_CAP_DAYS, LOG_RATIO_CLIP, LOG_RATIO_EPS, elementNumericDim, factNumericDim, type CategoricalSpec, type NumericSpec, type RtiSpec, type StudentSpec } from './spec.js';
+import { DELTA_CAP_DAYS, MINUTES_PER_DAY, MINUTE_RECENCY_SCALE, LOG_RATIO_CLIP, LOG_RATIO_EPS, elementNumericDim, factNumericDim, type CategoricalSpec, type NumericSpec, type RtiSpec, type StudentSpec } from './spec.js';
 
 const DAY = 86400;
 
@@ -134,6 +134,8 @@ export class StudentFeatures {
           const delta = Math.max(0, Math.fround((anchor - p.time[el]!) / DAY));
           num[o++] = Math.log1p(delta) / 5;
           num[o++] = Math.min(delta, DELTA_CAP_DAYS) / DELTA_CAP_DAYS;
+          // float32 product, as ONNX computes it
+          if (p.spec.minute_recency) num[o++] = Math.log1p(Math.fround(delta * MINUTES_PER_DAY)) / MINUTE_RECENCY_SCALE;
           p.ratioIdx.forEach((fi, k) => {
             const xf = this.fact.num[fi]![v]!;
             const xe = p.cols.num[p.spec.numeric.findIndex((x) => x.column === p.spec.ratios[k])]![el]!;

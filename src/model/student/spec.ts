@@ -12,7 +12,8 @@
  * embedding yet) · P + b, and the missing flag.
  * RTI elements, per hop path, each element:
  *   numeric / categorical columns as for facts;
- *   Δ = max(0, anchor − t) in days:  log(1 + Δ) / 5,  min(Δ, 60) / 60;
+ *   Δ = max(0, anchor − t) in days:  log(1 + Δ) / 5,  min(Δ, 60) / 60,
+ *     and with minute_recency also log(1 + 1440 · Δ) / 10 (Δ in minutes: resolves minutes from hours);
  *   for numeric columns the fact row also has: clip(log(|x_fact| + ε) − log(|x_elem| + ε), ±5) (0 if null);
  *   for foreign keys the fact row also has: 1 if both reference the same known entity;
  * then h = ReLU(e · W + b), pooled by masked mean and masked attention, plus log(1 + n) / log(1 + N).
@@ -62,6 +63,12 @@ export interface RtiSpec {
   ratios: string[];
   /** FK columns also on the fact row (same target): same-entity flags */
   same_keys: KeySpec[];
+  /**
+   * Also log(1 + Δ in minutes) / 10 per element (distillation.rti_minute_recency). The day-scale Δ
+   * features put an item bought 10 minutes ago and one bought 6 hours ago within 0.05 of each other; an
+   * account takeover's earlier items are minutes old. Absent in runs distilled before it (false).
+   */
+  minute_recency?: boolean;
 }
 
 export interface EmbeddingKeySpec extends KeySpec {
@@ -94,13 +101,16 @@ export interface StudentSpec {
 export const LOG_RATIO_EPS = 1e-6;
 export const LOG_RATIO_CLIP = 5;
 export const DELTA_CAP_DAYS = 60;
+export const MINUTES_PER_DAY = 1440;
+/** log(1 + minutes) / 10: 0.07 at 1 minute, 0.24 at 10 minutes, 0.41 at 1 hour, 0.73 at 1 day, 1.14 at 60 days */
+export const MINUTE_RECENCY_SCALE = 10;
 
 export function factNumericDim(s: StudentSpec): number {
   return 2 * s.numeric.length + 4;
 }
 
 export function elementNumericDim(r: RtiSpec): number {
-  return 2 * r.numeric.length + 2 + r.ratios.length + r.same_keys.length;
+  return 2 * r.numeric.length + 2 + (r.minute_recency ? 1 : 0) + r.ratios.length + r.same_keys.length;
 }
 
 export function headInputDim(s: StudentSpec): number {

@@ -94,7 +94,12 @@ describe('EmbedPool', () => {
       const sampled = tree.sampler.sample(part, new Float64Array(part.length).fill(anchor), rng);
       perBatch.set(model.embedSampledBatch(tree, sampled), i * model.spec.channels);
     }
-    expect(Array.from(withStatic)).toEqual(Array.from(perBatch));
+    // Not bit for bit since training folds a leaf type's encoder into its readers' edge weights
+    // (x·(W_enc·W_e) per batch against (x·W_enc)·W_e from the whole-table encoding): float rounding only.
+    let worst = 0;
+    for (let i = 0; i < perBatch.length; i++) worst = Math.max(worst, Math.abs(withStatic[i]! - perBatch[i]!));
+    expect(worst).toBeLessThan(1e-5);
+    expect(perBatch.some((v) => v !== 0)).toBe(true);
   });
 
   it('auto uses 2 workers only on the single-threaded backends with 2+ cores; a number is taken as given', () => {

@@ -235,6 +235,16 @@ describe('config and flags', () => {
     expect(problems(write('bad-grammar', { ...entityDistillation, real_time_interactions: { customers: 8 } }))).toMatch(/<entity>\.<primary key>-><child>\.<fk>/);
   });
 
+  it('gnnctl distill (the real binary) --json refuses a bad early_stopping_metric and rti_minute_recency with exit 2, naming both keys', () => {
+    const path = write('bad-stopping', { ...entityDistillation, early_stopping_metric: 'f1', rti_minute_recency: 'often' });
+    const r = spawnSync(process.execPath, [BIN, 'distill', '-c', path, '--base', base.runDir, '--artifacts', fx.artifacts, '--json'], { cwd: fx.dir, encoding: 'utf8', timeout: 120_000 });
+    expect(r.status).toBe(2);
+    const out = `${r.stdout}${r.stderr}`;
+    expect(out).toContain('distillation.early_stopping_metric');
+    expect(out).toContain('distillation.rti_minute_recency');
+    expect(JSON.parse(r.stdout)).toMatchObject({ error: expect.anything() });
+  });
+
   it('gnnctl distill --task churn (the real binary) --json distils the entity task; a bad --epochs exits 2', () => {
     const run = (args: string[]) => spawnSync(process.execPath, [BIN, 'distill', '-c', fx.config, '--base', base.runDir, '--task', 'churn', '--artifacts', fx.artifacts, '--backend', 'wasm', ...args], { cwd: fx.dir, encoding: 'utf8', timeout: 300_000 });
     const ok = run(['--epochs', '1', '--json']);

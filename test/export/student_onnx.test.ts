@@ -167,19 +167,8 @@ describe('a null integer categorical', () => {
     const tx = TX.replace('\n3,2020-01-01 09:00:00,c2,0108775015,0.05,2,1', '\n3,2020-01-01 09:00:00,c2,0108775015,0.05,,1');
     const f = retailFixture({ transactions: `${tx}\n`, config: readFileSync(fx.config, 'utf8') });
     try {
-      const c = loadConfig(f.config, { cwd: f.dir, artifacts: f.artifacts });
-      const g = Graph.load((await buildGraph(c)).dir);
-      const s = studentSpec(c.distillation!, c.taskSpecs.fraud!, c.hopPaths, g, { spec: { channels: DIM } } as DeepModel);
-      const m = new StudentModel(s, 5, 0);
-      const dir = mkdtempSync(join(scratch, 'null-int-'));
-      try {
-        const path = buildStudentOnnx({ spec: s, weights: m.params.snapshot(), entities, key_vocabularies: { articles: entities[1]!.keys }, kind: 'binary' }).toFiles(dir).modelPath;
-        const { requests, data } = await rawRequests(g, s, c.hopPaths, 0, nodes, entities);
-        const report = await checkParity(path, s, m, g, requests, data, 'probability', { batch: 8, singles: 0 });
-        expect(report.max_abs_diff).toBeLessThanOrEqual(1e-5);
-      } finally {
-        m.dispose();
-      }
+      const { report } = await fixtureParity(f, 'null-int-', 0);
+      expect(report.max_abs_diff).toBeLessThanOrEqual(1e-5);
     } finally {
       f.cleanup();
     }
@@ -192,38 +181,46 @@ describe('minute-scale recency of RTI elements', () => {
   it('adds one element feature, and ONNX agrees with the TF.js student within 1e-5', async () => {
     const f = retailFixture({ transactions: `${TX}\n`, config: readFileSync(fx.config, 'utf8').replace('distillation:\n', 'distillation:\n  rti_minute_recency: true\n') });
     try {
-      const c = loadConfig(f.config, { cwd: f.dir, artifacts: f.artifacts });
-      const g = Graph.load((await buildGraph(c)).dir);
-      const s = studentSpec(c.distillation!, c.taskSpecs.fraud!, c.hopPaths, g, { spec: { channels: DIM } } as DeepModel);
+      const { g, s, data, report } = await fixtureParity(f, 'minutes-', 8);
       expect(s.rti[0]!.minute_recency).toBe(true);
       expect(elementNumericDim(s.rti[0]!)).toBe(elementNumericDim(spec.rti[0]!) + 1);
-      const m = new StudentModel(s, 5, 0);
-      const dir = mkdtempSync(join(scratch, 'minutes-'));
-      try {
-        const path = buildStudentOnnx({ spec: s, weights: m.params.snapshot(), entities, key_vocabularies: { articles: entities[1]!.keys }, kind: 'binary' }).toFiles(dir).modelPath;
-        const { requests, data } = await rawRequests(g, s, c.hopPaths, 0, nodes, entities);
-        const report = await checkParity(path, s, m, g, requests, data, 'probability', { batch: 8, singles: 8 });
-        expect(report).toMatchObject({ examples: 8, non_finite: 0 });
-        expect(report.max_abs_diff).toBeLessThanOrEqual(1e-5);
-        // The feature itself: an element 90 minutes before the request reads log(91) / 10.
-        const batch = new StudentFeatures(g, s).batch(data, Array.from(data.nodes, (_, i) => i));
-        const ed = elementNumericDim(s.rti[0]!);
-        const col = 2 * s.rti[0]!.numeric.length + 2;
-        const N = s.rti[0]!.max_length;
-        const time = g.table('transactions').time!;
-        for (let i = 0; i < 8; i++) {
-          for (let j = 0; j < N; j++) {
-            const el = data.rti[0]![i * N + j]!;
-            if (el < 0) continue;
-            const minutes = Math.max(0, (data.anchors[i]! - time[el]!) / 60);
-            expect(batch.rtiNum[0]![(i * N + j) * ed + col]).toBeCloseTo(Math.log1p(minutes) / 10, 5);
-          }
+      expect(report).toMatchObject({ examples: 8, non_finite: 0 });
+      expect(report.max_abs_diff).toBeLessThanOrEqual(1e-5);
+      // The feature itself: an element 90 minutes before the request reads log(91) / 10.
+      const batch = new StudentFeatures(g, s).batch(data, Array.from(data.nodes, (_, i) => i));
+      const ed = elementNumericDim(s.rti[0]!);
+      const col = 2 * s.rti[0]!.numeric.length + 2;
+      const N = s.rti[0]!.max_length;
+      const time = g.table('transactions').time!;
+      for (let i = 0; i < 8; i++) {
+        for (let j = 0; j < N; j++) {
+          const el = data.rti[0]![i * N + j]!;
+          if (el < 0) continue;
+          const minutes = Math.max(0, (data.anchors[i]! - time[el]!) / 60);
+          expect(batch.rtiNum[0]![(i * N + j) * ed + col]).toBeCloseTo(Math.log1p(minutes) / 10, 5);
         }
-      } finally {
-        m.dispose();
       }
     } finally {
       f.cleanup();
     }
   });
 });
+
+/**
+ * A fixture's own student (its config and data, fresh weights), exported to ONNX and checked against
+ * TF.js on the first 8 requests in one batch (and `singles` of them one by one).
+ */
+async function fixtureParity(f: Fixture, prefix: string, singles: number) {
+  const c = loadConfig(f.config, { cwd: f.dir, artifacts: f.artifacts });
+  const g = Graph.load((await buildGraph(c)).dir);
+  const s = studentSpec(c.distillation!, c.taskSpecs.fraud!, c.hopPaths, g, { spec: { channels: DIM } } as DeepModel);
+  const m = new StudentModel(s, 5, 0);
+  try {
+    const path = buildStudentOnnx({ spec: s, weights: m.params.snapshot(), entities, key_vocabularies: { articles: entities[1]!.keys }, kind: 'binary' }).toFiles(mkdtempSync(join(scratch, prefix))).modelPath;
+    const { requests, data } = await rawRequests(g, s, c.hopPaths, 0, nodes, entities);
+    const report = await checkParity(path, s, m, g, requests, data, 'probability', { batch: 8, singles });
+    return { g, s, data, report };
+  } finally {
+    m.dispose();
+  }
+}

@@ -10,7 +10,7 @@
  *
  *   npm run build && node bench/scale.mjs --size medium|large [--duckdb-memory 4GB]
  *       [--churn-epochs N] [--fraud-epochs N] [--ranking-epochs N] [--max-steps N] [--distill-epochs N]
- *       [--skip-recommendations] [--cache DIR]
+ *       [--skip-recommendations] [--cache DIR] [--resume PREVIOUS.json]
  *
  * Epoch caps (the bundled config trains churn 10 epochs, fraud 5, next_purchases 8, distillation 25; an
  * end-to-end figure with those is hours at `large`, so the bench caps them and says so in `caps`):
@@ -23,11 +23,15 @@
  * The cap bounds DuckDB only: the JS heap, typed arrays of the graph and TF.js's wasm heaps come on top,
  * which is why peak RSS is measured per process and not assumed.
  *
+ * `--resume PREVIOUS.json` (a previous run's output at the same size and caps, e.g. one a failed stage
+ * ended) keeps that run's artifacts folder and its finished stages' figures (marked `resumed`) and runs
+ * only the stages after them: a stage fixed after an hour at `large` need not repeat the hour.
+ *
  * The synthetic data is generated once per size into the cache folder (not timed as a stage; `synth`
  * reports it when it happened in this run). Runs on a shared machine must say so next to the figures.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
@@ -72,9 +76,23 @@ let synth = null;
 }
 const data = join(CACHE, `data-${size}`);
 
-// The bundled config on this data, with the caps, in a fresh artifacts folder (no reused stage).
+// The bundled config on this data, with the caps, in a fresh artifacts folder (no reused stage unless --resume).
 const artifacts = join(CACHE, `scale-${size}`);
-rmSync(artifacts, { recursive: true, force: true });
+const resumeFile = arg('resume', null);
+/** stage name → its figures from the run resumed */
+const finished = new Map();
+let resumedFrom = null;
+if (resumeFile) {
+  const prev = JSON.parse(readFileSync(resumeFile, 'utf8'));
+  if (prev.size !== size || JSON.stringify(prev.caps) !== JSON.stringify(caps)) {
+    console.error(`--resume ${resumeFile}: that run is size ${prev.size} with caps ${JSON.stringify(prev.caps)}; this one is ${size} with ${JSON.stringify(caps)}`);
+    process.exit(2);
+  }
+  for (const s of prev.stages) if (!s.error) finished.set(s.stage, { ...s, resumed: true });
+  resumedFrom = { file: resumeFile, stages: [...finished.keys()], load_avg_1m_at_start: prev.machine?.load_avg_1m_at_start ?? null };
+} else {
+  rmSync(artifacts, { recursive: true, force: true });
+}
 mkdirSync(artifacts, { recursive: true });
 const cfg = parse(readFileSync(join(ROOT, 'configs', 'retail.yaml'), 'utf8'));
 for (const t of Object.values(cfg.data.tables)) t.path = t.path.replace('datasets/retail', data);
@@ -91,6 +109,12 @@ const rssFile = join(tmpdir(), `gnnctl-scale-rss-${process.pid}`);
 
 /** Runs one stage in its own process; progress goes to this process's stderr as the stage prints it. */
 function stage(name, script, args, figure) {
+  const done = finished.get(name);
+  if (done) {
+    stages.push(done);
+    // What later stages read of a stage's output, as its figures recorded it.
+    return { run_id: done.run, path: done.path ?? embeddingPath(done), repository: done.repository, model: done.model };
+  }
   rmSync(rssFile, { force: true });
   const t = performance.now();
   const r = spawnSync(process.execPath, [join(ROOT, 'bench', script), ...args], {
@@ -142,7 +166,7 @@ const trainFigure = (j) => {
 };
 const churn = stage('train churn', 'gnnctl_rss.mjs', ['train', '-t', 'churn', '--epochs', String(caps.churn_epochs), ...common], trainFigure);
 const fraud = stage('train fraud', 'gnnctl_rss.mjs', ['train', '-t', 'fraud', '--epochs', String(caps.fraud_epochs), ...common], trainFigure);
-const embedFigure = (j) => ({ rows: j.rows, entities_per_s: j.entities_per_s, compute_seconds: j.compute_seconds });
+const embedFigure = (j) => ({ rows: j.rows, entities_per_s: j.entities_per_s, compute_seconds: j.compute_seconds, path: j.path });
 const customers = stage('embed customers', 'gnnctl_rss.mjs', ['embed', '--run', fraud.run_id, '--table', 'customers', ...common], embedFigure);
 const articles = stage('embed articles', 'gnnctl_rss.mjs', ['embed', '--run', fraud.run_id, '--table', 'articles', ...common], embedFigure);
 stage('predict churn', 'gnnctl_rss.mjs', ['predict', '--run', churn.run_id, ...common], embedFigure);
@@ -155,9 +179,23 @@ if (!flag('skip-recommendations')) {
   stage('predict next_purchases top-12', 'gnnctl_rss.mjs', ['predict', '--run', ranking.run_id, ...common], (j) => ({ ...embedFigure(j), items: j.items, k: j.k }));
 }
 const distilled = stage('distill', 'gnnctl_rss.mjs', ['distill', '--base', fraud.run_id, '--epochs', String(caps.distill_epochs), ...common], (j) => ({ run: j.run_id, test_auroc: j.metrics.test?.auroc ?? null, teacher_test_auroc: j.metrics.teacher?.test?.auroc ?? null, train_rows: j.counts?.train ?? null }));
-const exported = stage('export', 'gnnctl_rss.mjs', ['export', '--run', distilled.run_id, '--embeddings', customers.path, articles.path, ...common], (j) => ({ version: j.version, model_mb: Math.round((j.model_bytes / 2 ** 20) * 10) / 10 }));
+const exported = stage('export', 'gnnctl_rss.mjs', ['export', '--run', distilled.run_id, '--embeddings', customers.path, articles.path, ...common], (j) => ({ version: j.version, model_mb: Math.round((j.model_bytes / 2 ** 20) * 10) / 10, repository: j.repository, model: j.model }));
 stage('serve request', 'serve_request.mjs', ['--repository', exported.repository, '--model', exported.model], (j) => ({ status: j.status, request_ms: Math.round(j.ms * 10) / 10 }));
 finish();
+
+/** An embed stage's file in the resumed artifacts folder (runs before `path` was recorded in the figures). */
+function embeddingPath(done) {
+  if (!done.stage.startsWith('embed ')) return undefined;
+  const table = done.stage.slice('embed '.length);
+  const root = join(artifacts, 'embeddings');
+  for (const run of existsSync(root) ? readdirSync(root) : []) {
+    for (const anchor of readdirSync(join(root, run))) {
+      const p = join(root, run, anchor, table, 'embeddings.parquet');
+      if (existsSync(p)) return p;
+    }
+  }
+  throw new Error(`--resume: no embeddings of ${table} under ${root}`);
+}
 
 function finish() {
   rmSync(rssFile, { force: true });
@@ -171,6 +209,7 @@ function finish() {
       duckdb_memory: duckdbMemory ?? 'default (40% of RAM)',
       machine: { cores: availableParallelism(), ram_gb: Math.round(totalmem() / 2 ** 30), load_avg_1m_at_start: Math.round(loadBefore * 100) / 100, load_avg_1m_at_end: Math.round(loadavg()[0] * 100) / 100 },
       synth,
+      ...(resumedFrom ? { resumed_from: resumedFrom } : {}),
       stages,
       total_seconds: Math.round(stages.reduce((a, s) => a + s.seconds, 0) * 10) / 10,
       high_water: high ? { stage: high.stage, peak_rss_mb: high.peak_rss_mb } : null,

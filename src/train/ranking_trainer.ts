@@ -67,8 +67,7 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   const nItems = model.graph.tables[rs.item_table]!.rows;
 
   // Examples grouped by anchor: a batch never mixes anchors.
-  const byAnchor = new Map<number, number[]>();
-  data.train.anchors.forEach((a, i) => byAnchor.set(a, [...(byAnchor.get(a) ?? []), i]));
+  const byAnchor = groups(data.train);
   const records: EpochRecord[] = [];
   let best = weights.slice();
   let bestScore = -Infinity;
@@ -234,10 +233,19 @@ function userVectors(model: DeepModel, users: Int32Array, anchor: number, chunk 
   return out;
 }
 
-/** Examples' indices per anchor (val and test have one anchor each; the train split several). */
-function groups(ex: Examples): Map<number, number[]> {
+/**
+ * Examples' indices per anchor, in example order (val and test have one anchor each; the train split
+ * several). Linear: copying the list at every example (as this once did) never finished on `large`'s
+ * millions of training users.
+ */
+export function groups(ex: Pick<Examples, 'anchors'>): Map<number, number[]> {
   const m = new Map<number, number[]>();
-  ex.anchors.forEach((a, i) => m.set(a, [...(m.get(a) ?? []), i]));
+  for (let i = 0; i < ex.anchors.length; i++) {
+    const a = ex.anchors[i]!;
+    let list = m.get(a);
+    if (!list) m.set(a, (list = []));
+    list.push(i);
+  }
   return m;
 }
 

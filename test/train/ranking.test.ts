@@ -28,6 +28,7 @@ import { buildGraph, type BuildResult } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
 import { DeepModel } from '../../src/model/deep_model.js';
 import { popularityCache, userHistories } from '../../src/model/recommender.js';
+import { groups } from '../../src/train/ranking_trainer.js';
 import { taskSplit } from '../../src/task/split.js';
 import type { Examples } from '../../src/task/task_spec.js';
 import { buildTrainingTables } from '../../src/train/examples.js';
@@ -164,5 +165,20 @@ describe('the recommender never sees an interaction after the anchor', () => {
     } finally {
       model.dispose();
     }
+  });
+});
+
+describe('groups', () => {
+  it('lists each anchor’s examples in example order, over a million examples', () => {
+    expect([...groups({ anchors: Float64Array.from([3, 1, 3, 2, 1]) })]).toEqual([
+      [3, [0, 2]],
+      [1, [1, 4]],
+      [2, [3]],
+    ]);
+    // Two anchors of 600k examples each: the quadratic version never returned on this.
+    const anchors = Float64Array.from({ length: 1_200_000 }, (_, i) => (i % 2 ? 7 : 14));
+    const g = groups({ anchors });
+    expect(g.get(7)!.length).toBe(600_000);
+    expect(g.get(14)![599_999]).toBe(1_199_998);
   });
 });

@@ -19,7 +19,8 @@ import { Progress, formatRate } from '../core/progress.js';
 import { Rng } from '../core/rng.js';
 import type { DeepModel } from '../model/deep_model.js';
 import { FlatAdam } from '../model/optim.js';
-import { pairCells, popularityCache, rankCatalogue, sampleNegatives, userHistories, type RankingSpec } from '../model/recommender.js';
+import { CatalogueTopK } from '../compute/catalogue_top_k.js';
+import { pairCells, popularityCache, rankCatalogueOnnx, sampleNegatives, userHistories, type RankingSpec } from '../model/recommender.js';
 import { rankingMetrics, type RankingMetrics } from '../task/metrics.js';
 import { sampledSoftmax } from '../task/objective/ranking.js';
 import type { Examples } from '../task/task_spec.js';
@@ -103,7 +104,7 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
     const seconds = (performance.now() - tEpoch) / 1000;
     if (seen === 0) break;
     model.params.assignBlob(weights);
-    const val = evaluate(model, data.val, k, pop);
+    const val = await evaluate(model, data.val, k, pop, `epoch ${epoch + 1}/${mc.epochs} validation`);
     const record: EpochRecord = {
       epoch: epoch + 1,
       loss: round(lossSum / seen, 5),
@@ -129,8 +130,8 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   if (bestEpoch < 0) saveWeights(runDir, index, (best = weights.slice()));
 
   model.params.assignBlob(best);
-  const val = evaluate(model, data.val, k, pop);
-  const test = evaluate(model, data.test, k, pop);
+  const val = await evaluate(model, data.val, k, pop, 'evaluation: validation');
+  const test = await evaluate(model, data.test, k, pop, 'evaluation: test');
   const baselines = {} as RankingFit['baselines'];
   for (const name of RANKING_BASELINES) baselines[name] = { val: baselineMetrics(model, rs, name, data.val, pop), test: baselineMetrics(model, rs, name, data.test, pop) };
   const bestBaseline = RANKING_BASELINES.reduce((a, b) => (baselines[b].val.map_at_k > baselines[a].val.map_at_k ? b : a));
@@ -249,16 +250,47 @@ export function groups(ex: Pick<Examples, 'anchors'>): Map<number, number[]> {
   return m;
 }
 
-/** The model's top k for every example, over the whole catalogue, and its metrics. */
-export function evaluate(model: DeepModel, ex: Examples, k: number, pop: (a: number) => Float32Array): RankingMetrics {
+/** users per scoring chunk of `evaluate` (a progress line each) */
+const EVAL_CHUNK = 16384;
+
+/**
+ * The model's top k for every example, over the whole catalogue, and its metrics. The catalogue side
+ * [e_i, pop_i] goes into an onnxruntime session per anchor and each chunk of users is one MatMul + TopK on
+ * every core (`rankCatalogueOnnx`, as `predict` ranks): with tfjs-wasm on one thread plus a JS scan, the
+ * validation pass of one epoch at `large` (hundreds of thousands of users × 105k articles) ran for
+ * minutes, printing nothing. `label` names the pass in the progress line.
+ */
+export async function evaluate(model: DeepModel, ex: Examples, k: number, pop: (a: number) => Float32Array, label = 'evaluation'): Promise<RankingMetrics> {
   const rs = model.spec.ranking!;
-  const ranked = new Int32Array(ex.nodes.length * k);
+  const C = model.spec.channels;
+  const ranked = new Int32Array(ex.nodes.length * k).fill(-1);
+  const progress = new Progress();
+  progress.begin(`${label}: top ${k} of the catalogue`, ex.nodes.length);
+  let done = 0;
   for (const [anchor, idx] of groups(ex)) {
-    const users = Int32Array.from(idx, (i) => ex.nodes[i]!);
-    const anchors = new Float64Array(users.length).fill(anchor);
-    const { ids } = rankCatalogue(model.ranking!, userVectors(model, users, anchor), catalogueVectors(model, anchor), pop(anchor), userHistories(model.graph, rs, users, anchors, pop), k);
-    idx.forEach((e, j) => ranked.set(ids.subarray(j * k, (j + 1) * k), e * k));
+    const items = catalogueVectors(model, anchor);
+    const N = items.length / C;
+    const p = pop(anchor);
+    const catalogue = new Float32Array(N * (C + 1));
+    for (let i = 0; i < N; i++) {
+      catalogue.set(items.subarray(i * C, (i + 1) * C), i * (C + 1));
+      catalogue[i * (C + 1) + C] = p[i]!;
+    }
+    const kernel = await CatalogueTopK.create(catalogue, C + 1, Math.min(k, N), { spinning: false });
+    try {
+      for (let lo = 0; lo < idx.length; lo += EVAL_CHUNK) {
+        const rows = idx.slice(lo, lo + EVAL_CHUNK);
+        const users = Int32Array.from(rows, (i) => ex.nodes[i]!);
+        const histories = userHistories(model.graph, rs, users, new Float64Array(users.length).fill(anchor), pop);
+        const { ids } = await rankCatalogueOnnx(model.ranking!, kernel, userVectors(model, users, anchor), histories, k);
+        rows.forEach((e, j) => ranked.set(ids.subarray(j * k, (j + 1) * k), e * k));
+        progress.update((done += rows.length));
+      }
+    } finally {
+      await kernel.release();
+    }
   }
+  progress.end(`${label}: ${ex.nodes.length.toLocaleString('en-US')} users ranked`);
   return rankingMetrics(ex.label_items!, ranked, k);
 }
 

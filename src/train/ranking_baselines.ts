@@ -85,29 +85,56 @@ function recentItems(g: Csr, user: number, anchor: number): number[] {
   return out;
 }
 
-/** Item-kNN over co-occurrence counts at the anchor (see the file comment). */
+/**
+ * Item-kNN over co-occurrence counts at the anchor (see the file comment). The counts are never held as
+ * pairs: every user's basket goes into a CSR, items get the inverted list of the baskets holding them,
+ * and each item's partners are counted in one dense pass over its baskets, keeping its NEIGHBOURS most
+ * frequent (ties: lower item first). A Map of pairs passed V8's 2^24 entries at `large` (1.37M baskets).
+ * The work is Σ basket² ≈ 100 per user.
+ */
 export function cooccurrenceTopK(graph: Graph, rs: RankingSpec, users: Int32Array, anchor: number, k: number): Int32Array {
   const g = csr(graph, rs);
   const nItems = graph.tables[rs.item_table]!.rows;
   const nUsers = g.userPtr.length - 1;
-  // Pair counts keyed i·N + j (both directions), over every user's recent basket.
-  const pairs = new Map<number, number>();
+  // Baskets (CSR over users) and, per item, the baskets that hold it.
+  const basketPtr = new Int32Array(nUsers + 1);
+  let basketItems = new Int32Array(Math.max(16, Math.min(nUsers * BASKET, 1 << 20)));
   for (let u = 0; u < nUsers; u++) {
     const items = recentItems(g, u, anchor);
-    for (let a = 0; a < items.length; a++) {
-      for (let b = 0; b < items.length; b++) {
-        if (a === b) continue;
-        const key = items[a]! * nItems + items[b]!;
-        pairs.set(key, (pairs.get(key) ?? 0) + 1);
+    const at = basketPtr[u]!;
+    if (at + items.length > basketItems.length) {
+      const grown = new Int32Array(Math.max(basketItems.length * 2, at + items.length));
+      grown.set(basketItems);
+      basketItems = grown;
+    }
+    for (let a = 0; a < items.length; a++) basketItems[at + a] = items[a]!;
+    basketPtr[u + 1] = at + items.length;
+  }
+  const holders = invert(basketPtr, basketItems, nItems);
+  // Per item, its NEIGHBOURS most frequent partners (CSR).
+  const partnerPtr = new Int32Array(nItems + 1);
+  const partnerItem: number[] = [];
+  const partnerN: number[] = [];
+  const count = new Int32Array(nItems);
+  const seen: number[] = [];
+  for (let i = 0; i < nItems; i++) {
+    for (let h = holders.ptr[i]!; h < holders.ptr[i + 1]!; h++) {
+      const u = holders.idx[h]!;
+      for (let b = basketPtr[u]!; b < basketPtr[u + 1]!; b++) {
+        const j = basketItems[b]!;
+        if (j === i) continue;
+        if (count[j] === 0) seen.push(j);
+        count[j]!++;
       }
     }
-  }
-  // Per item, its NEIGHBOURS most frequent partners.
-  const partners: { item: number; n: number }[][] = Array.from({ length: nItems }, () => []);
-  for (const [key, n] of pairs) partners[Math.floor(key / nItems)]!.push({ item: key % nItems, n });
-  for (let i = 0; i < nItems; i++) {
-    const p = partners[i]!;
-    if (p.length > NEIGHBOURS) partners[i] = p.sort((a, b) => b.n - a.n || a.item - b.item).slice(0, NEIGHBOURS);
+    seen.sort((a, b) => count[b]! - count[a]! || a - b);
+    for (let t = 0; t < Math.min(NEIGHBOURS, seen.length); t++) {
+      partnerItem.push(seen[t]!);
+      partnerN.push(count[seen[t]!]!);
+    }
+    partnerPtr[i + 1] = partnerItem.length;
+    for (const j of seen) count[j] = 0;
+    seen.length = 0;
   }
   const out = new Int32Array(users.length * k).fill(-1);
   const score = new Float32Array(nItems);
@@ -116,9 +143,10 @@ export function cooccurrenceTopK(graph: Graph, rs: RankingSpec, users: Int32Arra
   const vals = new Float32Array(k);
   for (let u = 0; u < users.length; u++) {
     for (const j of recentItems(g, users[u]!, anchor)) {
-      for (const { item, n } of partners[j]!) {
+      for (let p = partnerPtr[j]!; p < partnerPtr[j + 1]!; p++) {
+        const item = partnerItem[p]!;
         if (score[item] === 0) touched.push(item);
-        score[item] += n;
+        score[item] += partnerN[p]!;
       }
     }
     if (touched.length > 0) {
@@ -130,4 +158,16 @@ export function cooccurrenceTopK(graph: Graph, rs: RankingSpec, users: Int32Arra
     touched.length = 0;
   }
   return out;
+}
+
+/** The transpose of a CSR (rows → columns): per column, the rows holding it, ascending. */
+function invert(ptr: Int32Array, idx: Int32Array, columns: number): { ptr: Int32Array; idx: Int32Array } {
+  const out = new Int32Array(columns + 1);
+  const rows = ptr.length - 1;
+  for (let e = 0; e < ptr[rows]!; e++) out[idx[e]! + 1]!++;
+  for (let c = 0; c < columns; c++) out[c + 1]! += out[c]!;
+  const fill = out.slice(0, columns);
+  const at = new Int32Array(ptr[rows]!);
+  for (let r = 0; r < rows; r++) for (let e = ptr[r]!; e < ptr[r + 1]!; e++) at[fill[idx[e]!]!++] = r;
+  return { ptr: out, idx: at };
 }

@@ -73,6 +73,8 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   let best = weights.slice();
   let bestScore = -Infinity;
   let bestEpoch = -1;
+  /** the best epoch's validation metrics: the final evaluation reuses them (same weights, deterministic trees) */
+  let bestVal: RankingMetrics | null = null;
   let stale = 0;
   const progress = new Progress();
   for (let epoch = 0; epoch < mc.epochs && !stop.requested; epoch++) {
@@ -119,6 +121,7 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
     if (improved) {
       bestScore = val.map_at_k;
       bestEpoch = epoch + 1;
+      bestVal = val;
       best = weights.slice();
       saveWeights(runDir, index, best);
       stale = 0;
@@ -130,7 +133,7 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   if (bestEpoch < 0) saveWeights(runDir, index, (best = weights.slice()));
 
   model.params.assignBlob(best);
-  const val = await evaluate(model, data.val, k, pop, 'evaluation: validation');
+  const val = bestVal ?? (await evaluate(model, data.val, k, pop, 'evaluation: validation'));
   const test = await evaluate(model, data.test, k, pop, 'evaluation: test');
   const baselines = {} as RankingFit['baselines'];
   for (const name of RANKING_BASELINES) baselines[name] = { val: baselineMetrics(model, rs, name, data.val, pop), test: baselineMetrics(model, rs, name, data.test, pop) };

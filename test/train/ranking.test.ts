@@ -29,6 +29,7 @@ import { Graph } from '../../src/graph/graph.js';
 import { DeepModel } from '../../src/model/deep_model.js';
 import { popularityCache, userHistories } from '../../src/model/recommender.js';
 import { groups } from '../../src/train/ranking_trainer.js';
+import { Rng } from '../../src/core/rng.js';
 import { taskSplit } from '../../src/task/split.js';
 import type { Examples } from '../../src/task/task_spec.js';
 import { buildTrainingTables } from '../../src/train/examples.js';
@@ -180,5 +181,62 @@ describe('groups', () => {
     const g = groups({ anchors });
     expect(g.get(7)!.length).toBe(600_000);
     expect(g.get(14)![599_999]).toBe(1_199_998);
+  });
+});
+
+describe('cooccurrenceTopK', () => {
+  it('equals item-kNN from a plain pair count on random baskets (ties: lower item first)', () => {
+    const rng = new Rng(5);
+    const nUsers = 300;
+    const nItems = 80;
+    const nTx = 4000;
+    // transactions in time order; per user a time-sorted CSR, as graph build makes it
+    const time = Float64Array.from({ length: nTx }, (_, i) => 1000 + i);
+    const userOf = Int32Array.from({ length: nTx }, () => rng.int(nUsers));
+    const itemOf = Int32Array.from({ length: nTx }, () => Math.min(rng.int(nItems), rng.int(nItems)));
+    const indptr = new Int32Array(nUsers + 1);
+    for (const u of userOf) indptr[u + 1]!++;
+    for (let u = 0; u < nUsers; u++) indptr[u + 1]! += indptr[u]!;
+    const fill = indptr.slice(0, nUsers);
+    const indices = new Int32Array(nTx);
+    for (let t = 0; t < nTx; t++) indices[fill[userOf[t]!]!++] = t;
+    const graph = {
+      edges: [
+        { name: 'u2t', kind: 'rev', indptr, indices },
+        { name: 't2i', kind: 'fk', parent: itemOf },
+      ],
+      tables: { tx: { time, rows: nTx }, items: { rows: nItems } },
+    } as unknown as Graph;
+    const rs = { user_edge: 'u2t', item_fk_edge: 't2i', fact_table: 'tx', item_table: 'items' } as unknown as Parameters<typeof cooccurrenceTopK>[1];
+    const anchor = 1000 + 3000;
+    const users = Int32Array.from({ length: nUsers }, (_, u) => u);
+    const got = cooccurrenceTopK(graph, rs, users, anchor, 12);
+
+    // The plain version: last 10 distinct items per user, all pair counts, 50 partners per item.
+    const basket = (u: number): number[] => {
+      const out: number[] = [];
+      for (let e = indptr[u + 1]! - 1; e >= indptr[u]! && out.length < 10; e--) {
+        const t = indices[e]!;
+        if (time[t]! <= anchor && !out.includes(itemOf[t]!)) out.push(itemOf[t]!);
+      }
+      return out;
+    };
+    const pairs = new Map<string, number>();
+    for (let u = 0; u < nUsers; u++) for (const a of basket(u)) for (const b of basket(u)) if (a !== b) pairs.set(`${a},${b}`, (pairs.get(`${a},${b}`) ?? 0) + 1);
+    const partners = Array.from({ length: nItems }, (_, i) =>
+      [...pairs]
+        .filter(([key]) => Number(key.split(',')[0]) === i)
+        .map(([key, n]) => ({ item: Number(key.split(',')[1]), n }))
+        .sort((x, y) => y.n - x.n || x.item - y.item)
+        .slice(0, 50),
+    );
+    for (let u = 0; u < nUsers; u++) {
+      const score = new Map<number, number>();
+      for (const j of basket(u)) for (const { item, n } of partners[j]!) score.set(item, (score.get(item) ?? 0) + n);
+      const scores = [...score.values()].sort((a, b) => b - a);
+      // The same items up to ties at the cut: compare the scores of the lists.
+      const top = Array.from(got.subarray(u * 12, (u + 1) * 12)).filter((i) => i >= 0);
+      expect(top.map((i) => score.get(i))).toEqual(scores.slice(0, 12));
+    }
   });
 });

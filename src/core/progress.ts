@@ -215,7 +215,9 @@ export function formatRate(r: number): string {
 
 export function formatSeconds(s: number): string {
   if (!Number.isFinite(s)) return '?';
-  const m = Math.floor(s / 60);
-  const sec = Math.round(s % 60);
+  // Round first: 179.6 s is 3:00, not 2:60.
+  const whole = Math.round(s);
+  const m = Math.floor(whole / 60);
+  const sec = whole % 60;
   return m > 0 ? `${m}:${String(sec).padStart(2, '0')}` : `${sec}s`;
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { pipelineConfig } from '../helpers/pipeline.js';
 import { tinySynth, type SynthFixture } from '../helpers/synth.js';
-import { Progress, progressIntervalMs, spinnerOptions, type Cadence } from '../../src/core/progress.js';
+import { formatSeconds, Progress, progressIntervalMs, spinnerOptions, type Cadence } from '../../src/core/progress.js';
 import { setQuiet } from '../../src/core/log.js';
 
 describe('spinnerOptions', () => {
@@ -233,5 +233,15 @@ describe('Progress without a terminal (the distill branch\'s API: a heartbeat in
     }
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(/^pairs: 40\/100 \(40%\), .*\/s, ETA .+\n$/);
+  });
+});
+
+describe('formatSeconds', () => {
+  it('rounds before splitting minutes and seconds (179.6 s is 3:00, not 2:60)', () => {
+    expect(formatSeconds(179.6)).toBe('3:00');
+    expect(formatSeconds(59.6)).toBe('1:00');
+    expect(formatSeconds(61.2)).toBe('1:01');
+    expect(formatSeconds(9.4)).toBe('9s');
+    expect(formatSeconds(Number.POSITIVE_INFINITY)).toBe('?');
   });
 });

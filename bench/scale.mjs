@@ -11,7 +11,7 @@
  *   npm run build && node bench/scale.mjs --size medium|large [--duckdb-memory 4GB]
  *       [--churn-epochs N] [--fraud-epochs N] [--ranking-epochs N] [--max-steps N] [--ranking-max-steps N]
  *       [--distill-epochs N]
- *       [--skip-recommendations] [--cache DIR] [--resume PREVIOUS.json]
+ *       [--skip-recommendations] [--cache DIR] [--resume PREVIOUS.json] [--only "STAGE,STAGE,…"]
  *
  * Epoch caps (the bundled config trains churn 10 epochs, fraud 5, next_purchases 8, distillation 25; an
  * end-to-end figure with those is hours at `large`, so the bench caps them and says so in `caps`):
@@ -29,6 +29,10 @@
  * `--resume PREVIOUS.json` (a previous run's output at the same size and caps, e.g. one a failed stage
  * ended) keeps that run's artifacts folder and its finished stages' figures (marked `resumed`) and runs
  * only the stages after them: a stage fixed after an hour at `large` need not repeat the hour.
+ *
+ * `--only` runs the named stages alone (e.g. `--only "graph,train fraud,distill"` to check the memory of
+ * the heavy ones under `--duckdb-memory 4GB`); it must include what they read (distill and the embed
+ * stages read the fraud run, export the distilled run and both embed stages).
  *
  * The synthetic data is generated once per size into the cache folder (not timed as a stage; `synth`
  * reports it when it happened in this run). Runs on a shared machine must say so next to the figures.
@@ -83,6 +87,8 @@ const data = join(CACHE, `data-${size}`);
 // The bundled config on this data, with the caps, in a fresh artifacts folder (no reused stage unless --resume).
 const artifacts = join(CACHE, `scale-${size}`);
 const resumeFile = arg('resume', null);
+const onlyArg = arg('only', null);
+const only = onlyArg ? new Set(onlyArg.split(',').map((x) => x.trim())) : null;
 /** stage name → its figures from the run resumed */
 const finished = new Map();
 let resumedFrom = null;
@@ -114,6 +120,7 @@ const rssFile = join(tmpdir(), `gnnctl-scale-rss-${process.pid}`);
 
 /** Runs one stage in its own process; progress goes to this process's stderr as the stage prints it. */
 function stage(name, script, args, figure) {
+  if (only && !only.has(name)) return {};
   const done = finished.get(name);
   if (done) {
     stages.push(done);
@@ -215,6 +222,7 @@ function finish() {
       machine: { cores: availableParallelism(), ram_gb: Math.round(totalmem() / 2 ** 30), load_avg_1m_at_start: Math.round(loadBefore * 100) / 100, load_avg_1m_at_end: Math.round(loadavg()[0] * 100) / 100 },
       synth,
       ...(resumedFrom ? { resumed_from: resumedFrom } : {}),
+      ...(only ? { only: [...only] } : {}),
       stages,
       total_seconds: Math.round(stages.reduce((a, s) => a + s.seconds, 0) * 10) / 10,
       high_water: high ? { stage: high.stage, peak_rss_mb: high.peak_rss_mb } : null,

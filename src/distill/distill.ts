@@ -33,6 +33,7 @@ import { info } from '../core/log.js';
 import { Progress } from '../core/progress.js';
 import { Rng } from '../core/rng.js';
 import { VERSION } from '../core/version.js';
+import { EmbedPool, embedWorkers } from '../embed/pool.js';
 import { computedEmbeddings, embeddingFiles, entityFileEmbeddings, entityRtiElements, fileEmbeddings, rtiElements, type EntityEmbeddings } from './data.js';
 import { StudentFeatures, type StudentData } from '../model/student/features.js';
 import type { StudentSpec } from '../model/student/spec.js';
@@ -150,28 +151,35 @@ export async function prepareDistill(opts: DistillOptions) {
   t = performance.now();
   const cadence = d.embedding_cadence ?? defaultCadence(d.min_embedding_offset, d.max_embedding_offset);
   const embeddings: EntityEmbeddings[] = [];
-  for (const k of spec.embeddings) {
-    // An entity task's own key: the example's entity is the embedded one.
-    const own = k.target === spec.fact_table && k.column === spec.primary_key?.column;
-    const parents = own ? null : graph.edges.find((e) => e.kind === 'fk' && e.src === spec.fact_table && e.meta.column === k.column)!.parent!;
-    const exParents = parents ? Int32Array.from(all.nodes, (v) => parents[v]!) : all.nodes;
-    if (opts.embeddings && own) {
-      // An entity task's own key: the example's (entity, anchor) reads the snapshot as of its anchor.
-      embeddings.push(await entityFileEmbeddings(graph, embeddingFiles(opts.embeddings), k.target, k.column, all.nodes, all.anchors, { min: d.min_embedding_offset, max: d.max_embedding_offset }, k.dim));
-    } else if (opts.embeddings && task.query.target.kind === 'entity') {
-      throw new NotImplementedError(`--embeddings with the entity task "${taskName}" and the foreign key ${spec.fact_table}.${k.column}: snapshot files are read for the entity's own key only`, {
-        where: 'distillation.embedding_keys',
-        hint: `leave --embeddings out (the base run computes the as-of embeddings), or use only ${spec.fact_table}.${spec.primary_key?.column ?? '<key>'}`,
-      });
-    } else if (opts.embeddings) {
-      const files = embeddingFiles(opts.embeddings);
-      const targetKey = graph.manifest.schema.tables[k.target]!.primary_key!.column;
-      embeddings.push(await embeddingsForExamples(graph, files, spec.fact_table, k.column, targetKey, all, { min: d.min_embedding_offset, max: d.max_embedding_offset }, k.dim));
-    } else {
-      embeddings.push(
-        computedEmbeddings(teacherModel, exParents, all.anchors, k.target, { min: d.min_embedding_offset, max: d.max_embedding_offset, cadence }, baseManifestCap(cfg, baseManifest), { progress: new Progress() }),
-      );
+  let pool: EmbedPool | null = null;
+  try {
+    for (const k of spec.embeddings) {
+      // An entity task's own key: the example's entity is the embedded one.
+      const own = k.target === spec.fact_table && k.column === spec.primary_key?.column;
+      const parents = own ? null : graph.edges.find((e) => e.kind === 'fk' && e.src === spec.fact_table && e.meta.column === k.column)!.parent!;
+      const exParents = parents ? Int32Array.from(all.nodes, (v) => parents[v]!) : all.nodes;
+      if (opts.embeddings && own) {
+        // An entity task's own key: the example's (entity, anchor) reads the snapshot as of its anchor.
+        embeddings.push(await entityFileEmbeddings(graph, embeddingFiles(opts.embeddings), k.target, k.column, all.nodes, all.anchors, { min: d.min_embedding_offset, max: d.max_embedding_offset }, k.dim));
+      } else if (opts.embeddings && task.query.target.kind === 'entity') {
+        throw new NotImplementedError(`--embeddings with the entity task "${taskName}" and the foreign key ${spec.fact_table}.${k.column}: snapshot files are read for the entity's own key only`, {
+          where: 'distillation.embedding_keys',
+          hint: `leave --embeddings out (the base run computes the as-of embeddings), or use only ${spec.fact_table}.${spec.primary_key?.column ?? '<key>'}`,
+        });
+      } else if (opts.embeddings) {
+        const files = embeddingFiles(opts.embeddings);
+        const targetKey = graph.manifest.schema.tables[k.target]!.primary_key!.column;
+        embeddings.push(await embeddingsForExamples(graph, files, spec.fact_table, k.column, targetKey, all, { min: d.min_embedding_offset, max: d.max_embedding_offset }, k.dim));
+      } else {
+        // Both cores: the teacher's weights on embed workers (started once, for every key).
+        pool ??= embedWorkers('auto', backend.name) > 1 ? await EmbedPool.start(embedWorkers('auto', backend.name), teacherModel, opts.backend ?? 'auto') : null;
+        embeddings.push(
+          await computedEmbeddings(teacherModel, exParents, all.anchors, k.target, { min: d.min_embedding_offset, max: d.max_embedding_offset, cadence }, baseManifestCap(cfg, baseManifest), { progress: new Progress(), pool }),
+        );
+      }
     }
+  } finally {
+    await pool?.close();
   }
   timings.embeddings = secs(t);
   const data: StudentData = { nodes: all.nodes, anchors: all.anchors, embeddings, rti };

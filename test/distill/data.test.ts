@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig, parseHopPath, type Config } from '../../src/config/load.js';
 import type { HopPath } from '../../src/task/task_spec.js';
+import { EmbedPool } from '../../src/embed/pool.js';
 import { computedEmbeddings, denseValues, embeddingFiles, fileEmbeddings, gridAnchor, rtiElements } from '../../src/distill/data.js';
 import { embedExact, tableDepth } from '../../src/embed/layerwise.js';
 import { ArtifactError, DataError } from '../../src/core/errors.js';
@@ -215,9 +216,9 @@ describe('computedEmbeddings: the grid snapshot an example reads', () => {
   });
   afterAll(() => model?.dispose());
 
-  it.each(cases)('$name', ({ customer, t, max, anchor }) => {
+  it.each(cases)('$name', async ({ customer, t, max, anchor }) => {
     const p = customer === null ? -1 : customers.indexOf(customer);
-    const r = computedEmbeddings(model, Int32Array.of(p), Float64Array.of(t), 'customers', offsets(max), 1000);
+    const r = await computedEmbeddings(model, Int32Array.of(p), Float64Array.of(t), 'customers', offsets(max), 1000);
     const C = model.spec.channels;
     if (anchor === null) {
       expect(Array.from(r.missing)).toEqual([1]);
@@ -239,11 +240,11 @@ describe('computedEmbeddings: the grid snapshot an example reads', () => {
     expect(maxAbsDiff(b!, c!)).toBeGreaterThan(1e-4);
   });
 
-  it('many examples (max 30 h): each reads its own snapshot, one snapshot per anchor used', () => {
+  it('many examples (max 30 h): each reads its own snapshot, one snapshot per anchor used', async () => {
     const same = cases.filter((c) => c.max === 30 * HOUR);
     const p = Int32Array.from(same, (c) => (c.customer === null ? -1 : customers.indexOf(c.customer)));
     const times = Float64Array.from(same, (c) => c.t);
-    const r = computedEmbeddings(model, p, times, 'customers', offsets(30 * HOUR), 1000);
+    const r = await computedEmbeddings(model, p, times, 'customers', offsets(30 * HOUR), 1000);
     expect(Array.from(r.missing)).toEqual(same.map((c) => (c.anchor === null ? 1 : 0)));
     expect(r.anchors).toEqual([...new Set(same.flatMap((c) => (c.anchor === null ? [] : [c.anchor])))].sort((x, y) => x - y));
     const C = model.spec.channels;
@@ -256,7 +257,7 @@ describe('computedEmbeddings: the grid snapshot an example reads', () => {
 
   it.each([{ chunkSize: 1 }, { chunkSize: 2 }, { chunkSize: 16384 }])(
     'as-of pairs in chunks of $chunkSize equal the rows of the full daily snapshot (every fact row, customers and articles, 2-day max)',
-    ({ chunkSize }) => {
+    async ({ chunkSize }) => {
       const C = model.spec.channels;
       const rows = graph.table('transactions').rows;
       const nodes = Int32Array.from({ length: rows }, (_, i) => i);
@@ -265,7 +266,7 @@ describe('computedEmbeddings: the grid snapshot an example reads', () => {
       for (const [target, column] of [['customers', 'customer_id'], ['articles', 'article_id']] as const) {
         const fk = graph.edges.find((e) => e.kind === 'fk' && e.src === 'transactions' && e.meta.column === column)!.parent!;
         const parents = Int32Array.from(nodes, (v) => fk[v]!);
-        const r = computedEmbeddings(model, parents, times, target, o, 1000, { chunkSize });
+        const r = await computedEmbeddings(model, parents, times, target, o, 1000, { chunkSize });
         const depth = tableDepth(model, target)!;
         const entityTime = graph.table(target).time;
         let checked = 0;
@@ -286,10 +287,29 @@ describe('computedEmbeddings: the grid snapshot an example reads', () => {
     },
   );
 
-  it('a target the model does not reach above its input layer is an ArtifactError', () => {
+  it('over an embed pool (two workers, chunks in flight) the pairs are the single-thread ones, bit for bit', async () => {
+    const rows = graph.table('transactions').rows;
+    const times = Float64Array.from(graph.table('transactions').time!);
+    const fk = graph.edges.find((e) => e.kind === 'fk' && e.src === 'transactions' && e.meta.column === 'customer_id')!.parent!;
+    const parents = Int32Array.from({ length: rows }, (_, v) => fk[v]!);
+    const pool = await EmbedPool.start(2, model, 'wasm');
+    expect(pool).not.toBeNull();
+    try {
+      const one = await computedEmbeddings(model, parents, times, 'customers', offsets(2 * DAY), 1000, { chunkSize: 2 });
+      const two = await computedEmbeddings(model, parents, times, 'customers', offsets(2 * DAY), 1000, { chunkSize: 2, pool });
+      expect(two.anchors).toEqual(one.anchors);
+      expect(Array.from(two.missing)).toEqual(Array.from(one.missing));
+      expect(one.anchors.length).toBeGreaterThan(3);
+      expect(Array.from(denseValues(two))).toEqual(Array.from(denseValues(one)));
+    } finally {
+      await pool!.close();
+    }
+  });
+
+  it('a target the model does not reach above its input layer is an ArtifactError', async () => {
     const shallow = randomDeepModel(graph, 'transactions', [1]);
     try {
-      expect(() => computedEmbeddings(shallow, Int32Array.of(0), Float64Array.of(D), 'customers', offsets(30 * HOUR), 1000)).toThrow(ArtifactError);
+      await expect(computedEmbeddings(shallow, Int32Array.of(0), Float64Array.of(D), 'customers', offsets(30 * HOUR), 1000)).rejects.toThrow(ArtifactError);
     } finally {
       shallow.dispose();
     }

@@ -123,7 +123,7 @@ describe('embeddings from files', () => {
     const nodes = Int32Array.from({ length: 2000 }, (_, i) => t.rows - 2000 + i);
     const model = DeepModel.load(base.runDir, graph);
     try {
-      const computed = computedEmbeddings(model, Int32Array.from(nodes, (v) => fk[v]!), Float64Array.from(nodes, (v) => t.time![v]!), 'customers', offsets, 1000);
+      const computed = await computedEmbeddings(model, Int32Array.from(nodes, (v) => fk[v]!), Float64Array.from(nodes, (v) => t.time![v]!), 'customers', offsets, 1000);
       const files = embeddingFiles(snapshotDir).filter((f) => f.includes('/customers/'));
       const fromFiles = await fileEmbeddings(graph, files, 'transactions', 'customer_id', 'customer_id', nodes, offsets, model.spec.channels);
       expect(Array.from(fromFiles.missing)).toEqual(Array.from(computed.missing));

@@ -269,7 +269,7 @@ describe('config and flags', () => {
       const nodes = Int32Array.from({ length: snaps.length * 200 }, (_, i) => i % 200);
       const times = Float64Array.from(nodes, (_, i) => snaps[Math.floor(i / 200)]! + 3 * 86400);
       const offsets = { min: 0, max: 14 * 86400 };
-      const computed = computedEmbeddings(model, nodes, times, 'customers', { ...offsets, cadence: 7 * 86400 }, 1000);
+      const computed = await computedEmbeddings(model, nodes, times, 'customers', { ...offsets, cadence: 7 * 86400 }, 1000);
       const fromFiles = await entityFileEmbeddings(graph, embeddingFiles(snapshotDir), 'customers', 'customer_id', nodes, times, offsets, model.spec.channels);
       expect(Array.from(fromFiles.missing)).toEqual(Array.from(computed.missing));
       expect(fromFiles.missing.reduce((a, b) => a + b, 0)).toBeLessThan(nodes.length);

@@ -58,7 +58,7 @@ async function distillInputs(): Promise<Map<string, { rti: string[]; embedding: 
   const N = cfg.hopPaths[0]!.max_length;
   const model = DeepModel.load(join(fx.artifacts, 'runs', baseRun), graph);
   const parents = graph.edges.find((e) => e.kind === 'fk' && e.src === 'transactions' && e.meta.column === 'customer_id')!.parent!;
-  const emb = computedEmbeddings(model, Int32Array.from(nodes, (v) => parents[v]!), Float64Array.from(nodes, (v) => time[v]!), 'customers', { min: 43200, max: 14 * 86400, cadence: 86400 }, 0);
+  const emb = await computedEmbeddings(model, Int32Array.from(nodes, (v) => parents[v]!), Float64Array.from(nodes, (v) => time[v]!), 'customers', { min: 43200, max: 14 * 86400, cadence: 86400 }, 0);
   const C = model.spec.channels;
   model.dispose();
   const out = new Map<string, { rti: string[]; embedding: number[] | null }>();

@@ -57,19 +57,20 @@ export function reference(dataDir, modeArgs) {
 }
 
 /**
- * The bench config at a size and a churn run to embed or predict with: `--run RUN`, or a 1-epoch run
- * trained now (50 steps, last sampling; not timed). Returns the loaded config, the run id and the data dir.
+ * The bench config at a size and a churn run to embed or predict with: `--run RUN` (or the flag named by
+ * `runFlag`), or a 1-epoch run trained now (50 steps, `sampling` — last by default; not timed). Returns the
+ * loaded config, the run id and the data dir.
  */
-export async function churnBench(size) {
+export async function churnBench(size, { sampling = 'last', runFlag = 'run' } = {}) {
   const data = await dataset(size);
   const { loadConfig } = await import('../dist/config/load.js');
   const { train } = await import('../dist/train/trainer.js');
   const { setQuiet } = await import('../dist/core/log.js');
   setQuiet(true);
   const cfg = loadConfig(benchConfig(size, data));
-  let run = arg('run', null);
+  let run = arg(runFlag, null);
   if (!run) {
-    cfg.taskSpecs.churn.model = { ...cfg.taskSpecs.churn.model, num_neighbors: [10, 5], sampling: 'last', max_steps_per_epoch: 50 };
+    cfg.taskSpecs.churn.model = { ...cfg.taskSpecs.churn.model, num_neighbors: [10, 5], sampling, max_steps_per_epoch: 50 };
     run = (await train({ cfg, task: 'churn', epochs: 1, skip_baseline: true })).runId;
   }
   return { cfg, run, data };

@@ -14,18 +14,27 @@ import type { EmbedTask, EmbedWorkerInit } from './pool.js';
 
 let model: DeepModel | null = null;
 
-/** Per sampled job: its seeded stream, the first batch it has not sampled yet, the static encodings. */
-const streams = new Map<number, { rng: Rng; next: number; encoded: Map<string, tf.Tensor2D> }>();
-const trees = new Map<string, ReturnType<DeepModel['samplingTree']>>();
+/** Per sampled job: its seeded stream and the first batch it has not sampled yet. */
+const streams = new Map<number, { rng: Rng; next: number }>();
+/**
+ * Per (table, depth): the sampling tree and the static encodings (`DeepModel.staticEncodings`). A worker's
+ * weights never change, so the encodings are computed once, for the first job, not once per chunk: at
+ * `large` that was the 105k articles encoded again for each of the 21 chunks of 65,536 customers.
+ */
+const trees = new Map<string, { tree: ReturnType<DeepModel['samplingTree']>; encoded: Map<string, tf.Tensor2D> }>();
 
 setQuiet(true);
 
 function sampled(m: DeepModel, t: Extract<EmbedTask, { kind: 'sampled' }>): Float32Array {
   const key = `${t.table}\u0000${t.depth}`;
-  let tree = trees.get(key);
-  if (!tree) trees.set(key, (tree = m.samplingTree(t.table, t.depth)));
+  let cached = trees.get(key);
+  if (!cached) {
+    const tree = m.samplingTree(t.table, t.depth);
+    trees.set(key, (cached = { tree, encoded: m.staticEncodings(tree.plan, t.nodes.length) }));
+  }
+  const { tree, encoded } = cached;
   let s = streams.get(t.job);
-  if (!s) streams.set(t.job, (s = { rng: new Rng(t.seed), next: 0, encoded: m.staticEncodings(tree.plan, t.nodes.length) }));
+  if (!s) streams.set(t.job, (s = { rng: new Rng(t.seed), next: 0 }));
   if (t.batch < s.next) throw new Error(`sampled batch ${t.batch} of job ${t.job} asked for after batch ${s.next - 1}`);
   const anchors = new Float64Array(t.batchSize).fill(t.anchor);
   const slice = (b: number): Int32Array => t.nodes.subarray(b * t.batchSize, Math.min(t.nodes.length, (b + 1) * t.batchSize));
@@ -38,7 +47,7 @@ function sampled(m: DeepModel, t: Extract<EmbedTask, { kind: 'sampled' }>): Floa
   }
   const nodes = slice(t.batch);
   s.next = t.batch + 1;
-  return m.embedSampledBatch(tree, tree.sampler.sample(nodes, anchors.subarray(0, nodes.length), s.rng), s.encoded);
+  return m.embedSampledBatch(tree, tree.sampler.sample(nodes, anchors.subarray(0, nodes.length), s.rng), encoded);
 }
 
 parentPort!.on('message', async (msg: { id: number; type: string } & Record<string, unknown>) => {
@@ -52,7 +61,6 @@ parentPort!.on('message', async (msg: { id: number; type: string } & Record<stri
       return;
     }
     if (msg.type === 'done') {
-      for (const t of streams.get(msg.job as number)?.encoded.values() ?? []) t.dispose();
       streams.delete(msg.job as number);
       parentPort!.postMessage({ id: msg.id });
       return;

@@ -51,7 +51,7 @@ export interface BatchArrays {
  */
 export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Record<string, TableFeatures>, degree: 'visible' | 'sampled' = 'visible', encoded?: ReadonlySet<string>): BatchArrays {
   const B = batch.size;
-  const perType = new Map<string, { nodes: number[]; anchors: number[]; index: RowIndex }>();
+  const perType = new Map<string, TypeBuilder>();
   const positions: Int32Array[] = [];
   /** per slot: compact row of each (padded) position, −1 when invalid */
   const compact: Int32Array[] = [];
@@ -59,48 +59,52 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
     const s = batch.slots[slot.index]!;
     const f = features[slot.type]!;
     let t = perType.get(slot.type);
-    if (!t) {
-      t = { nodes: [], anchors: [], index: rowIndex(slot.type, f.rows) };
-      perType.set(slot.type, t);
-    }
+    if (!t) perType.set(slot.type, (t = new TypeBuilder(rowIndex(slot.type, f.rows), B * slot.width)));
     const timeDependent = f.timeDependent;
-    const n = B * slot.width;
+    const width = slot.width;
+    const n = B * width;
     const rowOf = new Int32Array(n);
-    const pos: number[] = [];
-    for (let i = 0; i < n; i++) {
-      if (!s.valid[i]) {
-        rowOf[i] = -1;
-        continue;
-      }
-      const node = s.nodes[i]!;
-      const seed = Math.floor(i / slot.width);
+    const pos = new Int32Array(n);
+    const index = t.index;
+    const valid = s.valid;
+    const nodes = s.nodes;
+    let v = 0;
+    for (let seed = 0, i = 0; seed < B; seed++) {
       // Time-dependent features differ per anchor; anchors are per seed, so (node, seed) identifies a row.
-      let row = t.index.find(node, timeDependent ? seed : 0);
-      if (row < 0) {
-        row = t.nodes.length;
-        t.index.add(node, timeDependent ? seed : 0, row);
-        t.nodes.push(node);
-        t.anchors.push(batch.anchors[seed]!);
+      const key = timeDependent ? seed : 0;
+      for (const end = i + width; i < end; i++) {
+        if (!valid[i]) {
+          rowOf[i] = -1;
+          continue;
+        }
+        const node = nodes[i]!;
+        let row = index.find(node, key);
+        if (row < 0) {
+          row = t.add(node, seed);
+          index.add(node, key, row);
+        }
+        rowOf[i] = v;
+        pos[v++] = row;
       }
-      rowOf[i] = pos.length;
-      pos.push(row);
     }
-    positions.push(Int32Array.from(pos));
+    positions.push(v === n ? pos : pos.slice(0, v));
     compact.push(rowOf);
   }
   for (const t of perType.values()) t.index.reset();
   const types: Record<string, TypeRows> = {};
   for (const [type, t] of perType) {
     const f = features[type]!;
-    const rows = t.nodes.length;
-    const nodes = Int32Array.from(t.nodes);
+    const rows = t.rows;
+    const nodes = t.nodes.slice(0, rows);
     if (encoded?.has(type)) {
       types[type] = { num: new Float32Array(0), cat: new Int32Array(0), rows, nodes };
       continue;
     }
     const num = new Float32Array(rows * f.num_dim);
     const cat = new Int32Array(rows * f.catCount);
-    f.gather(nodes, (i) => t.anchors[i]!, null, num, cat);
+    const seeds = t.seeds;
+    const anchors = batch.anchors;
+    f.gather(nodes, (i) => anchors[seeds[i]!]!, null, num, cat);
     types[type] = { num, cat, rows, nodes };
   }
   const childIndex: (Int32Array | null)[] = [];
@@ -145,6 +149,37 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
     degrees.push(deg);
   }
   return { size: B, types, positions, childIndex, weights, masks, degrees };
+}
+
+/** One node type's distinct batch rows, in order of first appearance: the node and the seed whose anchor it is read at. */
+class TypeBuilder {
+  rows = 0;
+  nodes: Int32Array;
+  seeds: Int32Array;
+
+  constructor(
+    readonly index: RowIndex,
+    capacity: number,
+  ) {
+    this.nodes = new Int32Array(Math.max(16, capacity));
+    this.seeds = new Int32Array(Math.max(16, capacity));
+  }
+
+  /** appends a row; returns its number */
+  add(node: number, seed: number): number {
+    if (this.rows === this.nodes.length) {
+      const grow = (a: Int32Array): Int32Array => {
+        const b = new Int32Array(a.length * 2);
+        b.set(a);
+        return b;
+      };
+      this.nodes = grow(this.nodes);
+      this.seeds = grow(this.seeds);
+    }
+    this.nodes[this.rows] = node;
+    this.seeds[this.rows] = seed;
+    return this.rows++;
+  }
 }
 
 /**

@@ -38,6 +38,10 @@ const DAY = 86400;
 /** activity windows (days) for counts; sums use the last two */
 const ACTIVITY_COUNT_DAYS = [7, 30, 90];
 const ACTIVITY_SUM_DAYS = [30, 90];
+/** the count window each sum window is (its start is searched once) */
+const SUM_WINDOWS = ACTIVITY_SUM_DAYS.map((d) => ACTIVITY_COUNT_DAYS.indexOf(d));
+/** `writeActivity`'s scratch: each count window's first CSR position */
+const windowStart = new Int32Array(ACTIVITY_COUNT_DAYS.length);
 /** per activity edge: counts per window + all, recency, tenure, no-rows flag */
 const ACTIVITY_BASE = ACTIVITY_COUNT_DAYS.length + 4;
 
@@ -146,19 +150,24 @@ function writeActivity(out: Float32Array, o: number, a: BoundActivity, v: number
   const indices = a.edge.indices!;
   const start = a.edge.indptr![v]!;
   const end = upperBound(indices, a.time, start, a.edge.indptr![v + 1]!, anchor);
-  const from = (days: number): number => upperBound(indices, a.time!, start, end, anchor - days * DAY);
-  for (const d of ACTIVITY_COUNT_DAYS) out[o++] = Math.log1p(end - from(d));
+  // One search per window: the sums' windows are count windows too.
+  for (let w = 0; w < ACTIVITY_COUNT_DAYS.length; w++) {
+    const lo = upperBound(indices, a.time, start, end, anchor - ACTIVITY_COUNT_DAYS[w]! * DAY);
+    windowStart[w] = lo;
+    out[o++] = Math.log1p(end - lo);
+  }
   out[o++] = Math.log1p(end - start);
   const none = end === start;
   out[o++] = none ? 0 : Math.log1p(Math.max(0, anchor - a.time[indices[end - 1]!]!) / DAY) / 5;
   out[o++] = none ? 0 : Math.log1p(Math.max(0, anchor - a.time[indices[start]!]!) / DAY) / 5;
   out[o++] = none ? 1 : 0;
-  for (const d of ACTIVITY_SUM_DAYS) {
-    const lo = from(d);
-    a.spec.sums.forEach((s, c) => {
-      const sum = (a.prefix[c]![end]! - a.prefix[c]![lo]!) / (s.std > 0 ? s.std : 1);
+  for (const w of SUM_WINDOWS) {
+    const lo = windowStart[w]!;
+    for (let c = 0; c < sums; c++) {
+      const std = a.spec.sums[c]!.std;
+      const sum = (a.prefix[c]![end]! - a.prefix[c]![lo]!) / (std > 0 ? std : 1);
       out[o++] = Math.sign(sum) * Math.log1p(Math.abs(sum));
-    });
+    }
   }
   return o;
 }

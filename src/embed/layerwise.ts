@@ -150,7 +150,7 @@ function buildClasses(model: DeepModel, plan: Plan, entities: Int32Array, anchor
     for (const type of new Set(pending.map((p) => p.edge.dst))) {
       childClass.set(type, classes.length);
       const mine = pending.filter((p) => p.edge.dst === type);
-      const rowOf = scratch(graph.table(type).rows);
+      const rowOf = scratch(type, graph.table(type).rows);
       const nodes: number[] = [];
       const rowLists = mine.map((p) => {
         const ids = p.csr.ids;
@@ -339,15 +339,18 @@ function block(e: ClassEdge, chunk: Int32Array, hChild: Float32Array, C: number,
   return { table: tf.tensor2d(hb, [n * f, C]), index, fanout: f, weights: tf.tensor1d(mask), mask: tf.tensor1d(mask), degree: tf.tensor2d(degree, [n, 1]) };
 }
 
-const scratches = new Map<number, Int32Array>();
+/** per table (by name): its node → row map */
+const scratches = new Map<string, Int32Array>();
 
-/** A node → row map as a dense array (−1 = none), reused across calls; callers reset what they set. */
-function scratch(size: number): Int32Array {
-  let a = scratches.get(size);
-  if (!a) {
-    scratches.clear();
-    scratches.set(size, (a = new Int32Array(size).fill(-1)));
-  }
+/**
+ * A table's node → row map as a dense array (−1 = none), kept for the process and reused by every call;
+ * callers reset what they set. One per table: a single cached array, replaced whenever another table's
+ * size was asked for, re-allocated (and page-faulted in) 128 MB for the transactions at `large` on every
+ * call — ~0.5 s each, which made distillation's many small snapshots run at 1.5–3k entities/s.
+ */
+function scratch(table: string, size: number): Int32Array {
+  let a = scratches.get(table);
+  if (!a || a.length !== size) scratches.set(table, (a = new Int32Array(size).fill(-1)));
   return a;
 }
 

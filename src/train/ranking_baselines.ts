@@ -9,6 +9,7 @@
  *   among their last BASKET distinct items before the anchor; a user's score for item i is the sum over
  *   their own last BASKET items j of count(j, i), over each j's NEIGHBOURS most frequent partners.
  */
+import { reverseCsr } from '../graph/csr.js';
 import type { Graph } from '../graph/graph.js';
 import { upperBound } from '../model/sampler.js';
 import { topK, type RankingSpec } from '../model/recommender.js';
@@ -87,7 +88,7 @@ function recentItems(g: Csr, user: number, anchor: number): number[] {
 
 /**
  * Item-kNN over co-occurrence counts at the anchor (see the file comment). The counts are never held as
- * pairs: every user's basket goes into a CSR, items get the inverted list of the baskets holding them,
+ * pairs: every user's basket goes into a CSR, items get the list of the baskets holding them (`reverseCsr`),
  * and each item's partners are counted in one dense pass over its baskets, keeping its NEIGHBOURS most
  * frequent (ties: lower item first). A Map of pairs passed V8's 2^24 entries at `large` (1.37M baskets).
  * The work is Σ basket² ≈ 100 per user.
@@ -110,7 +111,11 @@ export function cooccurrenceTopK(graph: Graph, rs: RankingSpec, users: Int32Arra
     for (let a = 0; a < items.length; a++) basketItems[at + a] = items[a]!;
     basketPtr[u + 1] = at + items.length;
   }
-  const holders = invert(basketPtr, basketItems, nItems);
+  // Per item, the basket entries holding it (graph/csr.ts's counting sort), and each entry's user.
+  const entries = basketPtr[nUsers]!;
+  const holders = reverseCsr(basketItems.subarray(0, entries), nItems);
+  const userOf = new Int32Array(entries);
+  for (let u = 0; u < nUsers; u++) userOf.fill(u, basketPtr[u]!, basketPtr[u + 1]!);
   // Per item, its NEIGHBOURS most frequent partners (CSR).
   const partnerPtr = new Int32Array(nItems + 1);
   const partnerItem: number[] = [];
@@ -118,8 +123,8 @@ export function cooccurrenceTopK(graph: Graph, rs: RankingSpec, users: Int32Arra
   const count = new Int32Array(nItems);
   const seen: number[] = [];
   for (let i = 0; i < nItems; i++) {
-    for (let h = holders.ptr[i]!; h < holders.ptr[i + 1]!; h++) {
-      const u = holders.idx[h]!;
+    for (let h = holders.indptr[i]!; h < holders.indptr[i + 1]!; h++) {
+      const u = userOf[holders.indices[h]!]!;
       for (let b = basketPtr[u]!; b < basketPtr[u + 1]!; b++) {
         const j = basketItems[b]!;
         if (j === i) continue;
@@ -158,16 +163,4 @@ export function cooccurrenceTopK(graph: Graph, rs: RankingSpec, users: Int32Arra
     touched.length = 0;
   }
   return out;
-}
-
-/** The transpose of a CSR (rows → columns): per column, the rows holding it, ascending. */
-function invert(ptr: Int32Array, idx: Int32Array, columns: number): { ptr: Int32Array; idx: Int32Array } {
-  const out = new Int32Array(columns + 1);
-  const rows = ptr.length - 1;
-  for (let e = 0; e < ptr[rows]!; e++) out[idx[e]! + 1]!++;
-  for (let c = 0; c < columns; c++) out[c + 1]! += out[c]!;
-  const fill = out.slice(0, columns);
-  const at = new Int32Array(ptr[rows]!);
-  for (let r = 0; r < rows; r++) for (let e = ptr[r]!; e < ptr[r + 1]!; e++) at[fill[idx[e]!]!++] = r;
-  return { ptr: out, idx: at };
 }

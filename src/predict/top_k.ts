@@ -24,8 +24,7 @@ import { writeJsonAtomic } from '../core/atomic.js';
 import { embedExact } from '../embed/layerwise.js';
 import { existingAt, kvMetadata, readTableKeys, representations, snapshotMetadata, type Snapshot, type SnapshotFigures, type SnapshotOptions } from '../embed/snapshot.js';
 import { writeColumns, writeEmbeddings } from '../embed/writer.js';
-import { CatalogueTopK } from '../compute/catalogue_top_k.js';
-import { itemPopularity, rankCatalogueOnnx, userHistories } from '../model/recommender.js';
+import { catalogueKernel, itemPopularity, rankCatalogueOnnx, userHistories } from '../model/recommender.js';
 import type { DeepModel } from '../model/deep_model.js';
 
 export interface TopKResult extends SnapshotFigures {
@@ -73,14 +72,7 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
   // The catalogue side [e_i, pop_i] lives in the onnxruntime session for the whole job: every chunk of users
   // is one MatMul + TopK on all cores (compute/catalogue_top_k.ts).
   t = performance.now();
-  const catalogue = new Float32Array(nItems * (C + 1));
-  for (let i = 0; i < nItems; i++) {
-    catalogue.set(items.subarray(i * C, (i + 1) * C), i * (C + 1));
-    catalogue[i * (C + 1) + C] = pop[i]!;
-  }
-  // No spin-waiting: on the shared 2-core machine the pool threads' spinning cost 13% more CPU and 10% more
-  // wall time for 100,000 × 10,000 scores (2.39 vs 2.77 CPU-s at load 13), and predict has no other latency to hide.
-  const kernel = await CatalogueTopK.create(catalogue, C + 1, Math.min(k, nItems), { spinning: false });
+  const kernel = await catalogueKernel(items, pop, nItems, C, k);
   timing.computeMs += performance.now() - t;
 
   const meta = { ...snapshotMetadata(s, VERSION), task: s.manifest.task, objective: 'ranking' as const, prediction: 'top_k' as const, k, item_table: rs.item_table, item_key: itemCol, items: nItems };

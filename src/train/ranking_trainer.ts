@@ -19,8 +19,7 @@ import { Progress, formatRate } from '../core/progress.js';
 import { Rng } from '../core/rng.js';
 import type { DeepModel } from '../model/deep_model.js';
 import { FlatAdam } from '../model/optim.js';
-import { CatalogueTopK } from '../compute/catalogue_top_k.js';
-import { pairCells, popularityCache, rankCatalogueOnnx, sampleNegatives, userHistories, type RankingSpec } from '../model/recommender.js';
+import { catalogueKernel, pairCells, popularityCache, rankCatalogueOnnx, sampleNegatives, userHistories, type RankingSpec } from '../model/recommender.js';
 import { rankingMetrics, type RankingMetrics } from '../task/metrics.js';
 import { sampledSoftmax } from '../task/objective/ranking.js';
 import type { Examples } from '../task/task_spec.js';
@@ -272,14 +271,7 @@ export async function evaluate(model: DeepModel, ex: Examples, k: number, pop: (
   let done = 0;
   for (const [anchor, idx] of groups(ex)) {
     const items = catalogueVectors(model, anchor);
-    const N = items.length / C;
-    const p = pop(anchor);
-    const catalogue = new Float32Array(N * (C + 1));
-    for (let i = 0; i < N; i++) {
-      catalogue.set(items.subarray(i * C, (i + 1) * C), i * (C + 1));
-      catalogue[i * (C + 1) + C] = p[i]!;
-    }
-    const kernel = await CatalogueTopK.create(catalogue, C + 1, Math.min(k, N), { spinning: false });
+    const kernel = await catalogueKernel(items, pop(anchor), items.length / C, C, k);
     try {
       for (let lo = 0; lo < idx.length; lo += EVAL_CHUNK) {
         const rows = idx.slice(lo, lo + EVAL_CHUNK);

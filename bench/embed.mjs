@@ -55,13 +55,13 @@ out.peak_rss_mb = peakRssMb();
 // of warm repeats in one process. Here one pool is kept over `repeats` + 1 passes of the same compute
 // (whole table, compute only); the first pass is reported apart and the median of the others is compared.
 {
-  const { openSnapshot } = await import('../dist/embed/snapshot.js');
+  const { exactDegreeCap, openSnapshot } = await import('../dist/embed/snapshot.js');
+  const { EMBED_LAYOUT } = await import('../dist/embed/embed.js');
   const { EmbedPool } = await import('../dist/embed/pool.js');
-  const layout = { verb: 'embed', done: 'embedded', folder: 'embeddings', file: 'embeddings.parquet' };
   for (const mode of ['exact', 'sampled']) {
-    const s = await openSnapshot({ cfg, run: mode === 'exact' ? exactRun : run, mode, anchorTime, out: `${cfg.artifactsDir}/bench-embed-steady.parquet` }, layout);
+    const s = await openSnapshot({ cfg, run: mode === 'exact' ? exactRun : run, mode, anchorTime, out: `${cfg.artifactsDir}/bench-embed-steady.parquet` }, EMBED_LAYOUT);
     const C = s.model.spec.channels;
-    const degreeCap = s.model.spec.sampling === 'uniform' ? cfg.taskSpecs[s.manifest.task]?.model.exact_degree_cap ?? 1000 : 0;
+    const degreeCap = exactDegreeCap(cfg, s);
     const nodes = Int32Array.from({ length: s.hi - s.lo }, (_, i) => s.lo + i);
     const pool = await EmbedPool.start(2, s.model, 'auto');
     const rates = [];

@@ -73,6 +73,15 @@ const caps = {
   distill_epochs: num('distill-epochs', defaults.distill_epochs),
 };
 const duckdbMemory = arg('duckdb-memory', process.env.GNNCTL_DUCKDB_MEMORY ?? null);
+const onlyArg = arg('only', null);
+const only = onlyArg ? new Set(onlyArg.split(',').map((x) => x.trim())) : null;
+const STAGES = ['graph', 'train churn', 'train fraud', 'embed customers', 'embed articles', 'predict churn', 'train next_purchases', 'predict next_purchases top-12', 'distill', 'export', 'serve request'];
+for (const name of only ?? []) {
+  if (!STAGES.includes(name)) {
+    console.error(`--only: no stage ${JSON.stringify(name)}; stages: ${STAGES.join(', ')}`);
+    process.exit(2);
+  }
+}
 
 const loadBefore = loadavg()[0];
 let synth = null;
@@ -87,8 +96,6 @@ const data = join(CACHE, `data-${size}`);
 // The bundled config on this data, with the caps, in a fresh artifacts folder (no reused stage unless --resume).
 const artifacts = join(CACHE, `scale-${size}`);
 const resumeFile = arg('resume', null);
-const onlyArg = arg('only', null);
-const only = onlyArg ? new Set(onlyArg.split(',').map((x) => x.trim())) : null;
 /** stage name → its figures from the run resumed */
 const finished = new Map();
 let resumedFrom = null;

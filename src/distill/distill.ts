@@ -152,6 +152,7 @@ export async function prepareDistill(opts: DistillOptions) {
   const cadence = d.embedding_cadence ?? defaultCadence(d.min_embedding_offset, d.max_embedding_offset);
   const embeddings: EntityEmbeddings[] = [];
   let pool: EmbedPool | null = null;
+  const workers = embedWorkers('auto', backend.name);
   try {
     for (const k of spec.embeddings) {
       // An entity task's own key: the example's entity is the embedded one.
@@ -172,7 +173,7 @@ export async function prepareDistill(opts: DistillOptions) {
         embeddings.push(await embeddingsForExamples(graph, files, spec.fact_table, k.column, targetKey, all, { min: d.min_embedding_offset, max: d.max_embedding_offset }, k.dim));
       } else {
         // Both cores: the teacher's weights on embed workers (started once, for every key).
-        pool ??= embedWorkers('auto', backend.name) > 1 ? await EmbedPool.start(embedWorkers('auto', backend.name), teacherModel, opts.backend ?? 'auto') : null;
+        pool ??= workers > 1 ? await EmbedPool.start(workers, teacherModel, opts.backend ?? 'auto') : null;
         embeddings.push(
           await computedEmbeddings(teacherModel, exParents, all.anchors, k.target, { min: d.min_embedding_offset, max: d.max_embedding_offset, cadence }, baseManifestCap(cfg, baseManifest), { progress: new Progress(), pool }),
         );

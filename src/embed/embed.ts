@@ -34,9 +34,12 @@ export function defaultEmbeddingDir(artifactsDir: string, runId: string, anchor:
   return defaultSnapshotDir(artifactsDir, 'embeddings', runId, anchor, table);
 }
 
+/** What `embed` calls its snapshot in messages and on disk. */
+export const EMBED_LAYOUT = { verb: 'embed', done: 'embedded', folder: 'embeddings', file: 'embeddings.parquet' } as const;
+
 export async function embed(opts: EmbedOptions): Promise<EmbedResult> {
   const t0 = performance.now();
-  const s = await openSnapshot(opts, { verb: 'embed', done: 'embedded', folder: 'embeddings', file: 'embeddings.parquet' });
+  const s = await openSnapshot(opts, EMBED_LAYOUT);
   try {
     const meta: EmbeddingMetadata = { ...snapshotMetadata(s, VERSION), dim: s.model.spec.channels };
     const timing = { computeMs: 0 };

@@ -203,7 +203,7 @@ export async function* representations(s: Snapshot, opts: SnapshotOptions, timin
   const { model, table, depth, lo, hi, anchor } = s;
   const chunkSize = opts.chunkSize ?? 65536;
   const C = model.spec.channels;
-  const degreeCap = model.spec.sampling === 'uniform' ? opts.cfg.taskSpecs[s.manifest.task]?.model.exact_degree_cap ?? 1000 : 0;
+  const degreeCap = exactDegreeCap(opts.cfg, s);
   // 'auto' keeps a small table on this thread (starting workers costs more than it saves).
   const auto = opts.workers === undefined || opts.workers === 'auto';
   const workers = auto ? Math.min(embedWorkers('auto', s.backend), Math.ceil((hi - lo) / SAMPLED_BATCH)) : (opts.workers as number);
@@ -254,6 +254,11 @@ export async function* representations(s: Snapshot, opts: SnapshotOptions, timin
   } finally {
     await pool?.close();
   }
+}
+
+/** Neighbours exact mode aggregates per node beyond the fanout: the task's `exact_degree_cap` for uniform-sampled runs (0: `last` runs read the fanout). */
+export function exactDegreeCap(cfg: Config, s: Pick<Snapshot, 'model' | 'manifest'>): number {
+  return s.model.spec.sampling === 'uniform' ? cfg.taskSpecs[s.manifest.task]?.model.exact_degree_cap ?? 1000 : 0;
 }
 
 /**

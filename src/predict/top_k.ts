@@ -22,7 +22,7 @@ import { round } from '../core/number.js';
 import { VERSION } from '../core/version.js';
 import { writeJsonAtomic } from '../core/atomic.js';
 import { embedExact } from '../embed/layerwise.js';
-import { existingAt, kvMetadata, readTableKeys, representations, snapshotMetadata, type Snapshot, type SnapshotFigures, type SnapshotOptions } from '../embed/snapshot.js';
+import { exactDegreeCap, existingAt, kvMetadata, readTableKeys, representations, snapshotMetadata, type Snapshot, type SnapshotFigures, type SnapshotOptions } from '../embed/snapshot.js';
 import { writeColumns, writeEmbeddings } from '../embed/writer.js';
 import { catalogueKernel, itemPopularity, rankCatalogueOnnx, userHistories } from '../model/recommender.js';
 import type { DeepModel } from '../model/deep_model.js';
@@ -61,7 +61,7 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
   const itemCol = itemKeyColumn(s.key, rs.item_table, itemPk);
   const nItems = existingAt(s.graph, rs.item_table, s.anchor);
   const itemKeys = await readTableKeys(s.graph, rs.item_table, itemPk, 0, nItems, s.path);
-  const degreeCap = model.spec.sampling === 'uniform' ? opts.cfg.taskSpecs[s.manifest.task]?.model.exact_degree_cap ?? 1000 : 0;
+  const degreeCap = exactDegreeCap(opts.cfg, s);
 
   const timing: { computeMs: number; workers?: number } = { computeMs: 0 };
   let t = performance.now();

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * Batch embeddings of every customer with a churn run: exact (layer-wise) and sampled mode, end to end
- * (graph loading included) and compute-only entities/s, peak RSS; with `--reference`, the PyTorch
- * reference's sampled and layer-wise figures on the same data, and the ratios.
+ * (graph loading included) and compute-only entities/s, peak RSS (of this process, and per mode of one
+ * `gnnctl embed` process: `<mode>.process`); with `--reference`, the PyTorch reference's sampled and
+ * layer-wise figures on the same data, and the ratios (`memory_ratio_*`: process peak RSS per mode).
  *
  *   npm run build && node bench/embed.mjs --size medium [--run RUN] [--exact-run RUN] [--reference] [--repeats 3]
  * Without --run / --exact-run it trains the 1-epoch churn runs first (not timed): sampled mode embeds with a
@@ -25,7 +26,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { arg, churnBench, flag, peakRssMb, reference } from './common.mjs';
+import { arg, CACHE, churnBench, flag, peakRssMb, reference, ROOT } from './common.mjs';
 
 const size = arg('size', 'medium');
 const repeats = Number(arg('repeats', '3'));
@@ -80,6 +81,23 @@ out.peak_rss_mb = peakRssMb();
   }
   out.peak_rss_mb_with_steady = peakRssMb();
 }
+// Memory per mode, as the reference reports it (one process per mode): `gnnctl embed` in its own process,
+// its peak RSS with its workers, TF.js heaps, DuckDB and the graph (this process holds both runs and modes).
+{
+  const { spawnSync } = await import('node:child_process');
+  const { tmpdir } = await import('node:os');
+  const { rmSync } = await import('node:fs');
+  const rssFile = join(tmpdir(), `gnnctl-embed-rss-${process.pid}`);
+  for (const mode of ['exact', 'sampled']) {
+    rmSync(rssFile, { force: true });
+    const args = ['embed', '--config', join(CACHE, `retail-${size}.yaml`), '--run', mode === 'exact' ? exactRun : run, '--mode', mode, '--anchor-time', anchorTime, '--out', `${cfg.artifactsDir}/bench-embed-process-${mode}.parquet`, '--json'];
+    const r = spawnSync(process.execPath, [join(ROOT, 'bench', 'gnnctl_rss.mjs'), ...args], { cwd: ROOT, env: { ...process.env, GNNCTL_BENCH_RSS_FILE: rssFile }, encoding: 'utf8', maxBuffer: 1 << 26 });
+    if (r.status !== 0) throw new Error(`gnnctl embed --mode ${mode} exited ${r.status}: ${r.stderr.split('\n').slice(-4).join(' ')}`);
+    const e = JSON.parse(r.stdout.trim().split('\n').pop());
+    out[mode].process = { peak_rss_mb: Math.round(Number(readFileSync(rssFile, 'utf8')) / 1024), seconds: e.seconds, entities_per_s: e.entities_per_s };
+  }
+  rmSync(rssFile, { force: true });
+}
 if (flag('reference')) {
   // The reference embeds with its own trained model; train it (one epoch) if it has none yet.
   const { existsSync } = await import('node:fs');
@@ -102,6 +120,9 @@ if (flag('reference')) {
     out.ratio_exact = ratio(out.exact.entities_per_s, full.nodes_per_s);
     out.ratio_exact_steady = ratio(out.exact.steady.entities_per_s, full.nodes_per_s);
   }
+  // Peak RSS of one `gnnctl embed` process over the reference's process, per mode (target ≤ 1.5).
+  if (sampled?.peak_rss_mb) out.memory_ratio_sampled = ratio(out.sampled.process.peak_rss_mb, sampled.peak_rss_mb);
+  if (full?.peak_rss_mb) out.memory_ratio_exact = ratio(out.exact.process.peak_rss_mb, full.peak_rss_mb);
 }
 out.load_average_end = loadavg().map((x) => Math.round(x * 100) / 100);
 console.log(JSON.stringify(out));

@@ -1,6 +1,6 @@
 /**
  * An embedding worker (see pool.ts): the model on its own TF.js instance, answering `embed` messages
- * with exact (layer-wise) or sampled embeddings of a piece of a chunk.
+ * with exact (layer-wise) or sampled embeddings of a piece of a chunk, or the head's outputs for examples.
  */
 import { parentPort } from 'node:worker_threads';
 import type * as tf from '@tensorflow/tfjs';
@@ -25,14 +25,19 @@ const trees = new Map<string, { tree: ReturnType<DeepModel['samplingTree']>; enc
 
 setQuiet(true);
 
-function sampled(m: DeepModel, t: Extract<EmbedTask, { kind: 'sampled' }>): Float32Array {
-  const key = `${t.table}\u0000${t.depth}`;
+/** The sampling tree and static encodings for sampled batches of `table` at `depth`, for a job of `seeds` entities. */
+function treeFor(m: DeepModel, table: string, depth: number, seeds: number) {
+  const key = `${table}\u0000${depth}`;
   let cached = trees.get(key);
   if (!cached) {
-    const tree = m.samplingTree(t.table, t.depth);
-    trees.set(key, (cached = { tree, encoded: m.staticEncodings(tree.plan, t.nodes.length) }));
+    const tree = m.samplingTree(table, depth);
+    trees.set(key, (cached = { tree, encoded: m.staticEncodings(tree.plan, seeds) }));
   }
-  const { tree, encoded } = cached;
+  return cached;
+}
+
+function sampled(m: DeepModel, t: Extract<EmbedTask, { kind: 'sampled' }>): Float32Array {
+  const { tree, encoded } = treeFor(m, t.table, t.depth, t.nodes.length);
   let s = streams.get(t.job);
   if (!s) streams.set(t.job, (s = { rng: new Rng(t.seed), next: 0 }));
   if (t.batch < s.next) throw new Error(`sampled batch ${t.batch} of job ${t.job} asked for after batch ${s.next - 1}`);
@@ -57,6 +62,7 @@ parentPort!.on('message', async (msg: { id: number; type: string } & Record<stri
       await selectBackend(init.backend);
       model = new DeepModel(Graph.fromShared(init.graph), init.spec, init.featureSpec, 1);
       model.params.assignBlob(init.weights);
+      if (init.prepare) treeFor(model, init.prepare.table, init.prepare.depth, init.prepare.seeds);
       parentPort!.postMessage({ id: msg.id });
       return;
     }
@@ -68,7 +74,8 @@ parentPort!.on('message', async (msg: { id: number; type: string } & Record<stri
     if (!model) throw new Error('worker used before init');
     if (msg.type !== 'embed') throw new Error(`unknown message ${msg.type}`);
     const t = msg.task as EmbedTask;
-    const res = t.kind === 'exact' ? embedExact(model, t.table, t.depth, t.nodes, t.anchor, t.degreeCap) : sampled(model, t);
+    const res =
+      t.kind === 'exact' ? embedExact(model, t.table, t.depth, t.nodes, t.anchor, t.degreeCap) : t.kind === 'sampled' ? sampled(model, t) : model.predictRaw({ nodes: t.nodes, anchors: t.anchors }, 2048, t.seed);
     // Transfer only a buffer the result owns whole (never a view into a larger one).
     const out = res.byteOffset === 0 && res.byteLength === res.buffer.byteLength ? res : res.slice();
     parentPort!.postMessage({ id: msg.id, out }, [out.buffer as ArrayBuffer]);

@@ -8,7 +8,7 @@
  * The outputs are those of the single-thread code, whatever the number of workers:
  * - exact: an entity's layer-wise embedding depends only on its own neighbourhood, so a chunk splits
  *   into parts freely;
- * - sampled: a chunk is one seeded stream of 4096-entity batches (`DeepModel.embedSampled`). A worker
+ * - sampled: a chunk is one seeded stream of `SAMPLED_BATCH`-entity batches (`DeepModel.embedSampled`). A worker
  *   given batch b replays the sampling of the batches before it that it did not compute (cheap: no
  *   features, no TF.js), so its random draws are the ones the single-thread loop would have made (a
  *   worker's batches come in increasing order). With
@@ -18,11 +18,13 @@ import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { BackendName, BackendRequest } from '../compute/backend.js';
 import type { Graph } from '../graph/graph.js';
-import type { DeepModel } from '../model/deep_model.js';
+import { SAMPLED_BATCH, type DeepModel } from '../model/deep_model.js';
 import type { FeatureSpec } from '../model/features.js';
 import type { ModelSpec } from '../model/hetero_gnn.js';
 import { warn } from '../core/log.js';
 import { compiledWorker, WorkerRpc } from '../core/worker_rpc.js';
+import type { Examples } from '../task/task_spec.js';
+import { chunkSeed, PREDICT_CHUNK } from '../train/engine.js';
 
 export interface EmbedWorkerInit {
   graph: ReturnType<Graph['shareable']>;
@@ -30,17 +32,26 @@ export interface EmbedWorkerInit {
   featureSpec: FeatureSpec;
   weights: Float32Array;
   backend: BackendRequest;
+  /** sampled jobs to come: the worker builds their sampling tree and static encodings while it starts */
+  prepare?: SampledPrepare;
+}
+
+/** The table, depth and entity count of the sampled jobs a pool is started for. */
+export interface SampledPrepare {
+  table: string;
+  depth: number;
+  seeds: number;
 }
 
 /** What one piece of work asks a worker for. */
 export type EmbedTask =
   | { kind: 'exact'; table: string; depth: number; nodes: Int32Array; anchor: number; degreeCap: number }
-  | { kind: 'sampled'; job: number; table: string; depth: number; nodes: Int32Array; anchor: number; seed: number; batchSize: number; batch: number };
+  | { kind: 'sampled'; job: number; table: string; depth: number; nodes: Int32Array; anchor: number; seed: number; batchSize: number; batch: number }
+  | { kind: 'predict'; nodes: Int32Array; anchors: Float64Array; seed: number };
 
 type Reply = { id: number; error?: string; out?: Float32Array };
 
-/** Entities per sampled batch: `DeepModel.embedSampled`'s default, which defines the sampled stream. */
-export const SAMPLED_BATCH = 4096;
+export { SAMPLED_BATCH };
 
 /** The compiled worker script, also when gnnctl runs from its TypeScript sources (tests). */
 export function embedWorkerScript(): string | null {
@@ -69,8 +80,12 @@ export class EmbedPool {
     return this.rpc.size;
   }
 
-  /** Starts `n` workers holding `model`'s weights, or returns null (with a warning) when the compiled worker script is missing. */
-  static async start(n: number, model: DeepModel, backend: BackendRequest): Promise<EmbedPool | null> {
+  /**
+   * Starts `n` workers holding `model`'s weights, or returns null (with a warning) when the compiled worker
+   * script is missing. `prepare`: the sampled jobs to come, whose sampling tree and static encodings the
+   * workers then build as they start (which the caller overlaps with its own work) instead of in the first job.
+   */
+  static async start(n: number, model: DeepModel, backend: BackendRequest, prepare?: SampledPrepare): Promise<EmbedPool | null> {
     const script = embedWorkerScript();
     if (!script) {
       warn('embedding over worker threads needs the compiled worker (npm run build); embedding on one thread');
@@ -79,7 +94,7 @@ export class EmbedPool {
     const weights = model.params.serialize().blob;
     const pool = new EmbedPool(new WorkerRpc<Reply>(script, n));
     try {
-      const init: EmbedWorkerInit = { graph: model.graph.shareable(), spec: model.spec, featureSpec: model.featureSpec, weights, backend };
+      const init: EmbedWorkerInit = { graph: model.graph.shareable(), spec: model.spec, featureSpec: model.featureSpec, weights, backend, ...(prepare ? { prepare } : {}) };
       await Promise.all(pool.rpc.workers.map((w) => pool.rpc.call(w, { type: 'init', init })));
     } catch (e) {
       await pool.close();
@@ -116,6 +131,31 @@ export class EmbedPool {
     const out = concat(await this.run(tasks), nodes.length * channels);
     // Workers keep a job's sampling stream until told it is over.
     await Promise.all(this.rpc.workers.map((w) => this.rpc.call(w, { type: 'done', job })));
+    return out;
+  }
+
+  /**
+   * The model's raw head outputs for examples, as `predictInChunks` (train/engine.ts) computes them on one thread (the same
+   * numbers): chunks handed out from one queue, so a worker slowed by another process takes fewer.
+   */
+  async predictRaw(ex: Pick<Examples, 'nodes' | 'anchors'>, seed: number, onProgress?: (done: number) => void): Promise<Float32Array> {
+    const total = ex.nodes.length;
+    const out = new Float32Array(total);
+    let next = 0;
+    let done = 0;
+    await Promise.all(
+      this.rpc.workers.map(async (w) => {
+        while (next < total) {
+          const lo = next;
+          const hi = Math.min(total, lo + PREDICT_CHUNK);
+          next = hi;
+          const task: EmbedTask = { kind: 'predict', nodes: ex.nodes.slice(lo, hi), anchors: ex.anchors.slice(lo, hi), seed: chunkSeed(seed, lo) };
+          out.set((await this.rpc.call(w, { type: 'embed', task })).out!, lo);
+          done += hi - lo;
+          onProgress?.(done);
+        }
+      }),
+    );
     return out;
   }
 

@@ -27,7 +27,10 @@ import { info, warn } from '../core/log.js';
 import { formatRate, type Progress } from '../core/progress.js';
 import { round } from '../core/number.js';
 import { embedExact, tableDepth } from './layerwise.js';
-import { EmbedPool, SAMPLED_BATCH, embedWorkers } from './pool.js';
+import { EmbedPool, embedWorkers } from './pool.js';
+
+/** 'auto' gives a worker at least this many rows: starting one (TF.js, the weights) costs about a second. */
+const MIN_ROWS_PER_WORKER = 4096;
 import { PARQUET_FILE_LIMIT_BYTES, readColumnVector, writeEmbeddings, type EmbeddingChunk, type EntityColumn } from './writer.js';
 
 export type EmbedMode = 'exact' | 'sampled';
@@ -206,21 +209,21 @@ export async function* representations(s: Snapshot, opts: SnapshotOptions, timin
   const degreeCap = exactDegreeCap(opts.cfg, s);
   // 'auto' keeps a small table on this thread (starting workers costs more than it saves).
   const auto = opts.workers === undefined || opts.workers === 'auto';
-  const workers = auto ? Math.min(embedWorkers('auto', s.backend), Math.ceil((hi - lo) / SAMPLED_BATCH)) : (opts.workers as number);
-  // The workers start (load TF.js and the weights) while DuckDB reads the keys.
-  const starting = workers > 1 ? EmbedPool.start(workers, model, opts.backend ?? 'auto') : Promise.resolve(null);
-  let keys: arrow.Vector;
+  const workers = auto ? Math.min(embedWorkers('auto', s.backend), Math.ceil((hi - lo) / MIN_ROWS_PER_WORKER)) : (opts.workers as number);
+  // DuckDB reads the keys while the workers start (load TF.js and the weights, build the sampling tree and
+  // the static encodings) and compute the first chunk: only writing needs the keys.
+  const reading = readKeys(s);
+  reading.catch(() => {});
+  const prepare = s.mode === 'sampled' ? { table, depth, seeds: hi - lo } : undefined;
+  let pool: EmbedPool | null;
   try {
-    keys = await readKeys(s);
+    pool = workers > 1 ? await EmbedPool.start(workers, model, opts.backend ?? 'auto', prepare) : null;
   } catch (e) {
-    // Workers left running would keep the process alive after the error.
-    await (await starting.catch(() => null))?.close();
+    await reading.catch(() => {});
     throw e;
   }
-  const pool = await starting;
   timing.workers = pool?.workers ?? 1;
   try {
-    if (hi === lo) yield { keys: keys.slice(0, 0), start: lo, embeddings: new Float32Array(0) };
     const seedOf = (start: number): number => (s.manifest.seed * 1000003 + start) >>> 0;
     const compute = async (start: number): Promise<Float32Array> => {
       const end = Math.min(hi, start + chunkSize);
@@ -239,7 +242,10 @@ export async function* representations(s: Snapshot, opts: SnapshotOptions, timin
       return p;
     };
     // With workers, the next chunk computes while the caller writes this one (one chunk ahead, so memory stays bounded).
-    let ahead: Promise<Float32Array> | null = lo < hi ? start(lo) : null;
+    let ahead: Promise<Float32Array> | null = lo < hi && pool ? start(lo) : null;
+    const keys = await reading;
+    if (hi === lo) yield { keys: keys.slice(0, 0), start: lo, embeddings: new Float32Array(0) };
+    if (lo < hi && !ahead) ahead = start(lo);
     for (let from = lo; from < hi; from += chunkSize) {
       const end = Math.min(hi, from + chunkSize);
       const emb = await ahead!;

@@ -21,6 +21,15 @@ import { RankingHead } from './recommender.js';
 /** rows per encoder call when encoding a whole table (`staticEncodings`) */
 const STATIC_CHUNK = 16384;
 
+/**
+ * Entities per batch of `embedSampled`, which defines its seeded stream (a worker replays it, see
+ * embed/pool.ts). 1024, not 4096: a 4096-entity forward grows a TF.js wasm heap to 165 MB, and a fresh
+ * worker's first batch spent ~0.85 s touching those pages (against ~0.1 s warm); at 1024 the heap stays at
+ * 40 MB, the first batch costs 0.14 s, and the warm rate per thread is higher too (~46k against ~39k
+ * entities/s at `medium`: the batch's intermediates stay in cache). 512 is slower again (per-kernel overhead).
+ */
+export const SAMPLED_BATCH = 1024;
+
 export class DeepModel {
   readonly plan: Plan;
   readonly sampler: TemporalSampler;
@@ -107,7 +116,7 @@ export class DeepModel {
    * Sampled embeddings of `nodes` of `table` at one anchor: the layer-(L − depth) representation of a
    * tree rooted at the table, sampled with the training fanouts of the hops below `depth` (seeded).
    */
-  embedSampled(table: string, depth: number, nodes: Int32Array, anchor: number, seed: number, batchSize = 4096): Float32Array {
+  embedSampled(table: string, depth: number, nodes: Int32Array, anchor: number, seed: number, batchSize = SAMPLED_BATCH): Float32Array {
     const tree = this.samplingTree(table, depth);
     const C = this.spec.channels;
     const out = new Float32Array(nodes.length * C);
@@ -135,7 +144,7 @@ export class DeepModel {
    * Encoder outputs of every node of the plan's anchor-independent types (articles: their inputs are the
    * same at every anchor) whose table is smaller than the rows `seeds` sampled trees could hold of it:
    * embedding 100k customers encodes each of 10k articles once instead of once per batch it appears in
-   * (~8k of them in each 4096-customer batch). The same numbers, since the encoder works row by row.
+   * (thousands of them in every batch). The same numbers, since the encoder works row by row.
    * Inference only (the caller disposes the tensors; they go stale when the weights change).
    */
   staticEncodings(plan: Plan, seeds: number): Map<string, tf.Tensor2D> {

@@ -52,6 +52,23 @@ export function chunkSeed(seed: number, lo: number): number {
   return (Math.imul(seed, 0x9e3779b1) + lo) >>> 0;
 }
 
+/**
+ * Raw head outputs for examples in `PREDICT_CHUNK` chunks, each sampled with `chunkSeed(seed, lo)`, so
+ * the numbers do not depend on how many threads compute the chunks (training's parallel engine and
+ * `EmbedPool.predictRaw` give the same).
+ */
+export async function predictInChunks(model: DeepModel, ex: Pick<Examples, 'nodes' | 'anchors'>, seed: number, onProgress?: (done: number) => void): Promise<Float32Array> {
+  const out = new Float32Array(ex.nodes.length);
+  for (let lo = 0; lo < out.length; lo += PREDICT_CHUNK) {
+    const hi = Math.min(out.length, lo + PREDICT_CHUNK);
+    out.set(model.predictRaw({ nodes: ex.nodes.subarray(lo, hi), anchors: ex.anchors.subarray(lo, hi) }, 2048, chunkSeed(seed, lo)), lo);
+    onProgress?.(hi);
+    // The progress line is drawn, and Ctrl-C delivered, on the event loop.
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  return out;
+}
+
 /** A step's inputs before any weight is read: sampled trees, dense arrays and targets. */
 export interface PreparedStep {
   rows: Int32Array;
@@ -129,15 +146,7 @@ export class LocalEngine implements GradientEngine {
 
   async predict(weights: Float32Array, split: 'val' | 'test', seed: number, onProgress?: (done: number) => void): Promise<Float32Array> {
     this.model.params.assignBlob(weights);
-    const ex = this.data[split];
-    const out = new Float32Array(ex.nodes.length);
-    for (let lo = 0; lo < out.length; lo += PREDICT_CHUNK) {
-      const hi = Math.min(out.length, lo + PREDICT_CHUNK);
-      out.set(this.model.predictRaw({ nodes: ex.nodes.subarray(lo, hi), anchors: ex.anchors.subarray(lo, hi) }, 2048, chunkSeed(seed, lo)), lo);
-      onProgress?.(hi);
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    return out;
+    return predictInChunks(this.model, this.data[split], seed, onProgress);
   }
 
   async close(): Promise<void> {}

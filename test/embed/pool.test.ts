@@ -4,6 +4,7 @@
  * batch's draws depend on the batches before it) equals `DeepModel.embedSampled`, whichever worker takes
  * which batch, and its seed still reaches the sampler. Sampled mode reads anchor-independent types
  * (articles) from encodings of their whole table computed once: the numbers of encoding them per batch.
+ * Predictions over the workers (distillation's teacher targets) equal the single-thread chunked ones.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
@@ -14,6 +15,7 @@ import { buildGraph } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
 import { DeepModel } from '../../src/model/deep_model.js';
 import { Rng } from '../../src/core/rng.js';
+import { PREDICT_CHUNK, predictInChunks } from '../../src/train/engine.js';
 import { randomDeepModel } from '../helpers/deep_model.js';
 import { pipelineConfig } from '../helpers/pipeline.js';
 import { tinySynth, type SynthFixture } from '../helpers/synth.js';
@@ -100,6 +102,35 @@ describe('EmbedPool', () => {
     for (let i = 0; i < perBatch.length; i++) worst = Math.max(worst, Math.abs(withStatic[i]! - perBatch[i]!));
     expect(worst).toBeLessThan(1e-5);
     expect(perBatch.some((v) => v !== 0)).toBe(true);
+  });
+
+  it('a pool started for a sampled job (`prepare`: tree and static encodings built at start) gives the same numbers', async () => {
+    const nodes = manyNodes();
+    const [lo, hi] = graph.manifest.time_range!;
+    const anchor = (lo + hi) / 2;
+    const prepared = (await EmbedPool.start(2, model, 'wasm', { table: 'customers', depth: 0, seeds: nodes.length }))!;
+    try {
+      expect(Array.from(await prepared.sampled('customers', 0, nodes, anchor, 42, model.spec.channels))).toEqual(Array.from(model.embedSampled('customers', 0, nodes, anchor, 42)));
+    } finally {
+      await prepared.close();
+    }
+  });
+
+  it('predictRaw: chunks over two workers equal predictInChunks on this thread, bit for bit, with progress', async () => {
+    const n = graph.table('customers').rows;
+    const [lo, hi] = graph.manifest.time_range!;
+    // More than two chunks, so both workers take several and each chunk's seed matters.
+    const total = 2 * PREDICT_CHUNK + 501;
+    const ex = { nodes: Int32Array.from({ length: total }, (_, i) => (i * 13) % n), anchors: Float64Array.from({ length: total }, (_, i) => lo + ((hi - lo) * (i % 97)) / 96) };
+    const single = await predictInChunks(model, ex, 1234);
+    const seen: number[] = [];
+    const parallel = await pool.predictRaw(ex, 1234, (done) => seen.push(done));
+    expect(parallel.length).toBe(total);
+    expect(Array.from(parallel)).toEqual(Array.from(single));
+    expect(new Set(parallel).size).toBeGreaterThan(100);
+    expect(seen.at(-1)).toBe(total);
+    // Another seed draws other neighbours (uniform sampling).
+    expect(Array.from(await pool.predictRaw(ex, 99))).not.toEqual(Array.from(single));
   });
 
   it('auto uses 2 workers only on the single-threaded backends with 2+ cores; a number is taken as given', () => {

@@ -22,6 +22,7 @@ import type { GraphSchema } from '../artifacts/graph_manifest.js';
 import { createRunDir, newRunId, readManifest, resolveRun, saveWeights, writeManifest, writeModelJson, type RunManifestBase } from '../artifacts/run_store.js';
 import { taskSplit } from '../task/split.js';
 import { DeepModel } from '../model/deep_model.js';
+import { predictInChunks } from '../train/engine.js';
 import { buildTrainingTables } from '../train/examples.js';
 import type { Metrics } from '../task/metrics.js';
 import { objectiveFor, teacherRatio, type Curves, type ObjectiveKind } from '../task/objective/objective.js';
@@ -39,6 +40,9 @@ import { StudentFeatures, type StudentData } from '../model/student/features.js'
 import type { StudentSpec } from '../model/student/spec.js';
 import { measureLatency, summarize, trainStudent, type StudentMetrics } from './student_training.js';
 import { studentSpec } from './student_spec.js';
+
+/** The sampling seed of the teacher's predictions (the KD targets): `predictInChunks` seeds each chunk from it. */
+const TEACHER_SEED = 1234;
 
 export interface DistillOptions {
   cfg: Config;
@@ -151,8 +155,14 @@ export async function prepareDistill(opts: DistillOptions) {
   t = performance.now();
   const cadence = d.embedding_cadence ?? defaultCadence(d.min_embedding_offset, d.max_embedding_offset);
   const embeddings: EntityEmbeddings[] = [];
+  // Both cores: the teacher's weights on embed workers, started once for the as-of embeddings of every key and the teacher's predictions.
   let pool: EmbedPool | null = null;
   const workers = embedWorkers('auto', backend.name);
+  const teacherPool = async (): Promise<EmbedPool | null> => (pool ??= workers > 1 ? await EmbedPool.start(workers, teacherModel, opts.backend ?? 'auto') : null);
+  const kind = task.query.taskType;
+  const objective = objectiveFor(kind);
+  const sameTask = baseManifest.task === taskName;
+  let teacherPred: Float32Array | null = null;
   try {
     for (const k of spec.embeddings) {
       // An entity task's own key: the example's entity is the embedded one.
@@ -172,29 +182,31 @@ export async function prepareDistill(opts: DistillOptions) {
         const targetKey = graph.manifest.schema.tables[k.target]!.primary_key!.column;
         embeddings.push(await embeddingsForExamples(graph, files, spec.fact_table, k.column, targetKey, all, { min: d.min_embedding_offset, max: d.max_embedding_offset }, k.dim));
       } else {
-        // Both cores: the teacher's weights on embed workers (started once, for every key).
-        pool ??= workers > 1 ? await EmbedPool.start(workers, teacherModel, opts.backend ?? 'auto') : null;
+        const pool = await teacherPool();
         embeddings.push(
           await computedEmbeddings(teacherModel, exParents, all.anchors, k.target, { min: d.min_embedding_offset, max: d.max_embedding_offset, cadence }, baseManifestCap(cfg, baseManifest), { progress: new Progress(), pool }),
         );
       }
     }
-  } finally {
-    await pool?.close();
-  }
-  timings.embeddings = secs(t);
-  const data: StudentData = { nodes: all.nodes, anchors: all.anchors, embeddings, rti };
+    timings.embeddings = secs(t);
 
-  // Teacher predictions (the KD target, and the teacher's own test metric) when it was trained on this task.
-  const kind = task.query.taskType;
-  const objective = objectiveFor(kind);
-  const sameTask = baseManifest.task === taskName;
-  let teacherPred: Float32Array | null = null;
-  if (sameTask) {
-    t = performance.now();
-    teacherPred = teacherModel.predict(all);
-    timings.teacher = secs(t);
+    // Teacher predictions (the KD target, and the teacher's own test metric) when it was trained on this task:
+    // 2.7M examples at `large`, so over the workers and with a progress line.
+    if (sameTask) {
+      t = performance.now();
+      const pool = await teacherPool();
+      const progress = new Progress();
+      progress.begin('teacher predictions', all.nodes.length);
+      const onProgress = (done: number) => progress.update(done);
+      const raw = pool ? await pool.predictRaw(all, TEACHER_SEED, onProgress) : await predictInChunks(teacherModel, all, TEACHER_SEED, onProgress);
+      progress.end(`teacher predictions: ${all.nodes.length.toLocaleString('en-US')} examples`);
+      teacherPred = teacherModel.toOutput(raw);
+      timings.teacher = secs(t);
+    }
+  } finally {
+    await (pool as EmbedPool | null)?.close();
   }
+  const data: StudentData = { nodes: all.nodes, anchors: all.anchors, embeddings, rti };
   const features = new StudentFeatures(graph, spec);
   return { d, cfg, taskName, task, backend, base, baseManifest, built, graph, split, seed, tables, teacherModel, spec, all, ranges, embeddings, data, kind, objective, sameTask, teacherPred, features, labels: all.labels, timings };
 }

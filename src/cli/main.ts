@@ -478,7 +478,23 @@ export function buildProgram(): Command {
   return program;
 }
 
+/**
+ * A reader that stops early (`gnnctl embed --help | head`, `… --json | head -c 100`) closes the pipe: stop
+ * quietly, as Unix tools do, instead of a stack trace from the unhandled EPIPE. Whatever the command wrote
+ * to disk is complete by then (results are printed last).
+ */
+export function quietOnClosedPipe(stream: NodeJS.WriteStream, exit: (code: number) => void = (c) => process.exit(c)): void {
+  stream.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') exit(ExitCode.ok);
+    else throw e;
+  });
+}
+
+let pipeWatched = false;
+
 export async function main(argv: string[]): Promise<number> {
+  if (!pipeWatched) quietOnClosedPipe(process.stdout);
+  pipeWatched = true;
   const program = buildProgram();
   try {
     await program.parseAsync(argv);

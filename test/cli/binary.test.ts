@@ -71,6 +71,17 @@ describe('root flags', () => {
     expect(gnnctl(['--version'], process.cwd()).stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
     expect(gnnctl(['trian'], process.cwd()).code).toBe(2);
   });
+
+  it('a reader that closes the pipe early (`| head -1`) stops the command quietly, exit 0', async () => {
+    const child = spawn(process.execPath, [BIN, 'config', 'reference'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Our end closes before gnnctl writes anything (it is still starting), so its first write meets EPIPE.
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    expect(stderr).not.toMatch(/EPIPE|Unhandled/);
+    expect(code).toBe(0);
+  });
 });
 
 describe('bad values exit 2 before any work, naming the flag', () => {

@@ -53,6 +53,13 @@ type Reply = { id: number; error?: string; out?: Float32Array };
 
 export { SAMPLED_BATCH };
 
+/**
+ * Entities per exact-mode part. A part's layer-wise tensors are [its transactions × channels]: a 32,768-
+ * customer part at `medium` (~650k transactions) grew each worker's wasm heap to ~0.5 GB, and `gnnctl
+ * embed --mode exact` peaked at 1.45 GB; with parts of 8,192 it peaks at 1.05 GB, about as fast.
+ */
+export const EXACT_PART = 8192;
+
 /** The compiled worker script, also when gnnctl runs from its TypeScript sources (tests). */
 export function embedWorkerScript(): string | null {
   return compiledWorker(fileURLToPath(import.meta.url), 'embed_worker.js');
@@ -114,9 +121,13 @@ export class EmbedPool {
     return (await Promise.all(replies)).map((r) => r.out!);
   }
 
-  /** `embedExact` of `nodes`, one part per worker (each part re-encodes the articles etc. it touches, so no more parts than workers). */
+  /**
+   * `embedExact` of `nodes`: one part per worker, or parts of at most `EXACT_PART` entities when the chunk
+   * is larger (a worker computes its parts one after another). Each part re-encodes the articles etc. it
+   * touches, so parts are no smaller than they need to be.
+   */
   async exact(table: string, depth: number, nodes: Int32Array, anchor: number, degreeCap: number, channels: number): Promise<Float32Array> {
-    const parts = Math.min(nodes.length, this.rpc.size);
+    const parts = Math.min(nodes.length, Math.max(this.rpc.size, Math.ceil(nodes.length / EXACT_PART)));
     const bounds = Array.from({ length: parts + 1 }, (_, i) => Math.floor((nodes.length * i) / Math.max(1, parts)));
     const tasks: EmbedTask[] = bounds.slice(0, -1).map((lo, i) => ({ kind: 'exact', table, depth, nodes: nodes.slice(lo, bounds[i + 1]), anchor, degreeCap }));
     return concat(await this.run(tasks), nodes.length * channels);

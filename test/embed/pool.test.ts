@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig } from '../../src/config/load.js';
 import { embedExact } from '../../src/embed/layerwise.js';
-import { EmbedPool, embedWorkers, SAMPLED_BATCH } from '../../src/embed/pool.js';
+import { EmbedPool, embedWorkers, EXACT_PART, SAMPLED_BATCH } from '../../src/embed/pool.js';
 import { buildGraph } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
 import { DeepModel } from '../../src/model/deep_model.js';
@@ -57,6 +57,10 @@ describe('EmbedPool', () => {
     const parallel = await pool.exact('customers', 0, nodes, anchor, 50, model.spec.channels);
     expect(parallel.length).toBe(nodes.length * model.spec.channels);
     expect(Array.from(parallel)).toEqual(Array.from(single));
+    // A chunk larger than EXACT_PART goes out in several parts per worker: still in order, same numbers.
+    const many = Int32Array.from({ length: 2 * EXACT_PART + 5 }, (_, i) => (i * 11) % nodes.length);
+    const manySingle = embedExact(model, 'customers', 0, many, anchor, 50);
+    expect(Array.from(await pool.exact('customers', 0, many, anchor, 50, model.spec.channels))).toEqual(Array.from(manySingle));
   });
 
   it('sampled (uniform): batches over two workers equal embedSampled, and another seed differs', async () => {

@@ -140,8 +140,9 @@ export class EmbedPool {
     const tasks: EmbedTask[] = [];
     for (let b = 0; b * SAMPLED_BATCH < nodes.length; b++) tasks.push({ kind: 'sampled', job, table, depth, nodes: all, anchor, seed, batchSize: SAMPLED_BATCH, batch: b });
     const out = concat(await this.run(tasks), nodes.length * channels);
-    // Workers keep a job's sampling stream until told it is over.
-    await Promise.all(this.rpc.workers.map((w) => this.rpc.call(w, { type: 'done', job })));
+    // Workers keep a job's sampling stream until told it is over. Not awaited: the message waits behind
+    // the next chunk's tasks already queued on the workers (snapshot.ts queues chunks ahead).
+    for (const w of this.rpc.workers) this.rpc.call(w, { type: 'done', job }).catch(() => {});
     return out;
   }
 

@@ -29,6 +29,9 @@ import { round } from '../core/number.js';
 import { embedExact, tableDepth } from './layerwise.js';
 import { EmbedPool, embedWorkers } from './pool.js';
 
+/** Chunks queued on the workers at once (their outputs are held until written). */
+const AHEAD = 2;
+
 /** 'auto' gives a worker at least this many rows: starting one (TF.js, the weights) costs about a second. */
 const MIN_ROWS_PER_WORKER = 4096;
 import { PARQUET_FILE_LIMIT_BYTES, readColumnVector, writeEmbeddings, type EmbeddingChunk, type EntityColumn } from './writer.js';
@@ -225,37 +228,47 @@ export async function* representations(s: Snapshot, opts: SnapshotOptions, timin
   timing.workers = pool?.workers ?? 1;
   try {
     const seedOf = (start: number): number => (s.manifest.seed * 1000003 + start) >>> 0;
+    // Compute time is the time some chunk is computing (chunks overlap with workers).
+    let busy = 0;
+    let busySince = 0;
     const compute = async (start: number): Promise<Float32Array> => {
       const end = Math.min(hi, start + chunkSize);
       const nodes = Int32Array.from({ length: end - start }, (_, i) => start + i);
-      const t = performance.now();
-      let emb: Float32Array;
-      if (pool) emb = s.mode === 'exact' ? await pool.exact(table, depth, nodes, anchor, degreeCap, C) : await pool.sampled(table, depth, nodes, anchor, seedOf(start), C);
-      else emb = s.mode === 'exact' ? embedExact(model, table, depth, nodes, anchor, degreeCap) : model.embedSampled(table, depth, nodes, anchor, seedOf(start));
-      timing.computeMs += performance.now() - t;
-      return emb;
+      if (busy++ === 0) busySince = performance.now();
+      try {
+        if (pool) return s.mode === 'exact' ? await pool.exact(table, depth, nodes, anchor, degreeCap, C) : await pool.sampled(table, depth, nodes, anchor, seedOf(start), C);
+        return s.mode === 'exact' ? embedExact(model, table, depth, nodes, anchor, degreeCap) : model.embedSampled(table, depth, nodes, anchor, seedOf(start));
+      } finally {
+        if (--busy === 0) timing.computeMs += performance.now() - busySince;
+      }
     };
-    // A chunk computing ahead may fail while the caller is stopping (a write error): never an unhandled rejection.
-    const start = (at: number): Promise<Float32Array> => {
-      const p = compute(at);
-      p.catch(() => {});
-      return p;
+    // With workers, the next chunks are queued on the workers while the caller writes this one, so a worker
+    // goes from one chunk to the next without waiting for this thread (one chunk ahead left them idle at
+    // every chunk boundary, and while DuckDB read the keys); AHEAD chunks at most, so memory stays bounded.
+    const queued: Promise<Float32Array>[] = [];
+    let next = lo;
+    const fill = (depthAhead: number): void => {
+      while (next < hi && queued.length < depthAhead) {
+        const p = compute(next);
+        // A chunk computing ahead may fail while the caller is stopping (a write error): never an unhandled rejection.
+        p.catch(() => {});
+        queued.push(p);
+        next = Math.min(hi, next + chunkSize);
+      }
     };
-    // With workers, the next chunk computes while the caller writes this one (one chunk ahead, so memory stays bounded).
-    let ahead: Promise<Float32Array> | null = lo < hi && pool ? start(lo) : null;
+    if (pool) fill(AHEAD);
     const keys = await reading;
     if (hi === lo) yield { keys: keys.slice(0, 0), start: lo, embeddings: new Float32Array(0) };
-    if (lo < hi && !ahead) ahead = start(lo);
     for (let from = lo; from < hi; from += chunkSize) {
       const end = Math.min(hi, from + chunkSize);
-      const emb = await ahead!;
-      ahead = end < hi && pool ? start(end) : null;
+      fill(pool ? AHEAD : 1);
+      const emb = await queued.shift()!;
+      if (pool) fill(AHEAD);
       for (let i = 0; i < emb.length; i++) {
         if (!Number.isFinite(emb[i])) throw new ArtifactError(`non-finite embedding value for ${table} node ${from + Math.floor(i / C)}`, { hint: 'the model produced NaN/inf; retrain or check the data for extreme values' });
       }
       progress.update(end - lo);
       yield { keys: keys.slice(from - lo, end - lo), start: from, embeddings: emb };
-      if (!ahead && end < hi) ahead = start(end);
     }
   } finally {
     await pool?.close();

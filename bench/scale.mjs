@@ -127,8 +127,9 @@ const rssFile = join(tmpdir(), `gnnctl-scale-rss-${process.pid}`);
 
 /** Runs one stage in its own process; progress goes to this process's stderr as the stage prints it. */
 function stage(name, script, args, figure) {
-  if (only && !only.has(name)) return {};
+  // A resumed stage gives its outputs to the stages that read them, also when --only leaves it out.
   const done = finished.get(name);
+  if (only && !only.has(name) && !done) return {};
   if (done) {
     stages.push(done);
     // What later stages read of a stage's output, as its figures recorded it.

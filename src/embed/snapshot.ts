@@ -202,8 +202,9 @@ export interface RepresentationChunk {
 }
 
 /**
- * The shard's entities' representations, one chunk at a time (chunks are computed lazily, so the writer
- * bounds memory). An empty shard yields one empty chunk: a Parquet stream needs a batch for its schema.
+ * The shard's entities' representations, one chunk at a time (computed as the writer pulls them, at most
+ * `AHEAD` chunks ahead with workers, so memory stays bounded). An empty shard yields one empty chunk: a
+ * Parquet stream needs a batch for its schema.
  */
 export async function* representations(s: Snapshot, opts: SnapshotOptions, timing: { computeMs: number; workers?: number }, progress: Progress): AsyncGenerator<RepresentationChunk> {
   const { model, table, depth, lo, hi, anchor } = s;

@@ -147,8 +147,8 @@ export class EmbedPool {
   }
 
   /**
-   * The model's raw head outputs for examples, as `predictInChunks` (train/engine.ts) computes them on one thread (the same
-   * numbers): chunks handed out from one queue, so a worker slowed by another process takes fewer.
+   * The model's raw head outputs for examples, the numbers `predictInChunks` (train/engine.ts) computes on
+   * one thread: its seeded chunks, handed out from one queue, so a worker slowed by another process takes fewer.
    */
   async predictRaw(ex: Pick<Examples, 'nodes' | 'anchors'>, seed: number, onProgress?: (done: number) => void): Promise<Float32Array> {
     const total = ex.nodes.length;

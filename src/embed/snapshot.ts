@@ -28,13 +28,13 @@ import { formatRate, type Progress } from '../core/progress.js';
 import { round } from '../core/number.js';
 import { embedExact, tableDepth } from './layerwise.js';
 import { EmbedPool, embedWorkers } from './pool.js';
+import { PARQUET_FILE_LIMIT_BYTES, readColumnVector, writeEmbeddings, type EmbeddingChunk, type EntityColumn } from './writer.js';
 
 /** Chunks queued on the workers at once (their outputs are held until written). */
 const AHEAD = 2;
 
 /** 'auto' gives a worker at least this many rows: starting one (TF.js, the weights) costs about a second. */
 const MIN_ROWS_PER_WORKER = 4096;
-import { PARQUET_FILE_LIMIT_BYTES, readColumnVector, writeEmbeddings, type EmbeddingChunk, type EntityColumn } from './writer.js';
 
 export type EmbedMode = 'exact' | 'sampled';
 

@@ -202,6 +202,21 @@ export class Progress {
 }
 
 /**
+ * Runs `fn` as a phase with no count to report (DuckDB SQL, a few named steps via `p.step`): the heartbeat
+ * says how long it has been running, so a log without a terminal is never silent past the cadence. The
+ * heartbeat stops when `fn` settles, whether it returned or threw.
+ */
+export async function withHeartbeat<T>(label: string, fn: (p: Progress) => Promise<T>, o: ProgressOptions | number = {}): Promise<T> {
+  const p = new Progress(o);
+  p.begin(label, 0);
+  try {
+    return await fn(p);
+  } finally {
+    p.stop();
+  }
+}
+
+/**
  * Ora options from the environment: `NO_COLOR` (https://no-color.org: set and not empty) turns the
  * spinner's colour off; the line still updates in place, which is not colour.
  */

@@ -31,7 +31,7 @@ import { writeJsonAtomic } from '../core/atomic.js';
 import { hashValue } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
 import { info } from '../core/log.js';
-import { Progress } from '../core/progress.js';
+import { Progress, withHeartbeat } from '../core/progress.js';
 import { Rng } from '../core/rng.js';
 import { VERSION } from '../core/version.js';
 import { EmbedPool, embedWorkers } from '../embed/pool.js';
@@ -132,7 +132,8 @@ export async function prepareDistill(opts: DistillOptions) {
   const range = graph.manifest.time_range!;
   const split = taskSplit(task, { min: range[0], max: range[1] });
   const seed = cfg.seed;
-  const tables = await buildTrainingTables(built.dir, graph.manifest, task, split, { seed });
+  // Two minutes of DuckDB at `large` with the RTI tables below: heartbeats, so a --json log is not silent.
+  const tables = await withHeartbeat(`distill ${taskName}: training tables`, () => buildTrainingTables(built.dir, graph.manifest, task, split, { seed }));
   tables.train = restrictTrain(tables.train, split.valAnchor - d.train_window, d.max_train_examples, seed);
   for (const [k, ex] of Object.entries({ train: tables.train, val: tables.val, test: tables.test })) {
     if (ex.nodes.length === 0) throw new DataError(`task ${taskName} has no ${k} rows for distillation`, { hint: 'check distillation.train_window and the task split' });
@@ -147,10 +148,14 @@ export async function prepareDistill(opts: DistillOptions) {
 
   // Data: RTI element lists and embeddings per example, in the concatenated example order.
   let t = performance.now();
-  const rti: Int32Array[] = [];
-  for (const hop of cfg.hopPaths) {
-    rti.push(isEntityHopPath(hop) ? entityRtiElements(graph, hop, all.nodes, all.anchors, d.real_time_offset) : await rtiForExamples(graph, hop, all.nodes, d.real_time_offset));
-  }
+  const rti = await withHeartbeat(`distill ${taskName}: RTI element lists`, async (p) => {
+    const lists: Int32Array[] = [];
+    for (const hop of cfg.hopPaths) {
+      p.step(hop.text);
+      lists.push(isEntityHopPath(hop) ? entityRtiElements(graph, hop, all.nodes, all.anchors, d.real_time_offset) : await rtiForExamples(graph, hop, all.nodes, d.real_time_offset));
+    }
+    return lists;
+  });
   const timings: Record<string, number> = { rti: secs(t) };
   t = performance.now();
   const cadence = d.embedding_cadence ?? defaultCadence(d.min_embedding_offset, d.max_embedding_offset);

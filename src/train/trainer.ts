@@ -18,7 +18,7 @@ import { writeJsonAtomic } from '../core/atomic.js';
 import { hashValue } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
 import { info, warn } from '../core/log.js';
-import { Progress } from '../core/progress.js';
+import { Progress, withHeartbeat } from '../core/progress.js';
 import { VERSION } from '../core/version.js';
 import { taskSplit, type TaskSplit } from '../task/split.js';
 import { targetExclusions } from '../task/task_spec.js';
@@ -155,15 +155,9 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
 
   let tStage = performance.now();
   const { split, validation } = await validationSplit(task, mc, timeRange, built.dir, graph);
-  // DuckDB SQL with no count to report: the heartbeat says how long it has been running.
-  const tp = new Progress();
-  tp.begin(`training tables for ${task.name}`, 0);
-  let tables: TrainingTables;
-  try {
-    tables = await buildTrainingTables(built.dir, graph.manifest, task, split, { seed, baselineExcluding: opts.skip_baseline || kindOf(task) === 'ranking' ? undefined : excludedSet });
-  } finally {
-    tp.stop();
-  }
+  const tables: TrainingTables = await withHeartbeat(`training tables for ${task.name}`, () =>
+    buildTrainingTables(built.dir, graph.manifest, task, split, { seed, baselineExcluding: opts.skip_baseline || kindOf(task) === 'ranking' ? undefined : excludedSet }),
+  );
   const tablesSeconds = (performance.now() - tStage) / 1000;
   checkTables(task, tables, split);
   const kind = task.query.taskType;

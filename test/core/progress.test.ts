@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { pipelineConfig } from '../helpers/pipeline.js';
 import { tinySynth, type SynthFixture } from '../helpers/synth.js';
-import { formatSeconds, Progress, progressIntervalMs, spinnerOptions, type Cadence } from '../../src/core/progress.js';
+import { formatSeconds, Progress, progressIntervalMs, spinnerOptions, withHeartbeat, type Cadence } from '../../src/core/progress.js';
 import { setQuiet } from '../../src/core/log.js';
 
 describe('spinnerOptions', () => {
@@ -195,6 +195,53 @@ describe('progress through the binary without a terminal (CI, cron, --json)', ()
     const t = run(['train', '--task', 'fraud', '--epochs', '1', '--backend', 'wasm', '--quiet']);
     expect(t.status, t.stderr).toBe(0);
     expect(t.stderr).not.toMatch(/^(epoch|evaluation|baseline fit|graph build)/m);
+  });
+});
+
+describe('withHeartbeat (a phase with no count: DuckDB SQL, named steps)', () => {
+  function fakeOptions(lines: string[], clock: { now: number }, timer: { beat: (() => void) | null }) {
+    return {
+      stream: { write: (x: string) => lines.push(...x.split('\n').filter(Boolean)) },
+      tty: false,
+      now: () => clock.now,
+      intervalMs: 15_000,
+      every: (_ms: number, fn: () => void) => {
+        timer.beat = fn;
+        return () => {
+          timer.beat = null;
+        };
+      },
+    };
+  }
+
+  it('beats while the work is pending, names its step, and stops when it settles, also when it throws', async () => {
+    setQuiet(true, false);
+    const lines: string[] = [];
+    const clock = { now: 0 };
+    const timer: { beat: (() => void) | null } = { beat: null };
+    let release!: () => void;
+    const pending = withHeartbeat(
+      'distill fraud: RTI element lists',
+      async (p) => {
+        p.step('transactions.customer_id->transactions.customer_id');
+        await new Promise<void>((r) => (release = r));
+        return 42;
+      },
+      fakeOptions(lines, clock, timer),
+    );
+    clock.now = 16_000;
+    timer.beat?.();
+    expect(lines).toEqual(['distill fraud: RTI element lists: 16s elapsed · transactions.customer_id->transactions.customer_id']);
+    release();
+    expect(await pending).toBe(42);
+    expect(timer.beat).toBeNull();
+
+    const failing = withHeartbeat('training tables for churn', async () => {
+      throw new Error('DuckDB: out of memory');
+    }, fakeOptions(lines, clock, timer));
+    await expect(failing).rejects.toThrow('out of memory');
+    expect(timer.beat).toBeNull();
+    setQuiet(false);
   });
 });
 

@@ -203,7 +203,12 @@ export async function prepareDistill(opts: DistillOptions) {
       const progress = new Progress();
       progress.begin('teacher predictions', all.nodes.length);
       const onProgress = (done: number) => progress.update(done);
-      const raw = pool ? await pool.predictRaw(all, TEACHER_SEED, onProgress) : await predictInChunks(teacherModel, all, TEACHER_SEED, onProgress);
+      let raw: Float32Array;
+      try {
+        raw = pool ? await pool.predictRaw(all, TEACHER_SEED, onProgress) : await predictInChunks(teacherModel, all, TEACHER_SEED, onProgress);
+      } finally {
+        progress.stop();
+      }
       progress.end(`teacher predictions: ${all.nodes.length.toLocaleString('en-US')} examples`);
       teacherPred = teacherModel.toOutput(raw);
       timings.teacher = secs(t);

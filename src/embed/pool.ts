@@ -24,7 +24,7 @@ import type { ModelSpec } from '../model/hetero_gnn.js';
 import { warn } from '../core/log.js';
 import { compiledWorker, WorkerRpc } from '../core/worker_rpc.js';
 import type { Examples } from '../task/task_spec.js';
-import { chunkSeed, PREDICT_CHUNK } from '../train/engine.js';
+import { predictOnWorkers } from '../train/engine.js';
 
 export interface EmbedWorkerInit {
   graph: ReturnType<Graph['shareable']>;
@@ -146,29 +146,18 @@ export class EmbedPool {
     return out;
   }
 
-  /**
-   * The model's raw head outputs for examples, the numbers `predictInChunks` (train/engine.ts) computes on
-   * one thread: its seeded chunks, handed out from one queue, so a worker slowed by another process takes fewer.
-   */
+  /** The model's raw head outputs for examples: `predictInChunks`' numbers (train/engine.ts), its chunks over the workers. */
   async predictRaw(ex: Pick<Examples, 'nodes' | 'anchors'>, seed: number, onProgress?: (done: number) => void): Promise<Float32Array> {
-    const total = ex.nodes.length;
-    const out = new Float32Array(total);
-    let next = 0;
-    let done = 0;
-    await Promise.all(
-      this.rpc.workers.map(async (w) => {
-        while (next < total) {
-          const lo = next;
-          const hi = Math.min(total, lo + PREDICT_CHUNK);
-          next = hi;
-          const task: EmbedTask = { kind: 'predict', nodes: ex.nodes.slice(lo, hi), anchors: ex.anchors.slice(lo, hi), seed: chunkSeed(seed, lo) };
-          out.set((await this.rpc.call(w, { type: 'embed', task })).out!, lo);
-          done += hi - lo;
-          onProgress?.(done);
-        }
-      }),
+    return predictOnWorkers(
+      this.rpc.workers,
+      ex.nodes.length,
+      seed,
+      async (w, lo, hi, chunk) => {
+        const task: EmbedTask = { kind: 'predict', nodes: ex.nodes.slice(lo, hi), anchors: ex.anchors.slice(lo, hi), seed: chunk };
+        return (await this.rpc.call(w, { type: 'embed', task })).out!;
+      },
+      onProgress,
     );
-    return out;
   }
 
   async close(): Promise<void> {

@@ -69,6 +69,35 @@ export async function predictInChunks(model: DeepModel, ex: Pick<Examples, 'node
   return out;
 }
 
+/**
+ * `predictInChunks` over worker threads: the same seeded chunks, handed out from one queue so a worker
+ * slowed by another process takes fewer. `call(w, lo, hi, chunkSeed)` has worker `w` compute rows [lo, hi).
+ */
+export async function predictOnWorkers<W>(
+  workers: readonly W[],
+  total: number,
+  seed: number,
+  call: (w: W, lo: number, hi: number, seed: number) => Promise<Float32Array>,
+  onProgress?: (done: number) => void,
+): Promise<Float32Array> {
+  const out = new Float32Array(total);
+  let next = 0;
+  let done = 0;
+  await Promise.all(
+    workers.map(async (w) => {
+      while (next < total) {
+        const lo = next;
+        const hi = Math.min(total, lo + PREDICT_CHUNK);
+        next = hi;
+        out.set(await call(w, lo, hi, chunkSeed(seed, lo)), lo);
+        done += hi - lo;
+        onProgress?.(done);
+      }
+    }),
+  );
+  return out;
+}
+
 /** A step's inputs before any weight is read: sampled trees, dense arrays and targets. */
 export interface PreparedStep {
   rows: Int32Array;

@@ -17,7 +17,7 @@ import type { BackendRequest } from '../compute/backend.js';
 import type { Graph } from '../graph/graph.js';
 import { warn } from '../core/log.js';
 import { compiledWorker, WorkerRpc } from '../core/worker_rpc.js';
-import { chunkSeed, PREDICT_CHUNK, type EngineData, type GradientEngine, type StepResult } from './engine.js';
+import { predictOnWorkers, type EngineData, type GradientEngine, type StepResult } from './engine.js';
 import type { Examples } from '../task/task_spec.js';
 import type { FeatureSpec } from '../model/features.js';
 import type { ModelSpec } from '../model/hetero_gnn.js';
@@ -128,25 +128,14 @@ export class WorkerEngine implements GradientEngine {
 
   /** Chunks handed out from one queue: a worker slowed by another process on its core takes fewer. */
   async predict(weights: Float32Array, split: 'val' | 'test', seed: number, onProgress?: (done: number) => void): Promise<Float32Array> {
-    const total = this.data[split].nodes.length;
-    const out = new Float32Array(total);
     const shared = this.share(weights);
-    let next = 0;
-    let done = 0;
-    await Promise.all(
-      this.rpc.workers.map(async (w) => {
-        while (next < total) {
-          const lo = next;
-          const hi = Math.min(total, lo + PREDICT_CHUNK);
-          next = hi;
-          const r = await this.rpc.call(w, { type: 'predict', weights: shared, split, lo, hi, seed: chunkSeed(seed, lo) });
-          out.set(r.out!, lo);
-          done += hi - lo;
-          onProgress?.(done);
-        }
-      }),
+    return predictOnWorkers(
+      this.rpc.workers,
+      this.data[split].nodes.length,
+      seed,
+      async (w, lo, hi, chunk) => (await this.rpc.call(w, { type: 'predict', weights: shared, split, lo, hi, seed: chunk })).out!,
+      onProgress,
     );
-    return out;
   }
 
   async close(): Promise<void> {

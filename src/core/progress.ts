@@ -150,6 +150,20 @@ export class Progress {
     }
   }
 
+  /**
+   * A line printed during the phase, which goes on (a worker's epoch summary): above the live line on a
+   * terminal, a plain line otherwise.
+   */
+  log(line: string): void {
+    if (this.spinner) {
+      this.spinner.clear();
+      this.stream.write(`${line}\n`);
+      this.spinner.render();
+    } else {
+      info(line);
+    }
+  }
+
   /** Stops the live line and the heartbeat without a summary (a phase that failed; call in `finally`). */
   stop(): void {
     this.stopBeat?.();

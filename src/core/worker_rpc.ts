@@ -16,10 +16,18 @@ export class WorkerRpc<R extends WorkerReply> {
   private readonly pending = new Map<number, { resolve: (r: R) => void; reject: (e: Error) => void }>();
   readonly workers: Worker[];
 
-  constructor(script: string, count: number) {
+  /**
+   * `onEvent`: what a worker posts without an id, between replies (a long job's progress); without it,
+   * such messages are dropped.
+   */
+  constructor(script: string, count: number, onEvent?: (msg: Record<string, unknown>, w: Worker) => void) {
     this.workers = Array.from({ length: count }, () => new Worker(script));
     for (const w of this.workers) {
       w.on('message', (r: R) => {
+        if (r.id === undefined) {
+          onEvent?.(r as unknown as Record<string, unknown>, w);
+          return;
+        }
         const p = this.pending.get(r.id);
         if (!p) return;
         this.pending.delete(r.id);

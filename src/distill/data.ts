@@ -17,6 +17,7 @@ import { rowsPath } from '../artifacts/graph_manifest.js';
 import type { DeepModel } from '../model/deep_model.js';
 import { info } from '../core/log.js';
 import type { Progress } from '../core/progress.js';
+import { sharedArray } from '../core/shared_memory.js';
 
 /**
  * RTI element node ids per example, most recent first: [examples × maxLength], −1 where there is none.
@@ -25,7 +26,7 @@ import type { Progress } from '../core/progress.js';
  */
 export async function rtiElements(graph: Graph, hop: HopPath, nodes: Int32Array, offset: number): Promise<Int32Array> {
   const N = hop.max_length;
-  const out = new Int32Array(nodes.length * N).fill(-1);
+  const out = sharedArray(Int32Array, nodes.length * N).fill(-1);
   if (nodes.length === 0) return out;
   let lo = nodes[0]!;
   let hi = nodes[0]!;
@@ -70,7 +71,7 @@ export async function rtiElements(graph: Graph, hop: HopPath, nodes: Int32Array,
  */
 export function entityRtiElements(graph: Graph, hop: HopPath, nodes: Int32Array, anchors: Float64Array, offset: number): Int32Array {
   const N = hop.max_length;
-  const out = new Int32Array(nodes.length * N).fill(-1);
+  const out = sharedArray(Int32Array, nodes.length * N).fill(-1);
   const rev = graph.edges.find((e) => e.kind === 'rev' && e.src === hop.parent_table && e.dst === hop.child_table && e.meta.column === hop.child_column);
   if (!rev) throw new ArtifactError(`the graph has no edge ${hop.parent_table}<-${hop.child_table}.${hop.child_column} for the hop path ${hop.text}`, { hint: 'rebuild the graph (gnnctl graph build --force)' });
   const indptr = rev.indptr!;
@@ -170,7 +171,7 @@ export async function computedEmbeddings(
     index[i] = pairAnchor.length - 1;
   }
   const P = pairAnchor.length;
-  const table = new Float32Array(P * C);
+  const table = sharedArray(Float32Array, P * C);
   const chunkSize = opts.chunkSize ?? 16384;
   const progress = opts.progress;
   progress?.begin(`distill: ${target} embeddings`, P);
@@ -271,7 +272,7 @@ export async function fileEmbeddings(
   dim: number,
 ): Promise<EntityEmbeddings & { values: Float32Array }> {
   const n = nodes.length;
-  const values = new Float32Array(n * dim);
+  const values = sharedArray(Float32Array, n * dim);
   const missing = new Float32Array(n).fill(1);
   if (n === 0) return { values, missing, anchors: [] };
   return withDuck(async ({ conn }) => {
@@ -316,7 +317,7 @@ export async function entityFileEmbeddings(
   dim: number,
 ): Promise<EntityEmbeddings & { values: Float32Array }> {
   const n = nodes.length;
-  const values = new Float32Array(n * dim);
+  const values = sharedArray(Float32Array, n * dim);
   const missing = new Float32Array(n).fill(1);
   if (n === 0) return { values, missing, anchors: [] };
   return withDuck(async ({ conn }) => {

@@ -32,13 +32,14 @@ import { hashValue } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
 import { info } from '../core/log.js';
 import { Progress, withHeartbeat } from '../core/progress.js';
+import { sharedArray } from '../core/shared_memory.js';
 import { Rng } from '../core/rng.js';
 import { VERSION } from '../core/version.js';
 import { EmbedPool, embedWorkers } from '../embed/pool.js';
 import { computedEmbeddings, embeddingFiles, entityFileEmbeddings, entityRtiElements, fileEmbeddings, rtiElements, type EntityEmbeddings } from './data.js';
 import { StudentFeatures, type StudentData } from '../model/student/features.js';
-import type { StudentSpec } from '../model/student/spec.js';
-import { measureLatency, summarize, trainStudent, type StudentMetrics } from './student_training.js';
+import { measureLatency, summarize, type StudentMetrics } from './student_training.js';
+import { trainStudents, type StudentJob, type StudentOptions } from './student_pool.js';
 import { studentSpec } from './student_spec.js';
 
 /** The sampling seed of the teacher's predictions (the KD targets): `predictInChunks` seeds each chunk from it. */
@@ -230,35 +231,43 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   const { d, cfg, taskName, task, backend, base, baseManifest, built, graph, split, seed, tables, teacherModel, spec, ranges, embeddings, data, kind, objective, sameTask, teacherPred, features, labels, timings } = p;
   let t = performance.now();
 
-  const runStudent = (variant: Partial<StudentSpec>, epochs: number, kdWeight: number, trainRows?: Int32Array) =>
-    trainStudent({ ...spec, ...variant }, features, data, labels, ranges, objective, teacherPred, kdWeight, {
-      epochs,
-      batchSize: d.batch_size,
-      lr: d.lr,
-      patience: d.patience,
-      dropout: d.dropout,
-      seed,
-      kdTemperature: d.kd_temperature,
-      positiveWeight: objective.softTargets ? d.positive_weight : 1,
-      trainRows,
-      emaEpochs: d.ema_epochs,
-      selectBy: d.early_stopping_metric,
-    });
-
   const epochs = opts.epochs ?? d.epochs;
-  const main = runStudent({}, epochs, sameTask && objective.softTargets ? d.kd_weight : 0);
-  timings.student = secs(t);
-  t = performance.now();
   const ablationEpochs = Math.max(1, Math.ceil(epochs * 0.67));
   // The ablations say what each input contributes; on a sample of the rows they say it at a fraction of
   // the cost (at medium they were 185 of the run's 306 s). Same sample for all three, so they compare.
   const ablationRows = sampleRange(ranges.train, d.ablation_max_train_examples, seed);
-  const ablations = {
-    features_only: summarize(runStudent({ use_embeddings: false, use_rti: false }, ablationEpochs, 0, ablationRows)),
-    embedding_only: summarize(runStudent({ use_rti: false }, ablationEpochs, 0, ablationRows)),
-    rti_only: summarize(runStudent({ use_embeddings: false }, ablationEpochs, 0, ablationRows)),
+  const jobs: StudentJob[] = [
+    { name: 'student', variant: {}, epochs, kdWeight: sameTask && objective.softTargets ? d.kd_weight : 0 },
+    { name: 'features_only', variant: { use_embeddings: false, use_rti: false }, epochs: ablationEpochs, kdWeight: 0, trainRows: ablationRows },
+    { name: 'embedding_only', variant: { use_rti: false }, epochs: ablationEpochs, kdWeight: 0, trainRows: ablationRows },
+    { name: 'rti_only', variant: { use_embeddings: false }, epochs: ablationEpochs, kdWeight: 0, trainRows: ablationRows },
+  ];
+  const options: StudentOptions = {
+    batchSize: d.batch_size,
+    lr: d.lr,
+    patience: d.patience,
+    dropout: d.dropout,
+    seed,
+    kdTemperature: d.kd_temperature,
+    positiveWeight: objective.softTargets ? d.positive_weight : 1,
+    emaEpochs: d.ema_epochs,
+    selectBy: d.early_stopping_metric,
   };
-  timings.ablations = secs(t);
+  // Both cores: the students on worker threads, as many as the embed pool would use (2 on wasm with 2+ cores).
+  const trained = await trainStudents(
+    { graph, spec, data, labels, ranges, objective: kind, teacher: teacherPred, options, backend: opts.backend ?? 'auto' },
+    jobs,
+    embedWorkers('auto', backend.name),
+  );
+  const main = trained[0]!;
+  const rest = trained.slice(1);
+  const [featuresOnly, embeddingOnly, rtiOnly] = rest.map(summarize);
+  const ablations = { features_only: featuresOnly!, embedding_only: embeddingOnly!, rti_only: rtiOnly! };
+  // `students` is their wall time together; `student` and `ablations` each one's own training time
+  // (side by side on two threads, they add up to more than `students`).
+  timings.students = secs(t);
+  timings.student = main.seconds;
+  timings.ablations = round(rest.reduce((a, r) => a + r.seconds, 0), 1);
 
   const testLabels = labels.subarray(ranges.test[0], ranges.test[1]);
   const evaluate = (l: Float32Array, p: Float32Array): Metrics => objective.metrics(l, p);
@@ -365,7 +374,7 @@ function sampleRange([lo, hi]: readonly [number, number], max: number | undefine
 
 function concatExamples(parts: Examples[]): Examples {
   const n = parts.reduce((a, p) => a + p.nodes.length, 0);
-  const out: Examples = { nodes: new Int32Array(n), anchors: new Float64Array(n), labels: new Float32Array(n) };
+  const out: Examples = { nodes: sharedArray(Int32Array, n), anchors: sharedArray(Float64Array, n), labels: sharedArray(Float32Array, n) };
   let o = 0;
   for (const p of parts) {
     out.nodes.set(p.nodes, o);
@@ -382,7 +391,7 @@ async function rtiForExamples(graph: Graph, hop: HopPath, nodes: Int32Array, off
   const sorted = Int32Array.from(order, (i) => nodes[i]!);
   const lists = await rtiElements(graph, hop, sorted, offset);
   const N = hop.max_length;
-  const out = new Int32Array(lists.length);
+  const out = sharedArray(Int32Array, lists.length);
   order.forEach((orig, k) => out.set(lists.subarray(k * N, (k + 1) * N), orig * N));
   return out;
 }
@@ -400,7 +409,7 @@ async function embeddingsForExamples(
   const order = Int32Array.from({ length: all.nodes.length }, (_, i) => i).sort((a, b) => all.nodes[a]! - all.nodes[b]!);
   const sorted = Int32Array.from(order, (i) => all.nodes[i]!);
   const e = await fileEmbeddings(graph, files, factTable, keyColumn, targetKey, sorted, offsets, dim);
-  const values = new Float32Array(e.values.length);
+  const values = sharedArray(Float32Array, e.values.length);
   const missing = new Float32Array(e.missing.length);
   order.forEach((orig, k) => {
     values.set(e.values.subarray(k * dim, (k + 1) * dim), orig * dim);

@@ -28,7 +28,12 @@ export interface TrainedStudent {
   testPred: Float32Array;
   bestEpoch: number;
   epochs: { epoch: number; loss: number; val: Metrics }[];
+  /** wall time of this student's training and test scoring */
+  seconds: number;
 }
+
+/** What `trainStudent` reports its epochs to: a Progress, or a worker's relay of one. */
+export type StudentProgress = Pick<Progress, 'begin' | 'update' | 'end' | 'stop'>;
 
 export function summarize(s: TrainedStudent): StudentMetrics {
   s.model.dispose();
@@ -61,8 +66,13 @@ export function trainStudent(
     emaDecay?: number;
     /** binary: the validation metric that picks the epoch and drives patience (default the objective's main metric) */
     selectBy?: 'auroc' | 'ap';
+    /** where the epochs report (default a Progress on stderr); a student worker's forwards to the main thread */
+    progress?: StudentProgress;
+    /** names the student in progress lines: `distill <label> epoch 1/5` (default none: `distill epoch 1/5`) */
+    label?: string;
   },
 ): TrainedStudent {
+  const t0 = performance.now();
   const T = o.kdTemperature ?? 1;
   const selectBy = o.selectBy;
   if (selectBy && objective.kind !== 'binary') throw new Error(`selectBy ${selectBy} needs a binary objective (got ${objective.kind})`);
@@ -114,69 +124,75 @@ export function trainStudent(
     return new Map([...ema!].map(([k, v]) => [k, Float32Array.from(v, (x) => x / c)]));
   };
   const epochs: { epoch: number; loss: number; val: Metrics }[] = [];
-  const progress = new Progress();
-  for (let epoch = 1; epoch <= o.epochs; epoch++) {
-    rng.shuffle(order);
-    let lossSum = 0;
-    progress.begin(`distill epoch ${epoch}/${o.epochs}`, order.length);
-    for (let i = 0; i < order.length; i += o.batchSize) {
-      const rows = order.subarray(i, Math.min(order.length, i + o.batchSize));
-      const m = rows.length;
-      for (let k = 0; k < m; k++) {
-        y[k] = objective.target(labels[rows[k]!]!, output);
-        soft[k] = softTarget ? softTarget[rows[k]!]! : 0;
-        weight[k] = posWeight !== 1 && labels[rows[k]!]! > 0.5 ? posWeight : 1;
-      }
-      const batch = features.batch(data, rows);
-      const loss = optimizer.minimize(() => {
-        const logits = model.forward(batch, true);
-        const yt = tf.tensor1d(y.subarray(0, m));
-        // Positives weighted up (binary only, hard-label term): the loss then spends more of its capacity on
-        // separating the rare positives from their nearest negatives, the top of the ranking.
-        const hard = posWeight !== 1 ? weightedBce(logits, yt, tf.tensor1d(weight.subarray(0, m))) : objective.loss(lossName, logits, yt);
-        if (!teacher || kdWeight === 0) return hard;
-        // The teacher's predictions as soft targets (only objectives with softTargets get a kdWeight > 0),
-        // matched at temperature T and scaled by T² so the gradient's size does not depend on T.
-        const softLoss = T === 1 ? objective.loss(lossName, logits, tf.tensor1d(soft.subarray(0, m))) : objective.loss(lossName, logits.div(T), tf.tensor1d(soft.subarray(0, m))).mul(T * T);
-        return hard.mul(1 - kdWeight).add(softLoss.mul(kdWeight)) as tf.Scalar;
-      });
-      if (ema) {
-        emaSteps++;
-        for (const [k, w] of model.params.snapshot()) {
-          const e = ema.get(k)!;
-          for (let j = 0; j < w.length; j++) e[j] = emaDecay * e[j]! + (1 - emaDecay) * w[j]!;
+  const progress = o.progress ?? new Progress();
+  const name = o.label ? `distill ${o.label}` : 'distill';
+  try {
+    for (let epoch = 1; epoch <= o.epochs; epoch++) {
+      rng.shuffle(order);
+      let lossSum = 0;
+      progress.begin(`${name} epoch ${epoch}/${o.epochs}`, order.length);
+      for (let i = 0; i < order.length; i += o.batchSize) {
+        const rows = order.subarray(i, Math.min(order.length, i + o.batchSize));
+        const m = rows.length;
+        for (let k = 0; k < m; k++) {
+          y[k] = objective.target(labels[rows[k]!]!, output);
+          soft[k] = softTarget ? softTarget[rows[k]!]! : 0;
+          weight[k] = posWeight !== 1 && labels[rows[k]!]! > 0.5 ? posWeight : 1;
         }
+        const batch = features.batch(data, rows);
+        const loss = optimizer.minimize(() => {
+          const logits = model.forward(batch, true);
+          const yt = tf.tensor1d(y.subarray(0, m));
+          // Positives weighted up (binary only, hard-label term): the loss then spends more of its capacity on
+          // separating the rare positives from their nearest negatives, the top of the ranking.
+          const hard = posWeight !== 1 ? weightedBce(logits, yt, tf.tensor1d(weight.subarray(0, m))) : objective.loss(lossName, logits, yt);
+          if (!teacher || kdWeight === 0) return hard;
+          // The teacher's predictions as soft targets (only objectives with softTargets get a kdWeight > 0),
+          // matched at temperature T and scaled by T² so the gradient's size does not depend on T.
+          const softLoss = T === 1 ? objective.loss(lossName, logits, tf.tensor1d(soft.subarray(0, m))) : objective.loss(lossName, logits.div(T), tf.tensor1d(soft.subarray(0, m))).mul(T * T);
+          return hard.mul(1 - kdWeight).add(softLoss.mul(kdWeight)) as tf.Scalar;
+        });
+        if (ema) {
+          emaSteps++;
+          for (const [k, w] of model.params.snapshot()) {
+            const e = ema.get(k)!;
+            for (let j = 0; j < w.length; j++) e[j] = emaDecay * e[j]! + (1 - emaDecay) * w[j]!;
+          }
+        }
+        lossSum += loss * m;
+        progress.update(i + m, `loss ${(lossSum / (i + m)).toFixed(4)}`);
       }
-      lossSum += loss * m;
-      progress.update(i + m, `loss ${(lossSum / (i + m)).toFixed(4)}`);
+      // With averaging, the averaged weights are validated (and kept); training resumes from the raw ones.
+      const raw = ema ? model.params.snapshot() : null;
+      const candidate = ema ? averaged() : null;
+      if (candidate) model.params.restore(candidate);
+      const val = evaluate(ranges.val[0], ranges.val[1], predict(ranges.val[0], ranges.val[1]));
+      if (raw) model.params.restore(raw);
+      epochs.push({ epoch, loss: round(lossSum / order.length, 4), val });
+      const sc = selectBy ? (val as BinaryMetrics)[selectBy] : objective.score(val);
+      const improved = sc > bestScore + 1e-6;
+      // Patience counts epochs without a relative gain of at least MIN_GAIN: a plateau that creeps up by
+      // 1e-4 AUROC an epoch (the features-only ablation at medium) ran every epoch it was given. The best
+      // weights still follow any gain.
+      const progressed = !Number.isFinite(progressScore) || sc > progressScore + MIN_GAIN * Math.abs(progressScore);
+      if (progressed) progressScore = sc;
+      progress.end(`${name} epoch ${epoch}/${o.epochs}: loss ${(lossSum / order.length).toFixed(4)}, val ${selectBy ?? objective.mainMetric.name} ${Math.abs(sc).toFixed(4)}${improved ? ' (best)' : ''}`);
+      if (improved) {
+        bestScore = sc;
+        best = candidate ?? model.params.snapshot();
+        bestEpoch = epoch;
+        bestVal = val;
+      }
+      if (progressed) stale = 0;
+      else if (++stale >= o.patience) break;
     }
-    // With averaging, the averaged weights are validated (and kept); training resumes from the raw ones.
-    const raw = ema ? model.params.snapshot() : null;
-    const candidate = ema ? averaged() : null;
-    if (candidate) model.params.restore(candidate);
-    const val = evaluate(ranges.val[0], ranges.val[1], predict(ranges.val[0], ranges.val[1]));
-    if (raw) model.params.restore(raw);
-    epochs.push({ epoch, loss: round(lossSum / order.length, 4), val });
-    const sc = selectBy ? (val as BinaryMetrics)[selectBy] : objective.score(val);
-    const improved = sc > bestScore + 1e-6;
-    // Patience counts epochs without a relative gain of at least MIN_GAIN: a plateau that creeps up by
-    // 1e-4 AUROC an epoch (the features-only ablation at medium) ran every epoch it was given. The best
-    // weights still follow any gain.
-    const progressed = !Number.isFinite(progressScore) || sc > progressScore + MIN_GAIN * Math.abs(progressScore);
-    if (progressed) progressScore = sc;
-    progress.end(`distill epoch ${epoch}/${o.epochs}: loss ${(lossSum / order.length).toFixed(4)}, val ${selectBy ?? objective.mainMetric.name} ${Math.abs(sc).toFixed(4)}${improved ? ' (best)' : ''}`);
-    if (improved) {
-      bestScore = sc;
-      best = candidate ?? model.params.snapshot();
-      bestEpoch = epoch;
-      bestVal = val;
-    }
-    if (progressed) stale = 0;
-    else if (++stale >= o.patience) break;
+  } finally {
+    progress.stop();
   }
   model.params.restore(best);
   const testPred = predict(ranges.test[0], ranges.test[1]);
-  return { model, best, val: bestVal!, test: evaluate(ranges.test[0], ranges.test[1], testPred), testPred, bestEpoch, epochs };
+  const test = evaluate(ranges.test[0], ranges.test[1], testPred);
+  return { model, best, val: bestVal!, test, testPred, bestEpoch, epochs, seconds: round((performance.now() - t0) / 1000, 1) };
 }
 
 /** Smallest relative gain in the validation score (AUROC, −MAE, …) that resets the patience. */

@@ -25,6 +25,7 @@ import { warn } from '../core/log.js';
 import { compiledWorker, WorkerRpc } from '../core/worker_rpc.js';
 import type { Examples } from '../task/task_spec.js';
 import { predictOnWorkers } from '../train/engine.js';
+import { shared } from '../core/shared_memory.js';
 
 export interface EmbedWorkerInit {
   graph: ReturnType<Graph['shareable']>;
@@ -69,13 +70,6 @@ export function embedWorkerScript(): string | null {
 export function embedWorkers(requested: number | 'auto' | undefined, backend: BackendName): number {
   if (requested !== undefined && requested !== 'auto') return requested;
   return availableParallelism() >= 2 && (backend === 'wasm' || backend === 'cpu') ? 2 : 1;
-}
-
-function shared(a: Int32Array): Int32Array {
-  if (a.buffer instanceof SharedArrayBuffer) return a;
-  const out = new Int32Array(new SharedArrayBuffer(a.length * 4));
-  out.set(a);
-  return out;
 }
 
 export class EmbedPool {

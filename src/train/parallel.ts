@@ -21,6 +21,7 @@ import { predictOnWorkers, type EngineData, type GradientEngine, type StepResult
 import type { Examples } from '../task/task_spec.js';
 import type { FeatureSpec } from '../model/features.js';
 import type { ModelSpec } from '../model/hetero_gnn.js';
+import { shared } from '../core/shared_memory.js';
 
 export interface WorkerInit {
   graph: ReturnType<Graph['shareable']>;
@@ -36,14 +37,6 @@ type Reply = { id: number; error?: string } & Partial<StepResult> & { out?: Floa
 /** The compiled worker script, also when gnnctl runs from its TypeScript sources (tests). */
 export function workerScript(): string | null {
   return compiledWorker(fileURLToPath(import.meta.url), 'train_worker.js');
-}
-
-function shared<T extends Float64Array | Float32Array | Int32Array>(a: T): T {
-  if (a.buffer instanceof SharedArrayBuffer) return a;
-  const C = a.constructor as { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number };
-  const out = new C(new SharedArrayBuffer(a.length * C.BYTES_PER_ELEMENT));
-  out.set(a);
-  return out;
 }
 
 function sharedExamples(e: Examples): Examples {

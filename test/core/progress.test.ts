@@ -283,6 +283,36 @@ describe('Progress without a terminal (the distill branch\'s API: a heartbeat in
   });
 });
 
+describe('Progress.log', () => {
+  it('on a terminal: the line goes above the live line, which is drawn again; without one: a plain info line', () => {
+    const out: string[] = [];
+    const stream = { write: (s: string) => (out.push(s), true), isTTY: true, columns: 120, cursorTo: () => true, moveCursor: () => true, clearLine: () => true };
+    const p = new Progress({ stream, tty: true, intervalMs: 0 });
+    p.begin('distill: 4 students', 100);
+    p.update(50, 'student epoch 1/2');
+    out.length = 0;
+    p.log('distill student epoch 1/2: loss 0.1000, val auroc 0.9000');
+    const joined = out.join('');
+    expect(joined).toContain('distill student epoch 1/2: loss 0.1000, val auroc 0.9000\n');
+    // the live line is drawn again after the logged one
+    expect(joined.indexOf('distill: 4 students', joined.indexOf('val auroc'))).toBeGreaterThan(0);
+    p.stop();
+
+    const lines: string[] = [];
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((s: string) => (lines.push(String(s)), true)) as typeof process.stderr.write;
+    try {
+      const q = new Progress({ stream: { write: () => true }, tty: false, intervalMs: 60_000 });
+      q.begin('x', 10);
+      q.log('an epoch summary');
+      q.stop();
+    } finally {
+      process.stderr.write = write;
+    }
+    expect(lines).toEqual(['an epoch summary\n']);
+  });
+});
+
 describe('formatSeconds', () => {
   it('rounds before splitting minutes and seconds (179.6 s is 3:00, not 2:60)', () => {
     expect(formatSeconds(179.6)).toBe('3:00');

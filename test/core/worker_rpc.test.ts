@@ -38,4 +38,26 @@ describe('WorkerRpc', () => {
       await rpc.close();
     }
   });
+
+  it('hands what a worker posts without an id (progress between replies) to onEvent, in order, before the reply', async () => {
+    const ticker = join(dir, 'ticker.mjs');
+    writeFileSync(
+      ticker,
+      `import { parentPort } from 'node:worker_threads';
+       parentPort.on('message', (m) => { for (let i = 1; i <= 3; i++) parentPort.postMessage({ event: 'tick', i }); parentPort.postMessage({ id: m.id, y: m.x }); });`,
+    );
+    const events: unknown[] = [];
+    const rpc = new WorkerRpc<WorkerReply & { y?: number }>(ticker, 1, (msg, w) => events.push({ ...msg, fromWorker: w === rpc.workers[0] }));
+    try {
+      const r = await rpc.call(rpc.workers[0]!, { x: 7 });
+      expect(r.y).toBe(7);
+      expect(events).toEqual([1, 2, 3].map((i) => ({ event: 'tick', i, fromWorker: true })));
+      // Without onEvent such messages are dropped, and the reply still arrives.
+      const plain = new WorkerRpc<WorkerReply & { y?: number }>(ticker, 1);
+      expect((await plain.call(plain.workers[0]!, { x: 8 })).y).toBe(8);
+      await plain.close();
+    } finally {
+      await rpc.close();
+    }
+  });
 });

@@ -6,7 +6,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { distillCommand } from '../../src/cli/commands/distill.js';
 import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig, type Config } from '../../src/config/load.js';
@@ -211,5 +211,66 @@ describe('trainStudent: KD temperature and positive weight', () => {
     expect(r.metrics.counts.ablation_train).toBe(40);
     // the bundled cap (30,000) is above the tiny data's rows: the command's ablations saw all of them
     expect(cmd.counts.ablation_train).toBe(cmd.counts.train);
+  });
+});
+
+describe('trainStudents over worker threads', () => {
+  it('two workers give the one-thread students bit for bit (weights, metrics, predictions) and relay their epochs', async () => {
+    const { prepareDistill } = await import('../../src/distill/distill.js');
+    const { trainStudents } = await import('../../src/distill/student_pool.js');
+    const p = await prepareDistill({ cfg, base: base.runId, backend: 'wasm', cwd: fx.dir });
+    try {
+      const [lo, hi] = p.ranges.train;
+      const half = Int32Array.from({ length: Math.ceil((hi - lo) / 2) }, (_, i) => lo + 2 * i).filter((r) => r < hi);
+      const jobs = [
+        { name: 'student', variant: {}, epochs: 2, kdWeight: 0.5 },
+        { name: 'features_only', variant: { use_embeddings: false, use_rti: false }, epochs: 1, kdWeight: 0, trainRows: half },
+        { name: 'rti_only', variant: { use_embeddings: false }, epochs: 2, kdWeight: 0, trainRows: half },
+      ];
+      const ctx = {
+        graph: p.graph,
+        spec: p.spec,
+        data: p.data,
+        labels: p.labels,
+        ranges: p.ranges,
+        objective: p.kind,
+        teacher: p.teacherPred,
+        options: { batchSize: 64, lr: 0.003, patience: 5, dropout: 0.1, seed: 3, emaEpochs: 1, kdTemperature: 2 },
+        backend: 'wasm' as const,
+      };
+      const one = await trainStudents(ctx, jobs, 1);
+      // Epoch summaries and the final line go through info() to stderr, the live line to the stream.
+      const lines: string[] = [];
+      const spy = vi.spyOn(process.stderr, 'write').mockImplementation((s: string | Uint8Array) => lines.push(String(s)) > 0);
+      setQuiet(false);
+      let two: Awaited<ReturnType<typeof trainStudents>>;
+      try {
+        two = await trainStudents(ctx, jobs, 2, { tty: false, intervalMs: 0 });
+      } finally {
+        setQuiet(true);
+        spy.mockRestore();
+      }
+      expect(two.map((s) => s.epochs.length)).toEqual([2, 1, 2]);
+      jobs.forEach((j, i) => {
+        const a = one[i]!;
+        const b = two[i]!;
+        expect(Array.from(b.testPred), j.name).toEqual(Array.from(a.testPred));
+        expect(b.epochs, j.name).toEqual(a.epochs);
+        expect([b.val, b.test, b.bestEpoch]).toEqual([a.val, a.test, a.bestEpoch]);
+        expect([...b.best.keys()]).toEqual([...a.best.keys()]);
+        for (const [k, w] of a.best) expect(Array.from(b.best.get(k)!), k).toEqual(Array.from(w));
+        // The model rebuilt on this thread from the worker's weights serializes as the trained one.
+        expect(Array.from(b.model.params.serialize().blob)).toEqual(Array.from(a.model.params.serialize().blob));
+      });
+      // Each worker trained its own variant and rows: the students differ.
+      expect(maxAbsDiff(Array.from(two[0]!.testPred), Array.from(two[1]!.testPred))).toBeGreaterThan(1e-5);
+      expect(maxAbsDiff(Array.from(two[1]!.testPred), Array.from(two[2]!.testPred))).toBeGreaterThan(1e-5);
+      const log = lines.join('');
+      for (const j of jobs) expect(log).toMatch(new RegExp(`distill ${j.name} epoch 1/${j.epochs}: loss \\d\\.\\d{4}, val auroc`));
+      expect(log).toContain('distill: 3 students trained (student, features_only, rti_only)');
+      for (const s of [...one, ...two]) s.model.dispose();
+    } finally {
+      p.teacherModel.dispose();
+    }
   });
 });

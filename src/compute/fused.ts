@@ -35,6 +35,7 @@ import {
   layerNormGradKernel,
   layerNormKernel,
 } from './fused_kernels.js';
+import { rankingSoftmaxGradKernel, rankingSoftmaxKernel, SoftmaxKernelName } from './softmax_kernels.js';
 import { cpuKernelFunc, wasmKernelFunc, type TypedKernel } from './typed_kernel.js';
 
 export { FusedKernelName } from './fused_kernels.js';
@@ -48,6 +49,8 @@ const KERNELS: readonly TypedKernel[] = [
   dropoutMaskKernel,
   gatherAttentionKernel,
   gatherAttentionGradKernel,
+  rankingSoftmaxKernel,
+  rankingSoftmaxGradKernel,
 ];
 
 /** The kernel names `registerFusedKernels` adds to the wasm and cpu backends. */
@@ -134,7 +137,63 @@ const GRADIENTS: readonly tf.GradConfig[] = [
       return { xw: () => dxw!, src: () => dsrc!, dst: () => ddst!, index: () => tf.zeros(index.shape), mask: () => tf.zeros(maskShape) };
     },
   },
+  {
+    kernelName: SoftmaxKernelName.rankingSoftmax,
+    inputsToSave: ['logits', 'popWeight', 'pop', 'pair', 'cell', 'gate', 'positives'],
+    outputsToSave: [false, true],
+    gradFunc: (dy, saved) => {
+      const [logits, popWeight, pop, pair, cell, gate, positives, lse] = saved as tf.Tensor[];
+      const [dlogits, dw, dpair, dgate] = run(SoftmaxKernelName.rankingSoftmaxGrad, { dy: firstDy(dy), logits: logits!, popWeight: popWeight!, pop: pop!, pair: pair!, cell: cell!, gate: gate!, positives: positives!, lse: lse! });
+      return {
+        logits: () => dlogits!,
+        popWeight: () => dw!,
+        pair: () => dpair!,
+        gate: () => dgate!,
+        pop: () => tf.zeros(pop!.shape),
+        cell: () => tf.zeros(cell!.shape),
+        positives: () => tf.zeros(positives!.shape),
+      };
+    },
+  },
 ];
+
+// ---------------------------------------------------------------------------------------------------------
+// rankingSoftmax
+
+/**
+ * The recommender's training loss over B users × M candidates (softmax_kernels.ts): the scores
+ * `logits + popWeight · pop + gate · pair[cell − 1]` (the pair term only where cell > 0) and the
+ * multi-positive sampled softmax over them (`sampledSoftmax`, task/objective/ranking.ts).
+ *
+ * Shapes: logits [B, M], popWeight [1], pop [M], pair [P], cell int32 [B·M] (0 or 1 + a pair row), gate
+ * [B, 1], positives [B, M] 0/1 → scalar. Differentiable in logits, popWeight, pair and gate. One kernel
+ * forward and one backward, where the composite runs ~20 over [B, M] each way.
+ */
+export function rankingSoftmax(logits: tf.Tensor2D, popWeight: tf.Tensor, pop: Float32Array, pair: tf.Tensor1D, cell: Int32Array, gate: tf.Tensor2D, positives: Float32Array): tf.Scalar {
+  const [B, M] = logits.shape;
+  if (pop.length !== M || cell.length !== B * M || positives.length !== B * M || gate.shape[0] !== B) {
+    throw new Error(`rankingSoftmax: logits [${B}, ${M}] need pop [${M}], cell and positives [${B * M}], gate [${B}, 1]`);
+  }
+  requireFloat('rankingSoftmax', { logits, popWeight, pair, gate });
+  return tf.tidy(() => {
+    const inputs = { logits, popWeight, pop: tf.tensor1d(pop), pair, cell: tf.tensor1d(cell, 'int32'), gate, positives: tf.tensor2d(positives, [B, M]) };
+    if (!fusedOnActiveBackend(SoftmaxKernelName.rankingSoftmax)) return rankingSoftmaxComposite(inputs);
+    return run(SoftmaxKernelName.rankingSoftmax, inputs)[0] as tf.Scalar;
+  });
+}
+
+/** `rankingSoftmax` as standard tf ops (the path on backends without the fused kernel). */
+export function rankingSoftmaxComposite(x: { logits: tf.Tensor2D; popWeight: tf.Tensor; pop: tf.Tensor1D; pair: tf.Tensor1D; cell: tf.Tensor1D; gate: tf.Tensor2D; positives: tf.Tensor2D }): tf.Scalar {
+  return tf.tidy(() => {
+    const [B, M] = x.logits.shape;
+    const pairDense = tf.gather(tf.concat([tf.zeros([1]), x.pair]), x.cell).reshape([B, M]);
+    const s = x.logits.add(x.pop.reshape([1, M]).mul(x.popWeight)).add(pairDense.mul(x.gate)) as tf.Tensor2D;
+    const count = x.positives.sum(1);
+    const has = count.greater(0).toFloat();
+    const meanPos = s.mul(x.positives).sum(1).div(count.maximum(1));
+    return tf.logSumExp(s, 1).sub(meanPos).mul(has).sum().div(has.sum().maximum(1)) as tf.Scalar;
+  });
+}
 
 // ---------------------------------------------------------------------------------------------------------
 // layerNorm

@@ -30,6 +30,7 @@ import { Rng } from '../core/rng.js';
 import type { ParamStore } from './params.js';
 import { upperBound } from './sampler.js';
 import { CatalogueTopK } from '../compute/catalogue_top_k.js';
+import { rankingSoftmax } from '../compute/fused.js';
 
 /** What a ranking run adds to the model spec (`ModelSpec.ranking`). */
 export interface RankingSpec {
@@ -198,6 +199,20 @@ export class RankingHead {
       s = s.add(dense.mul(this.gates(users))) as tf.Tensor2D;
     }
     return s;
+  }
+
+  /**
+   * The training loss of `users` [B, C] against candidates `items` [M, C]: `scores` and the multi-positive
+   * sampled softmax over them (`positives` [B·M] 0/1), fused into one op each way (fused.ts
+   * `rankingSoftmax`; as standard ops they were a third of a training step). Call inside a gradient scope.
+   */
+  trainingLoss(users: tf.Tensor2D, items: tf.Tensor2D, pop: Float32Array, pair: PairCells, positives: Float32Array): tf.Scalar {
+    const B = users.shape[0];
+    const logits = tf.matMul(users, items, false, true) as tf.Tensor2D;
+    // Without pair cells the gate is never read: zeros keep it (and the pair MLP) out of the gradient, as in `scores`.
+    const values = pair.count > 0 ? this.pairScores(tf.tensor2d(pair.features, [pair.count, PAIR_FEATURES])) : (tf.zeros([0]) as tf.Tensor1D);
+    const gate = pair.count > 0 ? this.gates(users) : (tf.zeros([B, 1]) as tf.Tensor2D);
+    return rankingSoftmax(logits, this.popWeight, pop, values, pair.cell, gate, positives);
   }
 
   /** pair(u, i) for rows of pair features [P, PAIR_FEATURES] → [P]. Call inside `tidy`. */

@@ -1,15 +1,12 @@
 /**
  * Training of the deep recommender (model/recommender.ts) for ranking tasks: batches of users that share
- * an anchor, so one candidate set and one item tree batch serve the whole batch; sampled softmax over
- * the candidates (task/objective/ranking.ts says why); MAP@k on the validation anchor after each epoch with
- * exact top-k over the whole catalogue; early stopping; the best checkpoint saved at every improvement;
- * and the three baselines (train/ranking_baselines.ts) on the same validation and test users.
+ * an anchor, so one candidate set and one item tree batch serve the whole batch; each step's candidates
+ * and loss are ranking_step.ts's; MAP@k on the validation anchor after each epoch with exact top-k over
+ * the whole catalogue; early stopping; the best checkpoint saved at every improvement; and the three
+ * baselines (train/ranking_baselines.ts) on the same validation and test users.
  *
- * Candidates per step: every label item of the batch, the items of the batch users' own histories (the
- * hard negatives: what a user bought before but not this time; subsampled to keep at most
- * MAX_CANDIDATES), and NEGATIVES uniform negatives; the whole catalogue when it has at most FULL_SOFTMAX
- * items (exact softmax, no sampling).
- * One thread: the recommender does not use the worker pool of the other tasks.
+ * With `workers` > 1 each step's item tower is split over worker threads (ranking_engine.ts); with one,
+ * or without the compiled worker, the step runs on this thread.
  */
 import * as tf from '@tensorflow/tfjs';
 import { saveWeights } from '../artifacts/run_store.js';
@@ -19,22 +16,15 @@ import { Progress, formatRate } from '../core/progress.js';
 import { Rng } from '../core/rng.js';
 import type { DeepModel } from '../model/deep_model.js';
 import { FlatAdam } from '../model/optim.js';
-import { catalogueKernel, pairCells, popularityCache, rankCatalogueOnnx, sampleNegatives, userHistories, type RankingSpec } from '../model/recommender.js';
+import { catalogueKernel, popularityCache, rankCatalogueOnnx, userHistories, type RankingSpec } from '../model/recommender.js';
 import { rankingMetrics, type RankingMetrics } from '../task/metrics.js';
-import { sampledSoftmax } from '../task/objective/ranking.js';
 import type { Examples } from '../task/task_spec.js';
 import type { EpochRecord } from './loop.js';
 import { cooccurrenceTopK, popularityTopK, repeatList, repeatTopK, RANKING_BASELINES, type RankingBaseline } from './ranking_baselines.js';
+import { ItemSplitEngine } from './ranking_engine.js';
+import { localStep } from './ranking_step.js';
+import type { BackendRequest } from '../compute/backend.js';
 
-/** catalogues up to this size are scored in full at every step */
-export const FULL_SOFTMAX = 4096;
-/** uniform negatives per step for larger catalogues */
-export const NEGATIVES = 1024;
-/**
- * candidates per step for larger catalogues: the item trees cost per candidate, and 512 users' last 50
- * purchases alone reach ~10k distinct articles at `medium`; history items beyond this are subsampled
- */
-export const MAX_CANDIDATES = 4096;
 
 export interface RankingLoopOptions {
   epochs: number;
@@ -42,9 +32,15 @@ export interface RankingLoopOptions {
   patience: number;
   maxSteps?: number;
   lr: number;
+  /** threads for the steps (default 1: this one); more split each step's item tower over workers */
+  workers?: number;
+  /** the workers' TF.js backend (default auto) */
+  backend?: BackendRequest;
 }
 
 export interface RankingFit {
+  /** threads the steps ran on (1 when the workers could not start) */
+  workers: number;
   best: Float32Array;
   bestEpoch: number;
   epochs: EpochRecord[];
@@ -76,58 +72,68 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   let bestVal: RankingMetrics | null = null;
   let stale = 0;
   const progress = new Progress();
-  for (let epoch = 0; epoch < mc.epochs && !stop.requested; epoch++) {
-    const batches: Int32Array[] = [];
-    for (const rows of byAnchor.values()) {
-      const order = rng.shuffle(Int32Array.from(rows));
-      for (let s = 0; s < order.length; s += mc.batchSize) batches.push(order.subarray(s, s + mc.batchSize));
-    }
-    rng.shuffle(batches);
-    const steps = Math.min(batches.length, mc.maxSteps ?? Infinity);
-    const timing = { sample: 0, gather: 0, step: 0 };
-    let lossSum = 0;
-    let seen = 0;
-    const tEpoch = performance.now();
-    progress.begin(`epoch ${epoch + 1}/${mc.epochs}`, batches.slice(0, steps).reduce((a, b) => a + b.length, 0));
-    for (let s = 0; s < steps && !stop.requested; s++) {
+  const engine = (mc.workers ?? 1) > 1 ? await ItemSplitEngine.start(mc.workers!, model, data.train, nItems, pop, mc.backend ?? 'auto') : null;
+  if (engine) info(`train: each step's item tower split over ${engine.workers} worker threads`);
+  try {
+    for (let epoch = 0; epoch < mc.epochs && !stop.requested; epoch++) {
+      const batches: Int32Array[] = [];
+      for (const rows of byAnchor.values()) {
+        const order = rng.shuffle(Int32Array.from(rows));
+        for (let s = 0; s < order.length; s += mc.batchSize) batches.push(order.subarray(s, s + mc.batchSize));
+      }
+      rng.shuffle(batches);
+      const steps = Math.min(batches.length, mc.maxSteps ?? Infinity);
+      const timing = { sample: 0, gather: 0, step: 0 };
+      let lossSum = 0;
+      let seen = 0;
+      const tEpoch = performance.now();
+      progress.begin(`epoch ${epoch + 1}/${mc.epochs}`, batches.slice(0, steps).reduce((a, b) => a + b.length, 0));
+      // The steps' generators, drawn up front (the same sequence of draws as one at each step), so the
+      // engine can plan the steps to come.
+      const stepRngs = Array.from({ length: steps }, () => new Rng(rng.nextU32()));
+      for (let s = 0; s < steps && !stop.requested; s++) {
+        model.params.assignBlob(weights);
+        const upcoming = [1, 2].filter((k) => s + k < steps).map((k) => ({ rows: batches[s + k]!, rng: stepRngs[s + k]! }));
+        const r = engine ? await engine.step(weights, batches[s]!, stepRngs[s]!, vars, upcoming) : localStep(model, data.train, batches[s]!, nItems, pop, stepRngs[s]!, vars);
+        optimizer.update(weights, r.grads);
+        timing.sample += r.timing.sample;
+        timing.gather += r.timing.gather;
+        timing.step += r.timing.step;
+        lossSum += r.loss * r.count;
+        seen += r.count;
+        progress.update(seen, `loss ${(lossSum / seen).toFixed(4)}`);
+        // Ctrl-C (SIGINT) is delivered on the event loop.
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      const seconds = (performance.now() - tEpoch) / 1000;
+      if (seen === 0) break;
       model.params.assignBlob(weights);
-      const r = step(model, rs, data.train, batches[s]!, nItems, pop, new Rng(rng.nextU32()), vars);
-      optimizer.update(weights, r.grads);
-      timing.sample += r.timing.sample;
-      timing.gather += r.timing.gather;
-      timing.step += r.timing.step;
-      lossSum += r.loss * r.count;
-      seen += r.count;
-      progress.update(seen, `loss ${(lossSum / seen).toFixed(4)}`);
-      // Ctrl-C (SIGINT) is delivered on the event loop.
-      await new Promise((resolve) => setImmediate(resolve));
+      const val = await evaluate(model, data.val, k, pop, `epoch ${epoch + 1}/${mc.epochs} validation`);
+      const record: EpochRecord = {
+        epoch: epoch + 1,
+        loss: round(lossSum / seen, 5),
+        val,
+        seconds: round(seconds, 2),
+        seeds_per_s: Math.round(seen / seconds),
+        timing: { sample: round(timing.sample / 1000, 2), gather: round(timing.gather / 1000, 2), step: round(timing.step / 1000, 2) },
+      };
+      records.push(record);
+      const improved = val.map_at_k > bestScore + 1e-6;
+      progress.end(`epoch ${epoch + 1}/${mc.epochs}: loss ${record.loss.toFixed(4)}, val map@${k} ${val.map_at_k.toFixed(4)}${improved ? ' (best)' : ''}, ${formatRate(record.seeds_per_s)} users/s, ${record.seconds.toFixed(1)}s`);
+      if (improved) {
+        bestScore = val.map_at_k;
+        bestEpoch = epoch + 1;
+        bestVal = val;
+        best = weights.slice();
+        saveWeights(runDir, index, best);
+        stale = 0;
+      } else if (++stale >= mc.patience) {
+        info(`early stopping: no val improvement for ${mc.patience} epoch(s)`);
+        break;
+      }
     }
-    const seconds = (performance.now() - tEpoch) / 1000;
-    if (seen === 0) break;
-    model.params.assignBlob(weights);
-    const val = await evaluate(model, data.val, k, pop, `epoch ${epoch + 1}/${mc.epochs} validation`);
-    const record: EpochRecord = {
-      epoch: epoch + 1,
-      loss: round(lossSum / seen, 5),
-      val,
-      seconds: round(seconds, 2),
-      seeds_per_s: Math.round(seen / seconds),
-      timing: { sample: round(timing.sample / 1000, 2), gather: round(timing.gather / 1000, 2), step: round(timing.step / 1000, 2) },
-    };
-    records.push(record);
-    const improved = val.map_at_k > bestScore + 1e-6;
-    progress.end(`epoch ${epoch + 1}/${mc.epochs}: loss ${record.loss.toFixed(4)}, val map@${k} ${val.map_at_k.toFixed(4)}${improved ? ' (best)' : ''}, ${formatRate(record.seeds_per_s)} users/s, ${record.seconds.toFixed(1)}s`);
-    if (improved) {
-      bestScore = val.map_at_k;
-      bestEpoch = epoch + 1;
-      bestVal = val;
-      best = weights.slice();
-      saveWeights(runDir, index, best);
-      stale = 0;
-    } else if (++stale >= mc.patience) {
-      info(`early stopping: no val improvement for ${mc.patience} epoch(s)`);
-      break;
-    }
+  } finally {
+    await engine?.close();
   }
   if (bestEpoch < 0) saveWeights(runDir, index, (best = weights.slice()));
 
@@ -137,72 +143,7 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   const baselines = {} as RankingFit['baselines'];
   for (const name of RANKING_BASELINES) baselines[name] = { val: baselineMetrics(model, rs, name, data.val, pop), test: baselineMetrics(model, rs, name, data.test, pop) };
   const bestBaseline = RANKING_BASELINES.reduce((a, b) => (baselines[b].val.map_at_k > baselines[a].val.map_at_k ? b : a));
-  return { best, bestEpoch, epochs: records, val, test, baselines, best_baseline: bestBaseline };
-}
-
-interface StepResult {
-  loss: number;
-  count: number;
-  grads: Float32Array;
-  timing: { sample: number; gather: number; step: number };
-}
-
-function step(model: DeepModel, rs: RankingSpec, train: Examples, rows: Int32Array, nItems: number, pop: (a: number) => Float32Array, rng: Rng, vars: tf.Variable[]): StepResult {
-  const B = rows.length;
-  const anchor = train.anchors[rows[0]!]!;
-  const users = Int32Array.from(rows, (r) => train.nodes[r]!);
-  const anchors = new Float64Array(B).fill(anchor);
-  const labels = train.label_items!;
-  let t = performance.now();
-  const histories = userHistories(model.graph, rs, users, anchors, pop);
-
-  // Candidates: label items, history items, then negatives (or the whole catalogue).
-  const column = new Map<number, number>();
-  const cand: number[] = [];
-  const add = (i: number): void => {
-    if (!column.has(i)) {
-      column.set(i, cand.length);
-      cand.push(i);
-    }
-  };
-  if (nItems <= FULL_SOFTMAX) for (let i = 0; i < nItems; i++) add(i);
-  for (const r of rows) for (let j = labels.offsets[r]!; j < labels.offsets[r + 1]!; j++) add(labels.items[j]!);
-  if (nItems <= FULL_SOFTMAX) for (const i of histories.items) add(i);
-  else {
-    // A seeded subset of the history items (hard negatives), then uniform negatives.
-    const hist = rng.shuffle(Int32Array.from(new Set(histories.items)));
-    for (let j = 0; j < hist.length && cand.length < MAX_CANDIDATES - NEGATIVES; j++) add(hist[j]!);
-    for (const i of sampleNegatives(nItems, NEGATIVES, new Set(cand), rng)) add(i);
-  }
-  const items = Int32Array.from(cand);
-  const M = items.length;
-  const positives = new Float32Array(B * M);
-  rows.forEach((r, b) => {
-    for (let j = labels.offsets[r]!; j < labels.offsets[r + 1]!; j++) positives[b * M + column.get(labels.items[j]!)!] = 1;
-  });
-  const p = pop(anchor);
-  const popCand = Float32Array.from(items, (i) => p[i]!);
-  const pair = pairCells(histories, Int32Array.from({ length: B }, (_, b) => b), M, (i) => column.get(i) ?? -1);
-  const userSample = model.sampler.sample(users, anchors, rng);
-  const itemSample = model.itemSampler!.sample(items, new Float64Array(M).fill(anchor), rng);
-  const sample = performance.now() - t;
-  t = performance.now();
-  const userArrays = model.arrays(userSample);
-  const itemArrays = model.arrays(itemSample, model.itemPlan!);
-  const gather = performance.now() - t;
-  t = performance.now();
-  const head = model.ranking!;
-  const { value, grads } = tf.variableGrads(() => {
-    const u = model.gnn.forward(model.plan, userArrays, true).embedding;
-    const g = model.gnn.forward(model.itemPlan!, itemArrays, true).embedding;
-    const s = head.scores(u, head.itemEmbeddings(g, items), popCand, pair);
-    return sampledSoftmax(s, tf.tensor2d(positives, [B, M]));
-  }, vars);
-  const loss = value.dataSync()[0]!;
-  value.dispose();
-  const blob = model.params.gradientBlob(grads);
-  for (const g of Object.values(grads)) g.dispose();
-  return { loss, count: B, grads: blob, timing: { sample, gather, step: performance.now() - t } };
+  return { workers: engine?.workers ?? 1, best, bestEpoch, epochs: records, val, test, baselines, best_baseline: bestBaseline };
 }
 
 /** e_i at an anchor for the whole catalogue [N × C], from sampled trees with the deterministic (most recent) neighbours. */

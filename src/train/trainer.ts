@@ -319,7 +319,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     }
   };
   if (ranking) {
-    // The recommender trains on its own loop (train/ranking_trainer.ts), one thread, without the search.
+    // The recommender trains on its own loop (train/ranking_trainer.ts), its item tower split over the workers, without the search.
     const model = new DeepModel(graph, specFor(variants[0]!), featureSpec, seed);
     try {
       if (init) {
@@ -327,7 +327,7 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
         model.params.load(w.index, w.blob, { allowGrow: true });
         info(`train: fine-tuning from ${init.id}`);
       }
-      return finish(await trainRankingRun(model, tables, task, mc, seed, stop, runDir, opts, manifest, split, validation));
+      return finish(await trainRankingRun(model, tables, task, mc, seed, stop, runDir, opts, manifest, split, validation, workers));
     } catch (e) {
       manifest.status = 'failed';
       manifest.error = e instanceof Error ? e.message : String(e);
@@ -569,10 +569,18 @@ async function trainRankingRun(
   manifest: TrainManifest,
   split: TaskSplit,
   validation: ValidationPlan,
+  workers: number,
 ): Promise<TrainMetrics> {
-  manifest.workers = 1;
   const tStage = performance.now();
-  const fit = await fitRanking(model, tables, { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr }, seed, stop, runDir);
+  const fit = await fitRanking(
+    model,
+    tables,
+    { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr, workers, backend: opts.backend ?? 'auto' },
+    seed,
+    stop,
+    runDir,
+  );
+  manifest.workers = fit.workers;
   manifest.timings.training = round((performance.now() - tStage) / 1000, 2);
   const best = fit.baselines[fit.best_baseline];
   const metrics: TrainMetrics = {

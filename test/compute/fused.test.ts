@@ -17,8 +17,11 @@ import {
   gatherWeightedSumComposite,
   layerNorm,
   layerNormComposite,
+  rankingSoftmax,
+  rankingSoftmaxComposite,
   registerFusedKernels,
 } from '../../src/compute/fused.js';
+import { SoftmaxKernelName } from '../../src/compute/softmax_kernels.js';
 import { cpuBackend } from '../../src/compute/wasm_kernels.js';
 import { Rng } from '../../src/core/rng.js';
 import { maxRelDiff, prng, runOp, uniform, type OpCase } from './ops.js';
@@ -527,6 +530,76 @@ describe.each(BACKENDS)('gatherAttention on %s', (backend) => {
 
 // ---------------------------------------------------------------------------------------------------------
 // registration and fallback
+
+// ---------------------------------------------------------------------------------------------------------
+// rankingSoftmax
+interface SoftmaxCase {
+  name: string;
+  B: number;
+  M: number;
+  /** pair cells placed on the grid */
+  P: number;
+  /** rows with no positive */
+  empty: number[];
+}
+
+/** Constant inputs of a case: popularity, pair cells (each pair row on one distinct cell), positives. */
+function softmaxConsts(c: SoftmaxCase, seed: number): { pop: Float32Array; cell: Int32Array; positives: Float32Array } {
+  const r = prng(seed);
+  const pop = Float32Array.from({ length: c.M }, () => r());
+  const cell = new Int32Array(c.B * c.M);
+  const free = Array.from({ length: c.B * c.M }, (_, i) => i);
+  for (let k = 1; k <= c.P; k++) cell[free.splice(Math.floor(r() * free.length), 1)[0]!] = k;
+  const positives = new Float32Array(c.B * c.M);
+  for (let b = 0; b < c.B; b++) {
+    if (c.empty.includes(b)) continue;
+    positives[b * c.M + Math.floor(r() * c.M)] = 1;
+    if (b % 2 === 0) positives[b * c.M + ((b + 3) % c.M)] = 1; // several positives in some rows
+  }
+  return { pop, cell, positives };
+}
+
+describe.each(BACKENDS)('rankingSoftmax on %s', (backend) => {
+  const cases: SoftmaxCase[] = [
+    { name: 'B=5 M=9 with pair cells, one row without positives', B: 5, M: 9, P: 7, empty: [3] },
+    { name: 'no pair cells (P=0)', B: 4, M: 6, P: 0, empty: [] },
+    { name: 'B=1 M=1', B: 1, M: 1, P: 1, empty: [] },
+    { name: 'no row has a positive (loss 0, no gradient)', B: 3, M: 4, P: 2, empty: [0, 1, 2] },
+    { name: 'B=16 M=200 (wide scores)', B: 16, M: 200, P: 40, empty: [5, 9] },
+  ];
+  it.each(cases.map((c) => [c.name, c] as const))('matches the composite: %s', async (_name, c) => {
+    const k = softmaxConsts(c, c.B * 100 + c.M);
+    await compare(
+      backend,
+      () => [uniform([c.B, c.M], c.M, -3, 3), uniform([1], 2, 0.5, 1.5), uniform([c.P], 3), uniform([c.B, 1], 4, 0, 1)],
+      (l, w, p, g) => rankingSoftmax(l as tf.Tensor2D, w!, k.pop, p as tf.Tensor1D, k.cell, g as tf.Tensor2D, k.positives),
+      (l, w, p, g) =>
+        rankingSoftmaxComposite({
+          logits: l as tf.Tensor2D,
+          popWeight: w!,
+          pop: tf.tensor1d(k.pop),
+          pair: p as tf.Tensor1D,
+          cell: tf.tensor1d(k.cell, 'int32'),
+          gate: g as tf.Tensor2D,
+          positives: tf.tensor2d(k.positives, [c.B, c.M]),
+        }),
+    );
+  });
+
+  it('runs one kernel forward and one backward, and refuses mismatched shapes', async () => {
+    await tf.setBackend(backend);
+    const c: SoftmaxCase = { name: '', B: 3, M: 5, P: 2, empty: [] };
+    const k = softmaxConsts(c, 1);
+    const l = uniform([3, 5], 1);
+    const w = tf.ones([1]);
+    const p = uniform([2], 2);
+    const g = uniform([3, 1], 3);
+    const names = await kernelNames(() => tf.grads((li: tf.Tensor) => rankingSoftmax(li as tf.Tensor2D, w, k.pop, p as tf.Tensor1D, k.cell, g as tf.Tensor2D, k.positives))([l]));
+    expect(names.filter((n) => n.startsWith('Gnnctl'))).toEqual([SoftmaxKernelName.rankingSoftmax, SoftmaxKernelName.rankingSoftmaxGrad]);
+    expect(() => rankingSoftmax(l as tf.Tensor2D, w, k.pop.subarray(1), p as tf.Tensor1D, k.cell, g as tf.Tensor2D, k.positives)).toThrow(/pop \[5\]/);
+    tf.dispose([l, w, p, g]);
+  });
+});
 
 describe('registration', () => {
   it('registers every fused kernel on wasm and cpu, idempotently', () => {

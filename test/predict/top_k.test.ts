@@ -9,6 +9,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
@@ -74,6 +75,9 @@ describe.skipIf(!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))('the real bin
     expect(Object.keys(file.baselines).sort()).toEqual(['cooccurrence', 'popularity', 'repeat']);
     const best = Object.entries(file.baselines).sort((a, b) => b[1].val.map_at_k - a[1].val.map_at_k)[0]![0];
     expect(file.best_baseline).toBe(best);
+    // On 2+ cores the steps split their item tower over two worker threads (train/ranking_engine.ts).
+    const manifest = JSON.parse(readFileSync(join(trained.run_dir, 'manifest.json'), 'utf8')) as { workers: number };
+    expect(manifest.workers).toBe(availableParallelism() >= 2 ? 2 : 1);
   });
 
   it('predict --json writes k ranked rows per customer, read back with DuckDB; item embeddings beside them', async () => {

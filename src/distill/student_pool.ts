@@ -122,7 +122,7 @@ export async function trainStudents(ctx: StudentContext, jobs: StudentJob[], wor
       backend: ctx.backend,
     };
     await Promise.all(rpc.workers.map((w) => rpc.call(w, { type: 'init', init })));
-    // Longest first (epochs × rows), so the last job to start is a short one.
+    // Longest first (rows trained and scored), so the last job to start is a short one.
     const queue = jobs.map((_, i) => i).sort((a, b) => relay.planned(b) - relay.planned(a));
     const results: StudentResult[] = new Array(jobs.length);
     const drain = async (w: Worker): Promise<void> => {

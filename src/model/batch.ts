@@ -184,22 +184,25 @@ class TypeBuilder {
 
 /**
  * (node, seed) → row of one node type's batch rows, over typed arrays: a head per node of the table
- * (reused across batches and reset to −1 for the nodes a batch touched) chaining the entries of that
+ * (reused across batches and reset to 0, none, for the nodes a batch touched) chaining the entries of that
  * node, one per seed that reads it (a single entry with seed 0 for time-independent types). A Map keyed
  * by node · B + seed cost ~7% of a sampled embedding pass in hashing.
  */
 interface RowIndex {
   find(node: number, seed: number): number;
   add(node: number, seed: number, row: number): void;
-  /** leaves every head at −1 again, for the next batch */
+  /** leaves every head at 0 (none) again, for the next batch */
   reset(): void;
 }
 
 const heads = new Map<string, Int32Array>();
 
 function rowIndex(type: string, rows: number): RowIndex {
+  // Heads hold entry + 1, so 0 (a fresh array's value) is "none": no fill pass over a table's rows (2M
+  // transactions at `medium`, 32M at `large`, in every thread's first batch), and the pages of nodes no
+  // batch touches are never written, so they take no memory.
   let head = heads.get(type);
-  if (!head || head.length !== rows) heads.set(type, (head = new Int32Array(rows).fill(-1)));
+  if (!head || head.length !== rows) heads.set(type, (head = new Int32Array(rows)));
   const h = head;
   let cap = 1024;
   let seeds = new Int32Array(cap);
@@ -209,7 +212,7 @@ function rowIndex(type: string, rows: number): RowIndex {
   let n = 0;
   return {
     find(node, seed) {
-      for (let e = h[node]!; e >= 0; e = next[e]!) if (seeds[e] === seed) return rowsOf[e]!;
+      for (let e = h[node]! - 1; e >= 0; e = next[e]!) if (seeds[e] === seed) return rowsOf[e]!;
       return -1;
     },
     add(node, seed, row) {
@@ -227,12 +230,12 @@ function rowIndex(type: string, rows: number): RowIndex {
       }
       seeds[n] = seed;
       rowsOf[n] = row;
-      next[n] = h[node]!;
+      next[n] = h[node]! - 1;
       nodes[n] = node;
-      h[node] = n++;
+      h[node] = ++n;
     },
     reset() {
-      for (let e = 0; e < n; e++) h[nodes[e]!] = -1;
+      for (let e = 0; e < n; e++) h[nodes[e]!] = 0;
       n = 0;
     },
   };

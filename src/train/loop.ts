@@ -32,6 +32,44 @@ export interface EpochRecord {
   timing: { sample: number; gather: number; step: number };
 }
 
+/** An epoch's running loss and time per phase, from its steps' results; `record` makes its EpochRecord. */
+export class EpochTally {
+  seen = 0;
+  private lossSum = 0;
+  private readonly timing = { sample: 0, gather: 0, step: 0 };
+  private readonly start = performance.now();
+
+  add(r: { loss: number; count: number; timing: { sample: number; gather: number; step: number } }): void {
+    this.timing.sample += r.timing.sample;
+    this.timing.gather += r.timing.gather;
+    this.timing.step += r.timing.step;
+    this.lossSum += r.loss * r.count;
+    this.seen += r.count;
+  }
+
+  meanLoss(): number {
+    return this.lossSum / this.seen;
+  }
+
+  /** seconds since the epoch began */
+  seconds(): number {
+    return (performance.now() - this.start) / 1000;
+  }
+
+  /** `seconds`: the epoch's training time (taken before its validation pass) */
+  record(epoch: number, val: Metrics, seconds: number): EpochRecord {
+    const t = this.timing;
+    return {
+      epoch,
+      loss: round(this.lossSum / this.seen, 5),
+      val,
+      seconds: round(seconds, 2),
+      seeds_per_s: Math.round(this.seen / seconds),
+      timing: { sample: round(t.sample / 1000, 2), gather: round(t.gather / 1000, 2), step: round(t.step / 1000, 2) },
+    };
+  }
+}
+
 export interface LoopResult {
   /** best weights (a flat blob in ParamStore order) */
   best: Float32Array;
@@ -127,10 +165,7 @@ export async function trainLoop(
     }
     rng.shuffle(order);
     const steps = Math.min(Math.ceil(n / mc.batchSize), mc.maxSteps ?? Infinity);
-    const timing = { sample: 0, gather: 0, step: 0 };
-    let lossSum = 0;
-    let seen = 0;
-    const tEpoch = performance.now();
+    const tally = new EpochTally();
     progress.begin(`epoch ${epoch + 1}/${mc.epochs}`, steps * mc.batchSize);
     const stepRows = (s: number): Int32Array => order.subarray(s * mc.batchSize, Math.min(n, (s + 1) * mc.batchSize));
     // Seeds are drawn in step order as before; the next step's is drawn one step early so the engine can
@@ -142,27 +177,16 @@ export async function trainLoop(
       const r = await engine.step(weights, rows, seed, next);
       if (next) seed = next.rngSeed;
       optimizer.update(weights, r.grads);
-      timing.sample += r.timing.sample;
-      timing.gather += r.timing.gather;
-      timing.step += r.timing.step;
-      lossSum += r.loss * r.count;
-      seen += r.count;
-      progress.update(seen, `loss ${(lossSum / seen).toFixed(4)}`);
+      tally.add(r);
+      progress.update(tally.seen, `loss ${tally.meanLoss().toFixed(4)}`);
     }
-    const seconds = (performance.now() - tEpoch) / 1000;
-    if (seen === 0) break;
+    const seconds = tally.seconds();
+    if (tally.seen === 0) break;
     progress.begin(`epoch ${epoch + 1}/${mc.epochs} validation`, tables.val.nodes.length);
     const valRaw = await engine.predict(weights, 'val', 1234, (done) => progress.update(done));
     const val = objective.metrics(tables.val.labels, model.toOutput(valRaw));
     const score = objective.score(val);
-    const record: EpochRecord = {
-      epoch: epoch + 1,
-      loss: round(lossSum / seen, 5),
-      val,
-      seconds: round(seconds, 2),
-      seeds_per_s: Math.round(seen / seconds),
-      timing: { sample: round(timing.sample / 1000, 2), gather: round(timing.gather / 1000, 2), step: round(timing.step / 1000, 2) },
-    };
+    const record = tally.record(epoch + 1, val, seconds);
     records.push(record);
     scores.push(score);
     pending.set(epoch, weights.slice());

@@ -11,7 +11,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { saveWeights } from '../artifacts/run_store.js';
 import { info } from '../core/log.js';
-import { round } from '../core/number.js';
 import { Progress, formatRate } from '../core/progress.js';
 import { Rng } from '../core/rng.js';
 import type { DeepModel } from '../model/deep_model.js';
@@ -19,7 +18,7 @@ import { FlatAdam } from '../model/optim.js';
 import { catalogueKernel, popularityCache, rankCatalogueOnnx, userHistories, type RankingSpec } from '../model/recommender.js';
 import { rankingMetrics, type RankingMetrics } from '../task/metrics.js';
 import type { Examples } from '../task/task_spec.js';
-import type { EpochRecord } from './loop.js';
+import { EpochTally, type EpochRecord } from './loop.js';
 import { cooccurrenceTopK, popularityTopK, repeatList, repeatTopK, RANKING_BASELINES, type RankingBaseline } from './ranking_baselines.js';
 import { ItemSplitEngine } from './ranking_engine.js';
 import { localStep } from './ranking_step.js';
@@ -83,10 +82,7 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
       }
       rng.shuffle(batches);
       const steps = Math.min(batches.length, mc.maxSteps ?? Infinity);
-      const timing = { sample: 0, gather: 0, step: 0 };
-      let lossSum = 0;
-      let seen = 0;
-      const tEpoch = performance.now();
+      const tally = new EpochTally();
       progress.begin(`epoch ${epoch + 1}/${mc.epochs}`, batches.slice(0, steps).reduce((a, b) => a + b.length, 0));
       // The steps' generators, drawn up front (the same sequence of draws as one at each step), so the
       // engine can plan the steps to come.
@@ -96,27 +92,16 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
         const upcoming = [1, 2].filter((k) => s + k < steps).map((k) => ({ rows: batches[s + k]!, rng: stepRngs[s + k]! }));
         const r = engine ? await engine.step(weights, batches[s]!, stepRngs[s]!, vars, upcoming) : localStep(model, data.train, batches[s]!, nItems, pop, stepRngs[s]!, vars);
         optimizer.update(weights, r.grads);
-        timing.sample += r.timing.sample;
-        timing.gather += r.timing.gather;
-        timing.step += r.timing.step;
-        lossSum += r.loss * r.count;
-        seen += r.count;
-        progress.update(seen, `loss ${(lossSum / seen).toFixed(4)}`);
+        tally.add(r);
+        progress.update(tally.seen, `loss ${tally.meanLoss().toFixed(4)}`);
         // Ctrl-C (SIGINT) is delivered on the event loop.
         await new Promise((resolve) => setImmediate(resolve));
       }
-      const seconds = (performance.now() - tEpoch) / 1000;
-      if (seen === 0) break;
+      const seconds = tally.seconds();
+      if (tally.seen === 0) break;
       model.params.assignBlob(weights);
       const val = await evaluate(model, data.val, k, pop, `epoch ${epoch + 1}/${mc.epochs} validation`);
-      const record: EpochRecord = {
-        epoch: epoch + 1,
-        loss: round(lossSum / seen, 5),
-        val,
-        seconds: round(seconds, 2),
-        seeds_per_s: Math.round(seen / seconds),
-        timing: { sample: round(timing.sample / 1000, 2), gather: round(timing.gather / 1000, 2), step: round(timing.step / 1000, 2) },
-      };
+      const record = tally.record(epoch + 1, val, seconds);
       records.push(record);
       const improved = val.map_at_k > bestScore + 1e-6;
       progress.end(`epoch ${epoch + 1}/${mc.epochs}: loss ${record.loss.toFixed(4)}, val map@${k} ${val.map_at_k.toFixed(4)}${improved ? ' (best)' : ''}, ${formatRate(record.seeds_per_s)} users/s, ${record.seconds.toFixed(1)}s`);

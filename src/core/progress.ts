@@ -1,8 +1,9 @@
 /**
  * Progress display for long phases. Three modes:
  *
- * - on a terminal (stderr is a TTY): one updating line with a bar, rate and ETA (ora), redrawn ≤ 10×/s;
- * - without one (CI, cron, `--json`): a plain line on stderr at most every `interval` (15 s by default,
+ * - on a terminal (stderr is a TTY, `TERM` is not `dumb`, no `CI` variable): one updating line with a bar,
+ *   rate and ETA (ora), redrawn ≤ 10×/s;
+ * - without one (CI, even on a pseudo-terminal; cron; `--json`): a plain line on stderr at most every `interval` (15 s by default,
  *   `GNNCTL_PROGRESS_SECONDS` overrides), so a log shows that a 27-minute phase is alive and when it will
  *   end. Lines come from `update()` (a synchronous loop that reports often) and from a timer (a phase that
  *   awaits DuckDB or worker threads between reports);
@@ -32,7 +33,7 @@ let warnedEnv = false;
 /** What a Progress writes to and how it tells time; tests inject a fake clock and timer. */
 export interface ProgressOptions {
   stream?: { write(s: string): unknown; isTTY?: boolean };
-  /** overrides the stream's isTTY */
+  /** overrides `interactiveTerminal(stream)` */
   tty?: boolean;
   /** milliseconds, monotonic */
   now?: () => number;
@@ -87,7 +88,7 @@ export class Progress {
   constructor(o: ProgressOptions | number = {}) {
     if (typeof o === 'number') o = { intervalMs: o * 1000 };
     this.stream = o.stream ?? process.stderr;
-    this.tty = o.tty ?? Boolean(this.stream.isTTY);
+    this.tty = o.tty ?? interactiveTerminal(this.stream);
     this.cadence = o.cadence ?? (o.now === undefined ? processCadence : null);
     this.now = o.now ?? (() => performance.now());
     this.interval = o.intervalMs ?? progressIntervalMs();
@@ -112,7 +113,8 @@ export class Progress {
     // `--json` on a terminal gets plain lines too: whoever reads its stdout wants no redraws on stderr.
     const m = isProgressQuiet() ? 'off' : this.tty && !isQuiet() ? 'tty' : 'plain';
     if (m === 'tty') {
-      this.spinner = ora({ ...spinnerOptions(), text: label, stream: this.stream as NodeJS.WritableStream, discardStdin: false }).start();
+      // isEnabled: this class decided; ora's own test would disable it silently, with no plain lines instead.
+      this.spinner = ora({ ...spinnerOptions(), text: label, stream: this.stream as NodeJS.WritableStream, discardStdin: false, isEnabled: true }).start();
     } else if (m === 'plain') {
       this.plain = true;
       // A timer tick a little more often than the cadence keeps the gap between lines ≤ the cadence.
@@ -234,6 +236,14 @@ export async function withHeartbeat<T>(label: string, fn: (p: Progress) => Promi
  * Ora options from the environment: `NO_COLOR` (https://no-color.org: set and not empty) turns the
  * spinner's colour off; the line still updates in place, which is not colour.
  */
+/**
+ * Whether a live line can be redrawn: a TTY, a `TERM` that is not `dumb`, and no `CI` variable (ora's own
+ * test: CI runners that allocate a pseudo-terminal keep their logs, so they get the plain lines).
+ */
+export function interactiveTerminal(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(stream.isTTY) && env.TERM !== 'dumb' && !('CI' in env);
+}
+
 export function spinnerOptions(env: NodeJS.ProcessEnv = process.env): { color?: false } {
   return env.NO_COLOR !== undefined && env.NO_COLOR !== '' ? { color: false } : {};
 }

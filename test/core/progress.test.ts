@@ -4,8 +4,40 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { pipelineConfig } from '../helpers/pipeline.js';
 import { tinySynth, type SynthFixture } from '../helpers/synth.js';
-import { formatSeconds, Progress, progressIntervalMs, spinnerOptions, withHeartbeat, type Cadence } from '../../src/core/progress.js';
+import { formatSeconds, interactiveTerminal, Progress, progressIntervalMs, spinnerOptions, withHeartbeat, type Cadence } from '../../src/core/progress.js';
 import { setQuiet } from '../../src/core/log.js';
+
+describe('interactiveTerminal', () => {
+  it('is a TTY without a CI variable and with a TERM other than dumb', () => {
+    expect(interactiveTerminal({ isTTY: true }, { TERM: 'xterm' })).toBe(true);
+    expect(interactiveTerminal({ isTTY: true }, {})).toBe(true);
+    expect(interactiveTerminal({ isTTY: false }, {})).toBe(false);
+    expect(interactiveTerminal({}, {})).toBe(false);
+    expect(interactiveTerminal({ isTTY: true }, { TERM: 'dumb' })).toBe(false);
+    // set at all, even empty or "false", as ora and most CI tools read it
+    expect(interactiveTerminal({ isTTY: true }, { CI: '' })).toBe(false);
+    expect(interactiveTerminal({ isTTY: true }, { CI: 'true' })).toBe(false);
+  });
+
+  it('a CI job on a pseudo-terminal gets the plain heartbeat lines, not a spinner ora would silence', () => {
+    const out: string[] = [];
+    const stream = { write: (s: string) => (out.push(s), true), isTTY: true, columns: 120 };
+    const had = 'CI' in process.env;
+    const old = process.env.CI;
+    process.env.CI = 'true';
+    try {
+      const p = new Progress({ stream, intervalMs: 0 });
+      p.begin('pairs', 10);
+      p.update(4);
+      p.stop();
+    } finally {
+      if (had) process.env.CI = old;
+      else delete process.env.CI;
+    }
+    expect(out).toHaveLength(1);
+    expect(out[0]).toMatch(/^pairs: 4\/10 \(40%\)/);
+  });
+});
 
 describe('spinnerOptions', () => {
   it('turns colour off when NO_COLOR is set and not empty (no-color.org)', () => {

@@ -15,7 +15,9 @@
  * time spent computing representations, without graph loading, worker start-up, key reading or Parquet
  * writing, which `seconds_end_to_end` includes), at the same anchor. Each embed() call starts its own
  * workers, so those passes are cold; `steady` keeps one pool over the passes, as the reference keeps its
- * process (see below), and `ratio_*_steady` compares that. The work is the same too:
+ * process (see below), and `ratio_*_steady` compares that. `ratio_*` compares those cold calls with the
+ * reference's warm median; `ratio_*_cold` with the reference's own first call in a fresh process
+ * (`--repeats 1`), cold against cold. The work is the same too:
  * - sampled: the reference's `forward_sampled` takes each customer's 10 most recent transactions and their
  *   articles; the `last`-sampled run here samples the same tree ([10, 5] fanouts: a transaction's customer
  *   and article);
@@ -104,9 +106,14 @@ if (flag('reference')) {
   if (!existsSync(`${data}/gnn_churn.pt`)) reference(data, ['--mode', 'train', '--epochs', '1']);
   const sampled = reference(data, ['--mode', 'infer', '--how', 'sampled']);
   const full = reference(data, ['--mode', 'infer', '--how', 'full']);
+  // Its first call in a fresh process (`--repeats 1`): cold, as each embed() call here is.
+  const sampledCold = reference(data, ['--mode', 'infer', '--how', 'sampled', '--repeats', '1']);
+  const fullCold = reference(data, ['--mode', 'infer', '--how', 'full', '--repeats', '1']);
   out.reference = {
     sampled_entities_per_s: sampled?.nodes_per_s ?? null,
     full_entities_per_s: full?.nodes_per_s ?? null,
+    sampled_cold_entities_per_s: sampledCold?.nodes_per_s ?? null,
+    full_cold_entities_per_s: fullCold?.nodes_per_s ?? null,
     sampled_peak_rss_mb: sampled?.peak_rss_mb ?? null,
     full_peak_rss_mb: full?.peak_rss_mb ?? null,
   };
@@ -116,6 +123,8 @@ if (flag('reference')) {
     out.ratio_sampled = ratio(out.sampled.entities_per_s, sampled.nodes_per_s);
     out.ratio_sampled_steady = ratio(out.sampled.steady.entities_per_s, sampled.nodes_per_s);
   }
+  if (sampledCold?.nodes_per_s) out.ratio_sampled_cold = ratio(out.sampled.entities_per_s, sampledCold.nodes_per_s);
+  if (fullCold?.nodes_per_s) out.ratio_exact_cold = ratio(out.exact.entities_per_s, fullCold.nodes_per_s);
   if (full?.nodes_per_s) {
     out.ratio_exact = ratio(out.exact.entities_per_s, full.nodes_per_s);
     out.ratio_exact_steady = ratio(out.exact.steady.entities_per_s, full.nodes_per_s);

@@ -10,7 +10,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { hashFile } from '../core/hash.js';
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import type { Config } from '../config/load.js';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
 import { withDuck } from '../data/duck.js';

@@ -8,7 +8,7 @@
  * mean of the `score_services` largest errors (as TAGAE's), judged against the same sliding quantile threshold. Events suppress only the
  * announced service (the flat model has no notion of neighbours).
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import { Rng } from '../core/rng.js';
 import { Params } from './layers/params.js';
 

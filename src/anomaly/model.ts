@@ -15,7 +15,7 @@
  * `all_pairs_max_nodes` services. The W snapshots of one step are encoded together as one block-diagonal
  * graph, so a step is one pass of each GATv2 layer however long the window is.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import { Rng } from '../core/rng.js';
 import { alignment, edgeDim, type SnapshotGraph } from './graph.js';
 import { GatV2Conv } from './layers/gatv2.js';

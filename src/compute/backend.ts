@@ -33,8 +33,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import * as tf from '@tensorflow/tfjs';
-import { getThreadsCount, setWasmPaths } from '@tensorflow/tfjs-backend-wasm';
+import { tf } from '../core/tf.js';
 import { UsageError, suggest, assertUnreachable } from '../core/errors.js';
 import { warn } from '../core/log.js';
 import { cpuBackend, registerWasmKernels } from './wasm_kernels.js';
@@ -78,6 +77,9 @@ export interface BackendInfo {
 const GPU_PKG = '@tensorflow/tfjs-node-gpu';
 const NODE_PKG = '@tensorflow/tfjs-node';
 const WASM_PKG = '@tensorflow/tfjs-backend-wasm';
+// With require, as core/tf.ts loads TF.js: Node skips lexing the CommonJS bundle for its ESM exports (~30 ms).
+const requireHere = createRequire(import.meta.url);
+const { getThreadsCount, setWasmPaths } = requireHere(WASM_PKG) as typeof import('@tensorflow/tfjs-backend-wasm');
 
 const NOT_INSTALLED_WHY: Record<string, string> = {
   [GPU_PKG]:
@@ -101,7 +103,6 @@ export interface SelectOptions {
   native?: NativeLoader;
 }
 
-const requireHere = createRequire(import.meta.url);
 
 const defaultLoader: NativeLoader = {
   isInstalled(pkg) {

@@ -22,7 +22,7 @@
  * Registration: `selectBackend` calls `registerFusedKernels()` for wasm and cpu, and every op calls it
  * too (it is idempotent and cheap), so the ops also work on a backend set with `tf.setBackend`.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import {
   FusedKernelName,
   dropoutMask,

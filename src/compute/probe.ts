@@ -6,7 +6,7 @@
  * backends are timed to completion. Numbers are indicative: on a 2-core machine another process can halve
  * them. The full benchmark with GNN-shaped matrices is `bench/kernels.mjs`.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 
 export interface MatmulProbe {
   /** The backend the probe ran on (`tf.getBackend()`). */

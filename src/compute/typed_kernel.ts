@@ -14,7 +14,7 @@
  *
  * Both run the same `compute`, so wasm and cpu give bit-identical results.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import type { BackendWasm } from '@tensorflow/tfjs-backend-wasm';
 
 /** The arrays kernels read and write: float32 and int32 tensors only. */

@@ -15,7 +15,7 @@
  * replaced for the 2-D (and batched 2-D) permutations, which also speeds up reductions over leading axes
  * (`Sum` transposes first).
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import type { BackendWasm } from '@tensorflow/tfjs-backend-wasm';
 
 type KernelArgs = { inputs: tf.NamedTensorInfoMap; backend: {}; attrs?: tf.NamedAttrMap };

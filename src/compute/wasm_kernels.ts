@@ -32,7 +32,7 @@
  *
  * Registration is idempotent and skips a missing kernel that a later TF.js release registers itself.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import type { BackendWasm } from '@tensorflow/tfjs-backend-wasm';
 import { warn } from '../core/log.js';
 

@@ -3,7 +3,7 @@
  * objective's loss (mixed with the teacher's predictions as soft targets when the objective has them),
  * early stopping on the validation score, and the batch-1 latency of the result.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import { round } from '../core/number.js';
 import { Progress } from '../core/progress.js';
 import { Rng } from '../core/rng.js';

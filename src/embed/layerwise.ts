@@ -18,7 +18,7 @@
  * SAGE means are computed here in TypeScript (no padding, so a super-node costs its degree, not
  * degree × batch); GAT gets padded blocks, chunked so no block exceeds a fixed number of neighbour slots.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import type { EdgeType } from '../graph/graph.js';
 import type { DeepModel } from '../model/deep_model.js';
 import type { NeighbourBlock } from '../model/sage_conv.js';

@@ -5,7 +5,7 @@
  * examples at batch 1 and batch 256.
  */
 import { objectiveFor } from '../task/objective/objective.js';
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import * as ort from 'onnxruntime-node';
 import { join } from 'node:path';
 import { isEntityHopPath, type HopPath } from '../task/task_spec.js';

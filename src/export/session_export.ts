@@ -12,7 +12,7 @@
  */
 import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import * as ort from 'onnxruntime-node';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
 import type { Config } from '../config/load.js';

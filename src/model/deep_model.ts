@@ -3,7 +3,7 @@
  * Training creates one; embed, distill and fine-tuning load one from a run folder and get exactly the
  * model that was trained (same encoders, same plan, same weights).
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import { ArtifactError } from '../core/errors.js';
 import type { Graph } from '../graph/graph.js';
 import { loadWeights, readModelJson } from '../artifacts/run_store.js';

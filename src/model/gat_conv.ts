@@ -1,4 +1,4 @@
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import { gatherAttention } from '../compute/fused.js';
 import type { ParamStore } from './params.js';
 import type { NeighbourBlock } from './sage_conv.js';

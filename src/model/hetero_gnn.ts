@@ -12,7 +12,7 @@
  * layer-(L − d) representation of a tree rooted at that table (see `embed/`).
  */
 import type { LossName, OutputSpec } from '../task/objective/objective.js';
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import { dropout } from '../compute/fused.js';
 import type { BatchArrays } from './batch.js';
 import type { Fanout, Plan } from './plan.js';

@@ -3,7 +3,7 @@
  * validation set. The no-graph baseline uses it, so the graph's lift is measured against a tuned
  * tabular model on exactly the same examples.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import { Rng } from '../core/rng.js';
 import { objectiveFor, predictValues, type ObjectiveKind } from '../task/objective/objective.js';
 import { ParamStore } from './params.js';

@@ -8,7 +8,7 @@
  * ~40% of a step. One pass of a JS loop over all parameters costs well under a millisecond, and writing
  * each weight back is one op. Defaults: β₁ = 0.9, β₂ = 0.999, ε = 1e-7 (as `tf.train.adam`).
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 
 export class Adam {
   private readonly m = new Map<string, Float32Array>();

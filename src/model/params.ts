@@ -3,7 +3,7 @@
  * index (name, shape, offset). Every layer creates its weights here once, so a model round-trips
  * through `save`/`load` exactly, and fine-tuning can grow an embedding table in place.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import type { WeightIndexEntry } from '../artifacts/run_store.js';
 import { Rng } from '../core/rng.js';
 

@@ -23,7 +23,7 @@
  * --table <users>` gives h_u and `--table <items>` gives the GNN part of e_i. Everything here works on
  * plain typed arrays plus a few fat TF.js ops per batch (docs/architecture.md, Compute).
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import type { Graph, EdgeType } from '../graph/graph.js';
 import { ArtifactError } from '../core/errors.js';
 import { Rng } from '../core/rng.js';

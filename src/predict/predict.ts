@@ -11,7 +11,7 @@
  * missing row. Ranking runs write each entity's top-k items instead (predict/top_k.ts). The task's WHERE filter (e.g. "active in the last 7 days") is not applied: it selects
  * training examples, while a batch job scores the whole table; filter the file by the same rule if needed.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import { UsageError } from '../core/errors.js';
 import { Progress } from '../core/progress.js';
 import { VERSION } from '../core/version.js';

@@ -14,7 +14,7 @@
  * of the same run and anchor (exactly h_u).
  */
 import * as arrow from 'apache-arrow';
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import { basename, join } from 'node:path';
 import { UsageError } from '../core/errors.js';
 import { Progress } from '../core/progress.js';

@@ -6,7 +6,7 @@
  * - `WorkerEngine` (parallel.ts): data parallel over worker threads, each with its own TF.js instance
  *   and a share of the batch — on the single-threaded wasm backend, the way to use a second core.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import { Rng } from '../core/rng.js';
 import type { DeepModel } from '../model/deep_model.js';
 import type { Examples } from '../task/task_spec.js';

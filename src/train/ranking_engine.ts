@@ -29,7 +29,7 @@
  * the other tasks' data-parallel training, a run's numbers depend on the number of workers.
  */
 import { fileURLToPath } from 'node:url';
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import type { BackendRequest } from '../compute/backend.js';
 import { warn } from '../core/log.js';
 import { Rng } from '../core/rng.js';

@@ -6,7 +6,7 @@
  * the user and item towers, and the sampled softmax over the candidates (task/objective/ranking.ts says
  * why). `localStep` runs it on this thread; ranking_engine.ts splits the item tower over workers.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import type { Rng } from '../core/rng.js';
 import type { BatchArrays } from '../model/batch.js';
 import type { DeepModel } from '../model/deep_model.js';

@@ -8,7 +8,7 @@
  * With `workers` > 1 each step's item tower is split over worker threads (ranking_engine.ts); with one,
  * or without the compiled worker, the step runs on this thread.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import { saveWeights } from '../artifacts/run_store.js';
 import { info } from '../core/log.js';
 import { Progress, formatRate } from '../core/progress.js';

@@ -6,7 +6,7 @@
  * share, it samples and gathers those trees, and uses them when that step's message comes.
  */
 import { parentPort } from 'node:worker_threads';
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../core/tf.js';
 import { selectBackend } from '../compute/backend.js';
 import { setQuiet } from '../core/log.js';
 import { Rng } from '../core/rng.js';

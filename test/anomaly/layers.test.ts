@@ -3,7 +3,7 @@
  * to the order of edges (GATv2) and of nodes (permuting nodes permutes outputs), no tensor leaks; the
  * alignment of services across snapshots (new services start from their neighbours, removed ones drop).
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { alignment, buildGraph } from '../../src/anomaly/graph.js';

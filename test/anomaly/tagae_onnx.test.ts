@@ -4,7 +4,7 @@
  * window, with new services (neighbour-mean alignment and the current-embedding fallback) and removed
  * ones, and for a window of 1.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { Rng } from '../../src/core/rng.js';

@@ -1,4 +1,4 @@
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { describe, expect, it } from 'vitest';
 import { doctorCommand } from '../../src/cli/commands/doctor.js';
 import { satisfiesMin } from '../../src/compute/diagnose.js';

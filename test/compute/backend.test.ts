@@ -1,4 +1,4 @@
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { describe, expect, it } from 'vitest';
 import { parseBackendRequest, selectBackend, type BackendInfo, type NativeLoader } from '../../src/compute/backend.js';
 import { FUSED_KERNELS } from '../../src/compute/fused.js';

@@ -4,7 +4,7 @@
  * instance with the cpu kernels copied under the `tensorflow` name. Its own file (one process per test
  * file) so the extra backend never leaks into other tests.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { describe, expect, it } from 'vitest';
 import { selectBackend, type NativeLoader } from '../../src/compute/backend.js';
 

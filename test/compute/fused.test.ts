@@ -3,7 +3,8 @@
  * cpu: forward within 1e-5, gradients within 1e-4, odd shapes, no tensor leaks, dropout determinism, and
  * the composite fallback on a backend without the fused kernels.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
+import type { Rank } from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import {
@@ -163,8 +164,8 @@ describe.each(BACKENDS)('layerNorm on %s', (backend) => {
   it('trains gamma and beta through tf.variableGrads without leaking', async () => {
     await tf.setBackend(backend);
     const init = [tf.ones([3]), tf.zeros([3])];
-    const gamma = tf.variable(init[0]!, true, `ln_gamma_${backend}`) as tf.Variable<tf.Rank.R1>;
-    const beta = tf.variable(init[1]!, true, `ln_beta_${backend}`) as tf.Variable<tf.Rank.R1>;
+    const gamma = tf.variable(init[0]!, true, `ln_gamma_${backend}`) as tf.Variable<Rank.R1>;
+    const beta = tf.variable(init[1]!, true, `ln_beta_${backend}`) as tf.Variable<Rank.R1>;
     tf.dispose(init);
     const x = uniform([4, 3], 6);
     const target = uniform([4, 3], 7);

@@ -3,7 +3,7 @@
  * plain arrays, so the same case can be compared between wasm and cpu. Inputs are built from a seeded
  * PRNG inside each run, on the backend under test.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { cpuBackend } from '../../src/compute/wasm_kernels.js';
 
 /** mulberry32: a tiny deterministic PRNG, so both backends see the same inputs. */

@@ -3,7 +3,7 @@
  * Sum) against the cpu backend: forward and gradients, on the shapes their fast paths take and on the
  * ones they hand back to the shipped kernels (other permutations, size-1 and empty dimensions, dtypes).
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { ints, maxRelDiff, runOp, uniform, type OpCase } from './ops.js';

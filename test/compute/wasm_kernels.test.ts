@@ -6,7 +6,7 @@
  * is no gradient for `stridedSlice` (use `slice`) nor through comparison ops, so a `where` mask must be
  * built from tensors outside the differentiated path.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { WASM_ADDED_KERNELS, WASM_REPLACED_KERNELS, registerWasmKernels } from '../../src/compute/wasm_kernels.js';

@@ -4,7 +4,7 @@
  * 1,000 rows at batch 1 and 256, unknown keys, refusal of skewed embeddings, and the request shape of
  * Kumo's online-serving docs (/work/shared/online-request-example.json) with 0, 3 and 32 RTI elements.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import * as ort from 'onnxruntime-node';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -5,7 +5,7 @@
  * (fewer than k leave empty slots), and requests of different session lengths agree at batch 1 and padded
  * in one batch. Every case runs with and without the elements' session context (recency rank and count).
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import * as ort from 'onnxruntime-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';

@@ -5,7 +5,7 @@
  * log-ratio and same-article features. No training: random weights (fallbacks included) are enough for
  * parity, and make every feature matter.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import * as ort from 'onnxruntime-node';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -9,7 +9,7 @@
  * (huge values included); a node with no valid neighbour gets a finite output.
  * Row-wise layers (`rowwise`): permuting the input rows permutes the output rows the same way.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { expect, it } from 'vitest';
 import { ParamStore } from '../../src/model/params.js';
 import type { NeighbourBlock } from '../../src/model/sage_conv.js';

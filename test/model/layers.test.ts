@@ -1,4 +1,4 @@
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { GatConv } from '../../src/model/gat_conv.js';

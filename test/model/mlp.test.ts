@@ -2,7 +2,7 @@
  * The baseline MLP on small data: a training set smaller than one batch must still get enough optimizer
  * steps to learn (a 1,000-example churn task once got one step per epoch and scored below a coin).
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { binaryMetrics } from '../../src/task/metrics.js';
 import { fitMlp } from '../../src/model/mlp.js';

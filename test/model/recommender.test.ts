@@ -4,7 +4,7 @@
  * (`RankingHead.scores`, dense) on random weights — the two must rank identically, or the batch top-k
  * file would not be what training measured.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { Rng } from '../../src/core/rng.js';

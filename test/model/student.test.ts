@@ -4,7 +4,7 @@
  * the ablation variants build and ignore what they leave out, and the parameter count leaves out the
  * categorical table.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import type { StudentBatch } from '../../src/model/student/features.js';

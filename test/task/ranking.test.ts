@@ -2,7 +2,7 @@
  * Ranking targets in PQL (`LIST_DISTINCT(t.fk, a, b, unit) RANK TOP k`), their errors, the ranking metrics
  * against hand-computed cases, and the sampled-softmax loss against its formula.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { parseQuery, PqlSyntaxError } from '../../src/task/pql.js';

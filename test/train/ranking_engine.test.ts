@@ -6,7 +6,7 @@
  * candidates than either share. With `uniform` sampling, trees prepared ahead equal trees sampled when
  * their step comes.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig } from '../../src/config/load.js';

@@ -26,7 +26,7 @@ import { buildPlan } from '../../src/model/plan.js';
 import { targetExclusions } from '../../src/task/task_spec.js';
 import { evaluate } from '../../src/train/baseline_model.js';
 import { baselineWarning, train, type TrainManifest, type TrainMetrics, type TrainResult } from '../../src/train/trainer.js';
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../src/core/tf.js';
 import { appendFutureRows, copyFixture, synthConfig, tinySynth, type SynthFixture } from '../helpers/synth.js';
 
 const CHURN = 'PREDICT COUNT(transactions.*, 0, 7, days) = 0 FOR EACH customers.customer_id WHERE COUNT(transactions.*, -7, 0, days) > 0';

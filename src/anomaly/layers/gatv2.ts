@@ -16,7 +16,7 @@
  *
  * Shapes: x [n, inDim], src/dst int32 [m], edgeAttr [m, edgeDim] → [n, heads·channels | channels].
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../core/tf.js';
 import type { Params } from './params.js';
 
 export interface GatV2Args {

@@ -9,7 +9,7 @@
  *
  * Shapes: z [n, dim] (dim even); pairs src/dst int32 [p] → [p]; dense → [n, n]; features → [n, featDim].
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../core/tf.js';
 import type { Params } from './params.js';
 
 export class InnerProductDecoder {

@@ -2,7 +2,7 @@
  * Named trainable weights of the anomaly model, created once with seeded Glorot-uniform values, and
  * saved as `model/weights.bin` (float32, concatenated) + `model/weights.json` (name, shape, offset).
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../core/tf.js';
 import type { Rng } from '../../core/rng.js';
 
 export interface WeightEntry {

@@ -11,7 +11,7 @@
  *
  * Shapes: zs [L, n, dim] with L ≤ window (fewer at the start of a series) → [n, dim].
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../core/tf.js';
 import type { Params } from './params.js';
 
 export interface TemporalAttentionArgs {

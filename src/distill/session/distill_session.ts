@@ -7,7 +7,7 @@
  * whose session departs from their earlier history.
  */
 import { join } from 'node:path';
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../core/tf.js';
 import { writeJsonAtomic } from '../../core/atomic.js';
 import { isoSeconds } from '../../core/duration.js';
 import { ConfigError } from '../../core/errors.js';

@@ -6,7 +6,7 @@
  *
  * Distillation target per example: (1 − λ) · uniform(labels) + λ · softmax(teacher scores), λ = kd_weight.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../core/tf.js';
 import { embedExact } from '../../embed/layerwise.js';
 import type { Graph } from '../../graph/graph.js';
 import type { DeepModel } from '../../model/deep_model.js';

@@ -13,7 +13,7 @@
  * sampled softmax needs the same correction for its proposal). Past ~1M items the logits stop fitting and
  * sampled softmax would be the tool; `negatives: full` is the only choice implemented and says so.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../core/tf.js';
 import { round } from '../../core/number.js';
 import { Progress } from '../../core/progress.js';
 import { Rng } from '../../core/rng.js';

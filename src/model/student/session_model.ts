@@ -11,7 +11,7 @@
  *   r_i = Σ_{j: item_j = i} mask_j · (h_j · w_r + c_r)   the session's pair-wise term (ContextGNN's idea: items
  *                                                       the user just touched get a learned, recency-aware score)
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../core/tf.js';
 import { ParamStore } from '../params.js';
 import { MASKED_SCORE } from './student.js';
 import { sessionElementInputDim, sessionHeadInputDim, type SessionSpec } from './session_spec.js';

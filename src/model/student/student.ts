@@ -9,7 +9,7 @@
  *   count_p = log(1 + Σ mask) / log(1 + N_p)
  *   logit = W₃ ReLU(W₂ ReLU(W₁ x + b₁) + b₂) + b₃
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../core/tf.js';
 import { ParamStore } from '../params.js';
 import type { StudentBatch } from './features.js';
 import { elementNumericDim, factNumericDim, headInputDim, type StudentSpec } from './spec.js';

@@ -1,5 +1,5 @@
 /** Losses on raw model outputs, shared by the deep model, the baseline MLP and the student. */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../core/tf.js';
 import { assertUnreachable } from '../../core/errors.js';
 import type { LossName } from './types.js';
 

@@ -11,7 +11,7 @@
  * - the history items among the candidates are the hard negatives a repeat-heavy catalogue needs.
  * Metrics are computed from top-k lists (`rankingMetrics` in task/metrics.ts), not per value.
  */
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../core/tf.js';
 import type { RankingMetrics } from '../metrics.js';
 import type { Objective } from './types.js';
 

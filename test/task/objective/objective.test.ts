@@ -1,4 +1,4 @@
-import * as tf from '@tensorflow/tfjs';
+import { tf } from '../../../src/core/tf.js';
 import { describe, expect, it } from 'vitest';
 import { objectiveFor, predictValue, predictValues, targetValues, teacherRatio, type ObjectiveKind } from '../../../src/task/objective/objective.js';
 

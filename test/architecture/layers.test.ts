@@ -114,6 +114,17 @@ describe('layers', () => {
     expect(cyclesOf(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']], ['d', ['a']]])).map((c) => [...c].sort())).toEqual([['a', 'b', 'c']]);
   });
 
+  it('TF.js and its wasm backend are loaded only through require (core/tf.ts, compute/backend.ts): type-only imports elsewhere', () => {
+    // An ESM import of these CommonJS bundles costs ~200 ms of lexing per process and worker (core/tf.ts).
+    const valueImport = /^import\s+(?!type\b)[^;]*from\s*['"]@tensorflow\/tfjs(?:-backend-wasm)?['"]|(?<!typeof\s*)import\(\s*['"]@tensorflow\/tfjs(?:-backend-wasm)?['"]\s*\)/m;
+    expect(files.filter((f) => valueImport.test(readFileSync(f, 'utf8'))).map((f) => relative(SRC, f))).toEqual([]);
+    expect(valueImport.test("import * as tf from '@tensorflow/tfjs';")).toBe(true);
+    expect(valueImport.test("import { setWasmPaths } from '@tensorflow/tfjs-backend-wasm';")).toBe(true);
+    expect(valueImport.test("const tf = await import('@tensorflow/tfjs');")).toBe(true);
+    expect(valueImport.test("import type * as TF from '@tensorflow/tfjs';")).toBe(false);
+    expect(valueImport.test("const w = req(P) as typeof import('@tensorflow/tfjs-backend-wasm');")).toBe(false);
+  });
+
   it('sees static, type-only and dynamic imports, and not packages', () => {
     const text = "import { a } from '../core/a.js';\nimport type { B } from '../train/b.js';\nconst c = await import('./c.js');\nimport * as tf from '@tensorflow/tfjs';";
     expect(importsIn(text)).toEqual(['../core/a.js', '../train/b.js', './c.js']);

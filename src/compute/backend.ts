@@ -103,7 +103,6 @@ export interface SelectOptions {
   native?: NativeLoader;
 }
 
-
 const defaultLoader: NativeLoader = {
   isInstalled(pkg) {
     try {

@@ -3,10 +3,10 @@
  *
  * - on a terminal (stderr is a TTY, `TERM` is not `dumb`, no `CI` variable): one updating line with a bar,
  *   rate and ETA (ora), redrawn ≤ 10×/s;
- * - without one (CI, even on a pseudo-terminal; cron; `--json`): a plain line on stderr at most every `interval` (15 s by default,
- *   `GNNCTL_PROGRESS_SECONDS` overrides), so a log shows that a 27-minute phase is alive and when it will
- *   end. Lines come from `update()` (a synchronous loop that reports often) and from a timer (a phase that
- *   awaits DuckDB or worker threads between reports);
+ * - without one (CI, even on a pseudo-terminal; cron; `--json`): a plain line on stderr at most every
+ *   `interval` (15 s by default, `GNNCTL_PROGRESS_SECONDS` overrides), so a log shows that a 27-minute
+ *   phase is alive and when it will end. Lines come from `update()` (a synchronous loop that reports
+ *   often) and from a timer (a phase that awaits DuckDB or worker threads between reports);
  * - off with `--quiet` (`setQuiet(q, progress)`: progress quiet; library callers' `setQuiet(true)` too).
  *
  * `--json` keeps stdout one JSON object: progress only ever writes to stderr.
@@ -233,10 +233,6 @@ export async function withHeartbeat<T>(label: string, fn: (p: Progress) => Promi
 }
 
 /**
- * Ora options from the environment: `NO_COLOR` (https://no-color.org: set and not empty) turns the
- * spinner's colour off; the line still updates in place, which is not colour.
- */
-/**
  * Whether a live line can be redrawn: a TTY, a `TERM` that is not `dumb`, and no `CI` variable (ora's own
  * test: CI runners that allocate a pseudo-terminal keep their logs, so they get the plain lines).
  */
@@ -244,6 +240,10 @@ export function interactiveTerminal(stream: { isTTY?: boolean }, env: NodeJS.Pro
   return Boolean(stream.isTTY) && env.TERM !== 'dumb' && !('CI' in env);
 }
 
+/**
+ * Ora options from the environment: `NO_COLOR` (https://no-color.org: set and not empty) turns the
+ * spinner's colour off; the line still updates in place, which is not colour.
+ */
 export function spinnerOptions(env: NodeJS.ProcessEnv = process.env): { color?: false } {
   return env.NO_COLOR !== undefined && env.NO_COLOR !== '' ? { color: false } : {};
 }

@@ -32,7 +32,7 @@ let warnedEnv = false;
 
 /** What a Progress writes to and how it tells time; tests inject a fake clock and timer. */
 export interface ProgressOptions {
-  stream?: { write(s: string): unknown; isTTY?: boolean };
+  stream?: { write(s: string): unknown; isTTY?: boolean; columns?: number };
   /** overrides `interactiveTerminal(stream)` */
   tty?: boolean;
   /** milliseconds, monotonic */
@@ -88,7 +88,7 @@ export class Progress {
   constructor(o: ProgressOptions | number = {}) {
     if (typeof o === 'number') o = { intervalMs: o * 1000 };
     this.stream = o.stream ?? process.stderr;
-    this.tty = o.tty ?? interactiveTerminal(this.stream);
+    this.tty = (o.tty ?? interactiveTerminal(this.stream)) && hasWidth(this.stream);
     this.cadence = o.cadence ?? (o.now === undefined ? processCadence : null);
     this.now = o.now ?? (() => performance.now());
     this.interval = o.intervalMs ?? progressIntervalMs();
@@ -236,8 +236,17 @@ export async function withHeartbeat<T>(label: string, fn: (p: Progress) => Promi
  * Whether a live line can be redrawn: a TTY, a `TERM` that is not `dumb`, and no `CI` variable (ora's own
  * test: CI runners that allocate a pseudo-terminal keep their logs, so they get the plain lines).
  */
-export function interactiveTerminal(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv = process.env): boolean {
-  return Boolean(stream.isTTY) && env.TERM !== 'dumb' && !('CI' in env);
+export function interactiveTerminal(stream: { isTTY?: boolean; columns?: number }, env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(stream.isTTY) && hasWidth(stream) && env.TERM !== 'dumb' && !('CI' in env);
+}
+
+/**
+ * A terminal of 0 columns (a pseudo-terminal nobody sized: `script` run without a terminal around it)
+ * gets plain lines: ora divides by the width to count the lines it clears, and cleared lines forever.
+ * No width reported at all is fine (ora assumes 80).
+ */
+function hasWidth(stream: { columns?: number }): boolean {
+  return stream.columns === undefined || stream.columns > 0;
 }
 
 /**

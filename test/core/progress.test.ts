@@ -19,6 +19,19 @@ describe('interactiveTerminal', () => {
     expect(interactiveTerminal({ isTTY: true }, { CI: 'true' })).toBe(false);
   });
 
+  it('a terminal of 0 columns is not one to redraw; no width reported is (ora assumes 80)', () => {
+    expect(interactiveTerminal({ isTTY: true, columns: 0 }, {})).toBe(false);
+    expect(interactiveTerminal({ isTTY: true, columns: 80 }, {})).toBe(true);
+    expect(interactiveTerminal({ isTTY: true }, {})).toBe(true);
+    // even when the caller says it is a terminal
+    const out: string[] = [];
+    const p = new Progress({ stream: { write: (x: string) => (out.push(x), true), isTTY: true, columns: 0 }, tty: true, intervalMs: 0 });
+    p.begin('pairs', 10);
+    p.update(4);
+    p.stop();
+    expect(out).toEqual([expect.stringMatching(/^pairs: 4\/10 \(40%\)/)]);
+  });
+
   it('a CI job on a pseudo-terminal gets the plain heartbeat lines, not a spinner ora would silence', () => {
     const out: string[] = [];
     const stream = { write: (s: string) => (out.push(s), true), isTTY: true, columns: 120 };
@@ -221,6 +234,32 @@ describe('progress through the binary without a terminal (CI, cron, --json)', ()
     expect(t.stderr).toMatch(/^baseline fit \([\d,]+ rows\): .* elapsed · [\d,]+ rows seen/m);
     // No ANSI control sequences (spinner redraws) in a log.
     expect(t.stderr).not.toMatch(/\u001b\[/);
+  });
+
+  it('on a pseudo-terminal: of 0 columns, plain lines (ora looped clearing lines forever); sized, the live line. Both finish', () => {
+    // `script` (util-linux) runs the binary on a pseudo-terminal; without a terminal around it, its size is 0 × 0.
+    if (spawnSync('script', ['--version']).status !== 0) {
+      console.warn('skipped: util-linux `script` is not installed (apt-get install bsdutils)');
+      return;
+    }
+    const env: Record<string, string | undefined> = { ...process.env, TERM: 'xterm', NO_COLOR: '1', GNNCTL_PROGRESS_SECONDS: '0' };
+    delete env.CI;
+    const onPty = (prefix: string, out: string) =>
+      spawnSync('script', ['-qec', `${prefix}${JSON.stringify(process.execPath)} ${JSON.stringify(BIN)} graph build --config ${JSON.stringify(fx.config)} --artifacts ${JSON.stringify(out)}`, '/dev/null'], {
+        cwd: fx.dir,
+        encoding: 'utf8',
+        timeout: 60_000,
+        env,
+      });
+    const bare = onPty('', join(fx.dir, 'pty-artifacts-0'));
+    expect(bare.error, 'the binary did not finish on a 0-column pseudo-terminal').toBeUndefined();
+    expect(bare.status, bare.stdout).toBe(0);
+    expect(bare.stdout).toMatch(/^graph build: step \d+\/\d+/m);
+    expect(bare.stdout).not.toMatch(/\u001b\[1G/);
+    const sized = onPty('stty cols 100 rows 40; ', join(fx.dir, 'pty-artifacts-100'));
+    expect(sized.error, 'the binary did not finish on a sized pseudo-terminal').toBeUndefined();
+    expect(sized.status, sized.stdout).toBe(0);
+    expect(sized.stdout).toMatch(/\u001b\[1G.*graph build/);
   });
 
   it('--quiet prints no progress at all', () => {

@@ -236,12 +236,10 @@ describe('progress through the binary without a terminal (CI, cron, --json)', ()
     expect(t.stderr).not.toMatch(/\u001b\[/);
   });
 
-  it('on a pseudo-terminal: of 0 columns, plain lines (ora looped clearing lines forever); sized, the live line. Both finish', () => {
-    // `script` (util-linux) runs the binary on a pseudo-terminal; without a terminal around it, its size is 0 × 0.
-    if (spawnSync('script', ['--version']).status !== 0) {
-      console.warn('skipped: util-linux `script` is not installed (apt-get install bsdutils)');
-      return;
-    }
+  // `script` (util-linux) runs the binary on a pseudo-terminal; without a terminal around it, its size is 0 × 0.
+  const hasScript = spawnSync('script', ['--version']).status === 0;
+  if (!hasScript) console.warn('skipping the pseudo-terminal test: util-linux `script` is not installed (apt-get install bsdutils)');
+  it.skipIf(!hasScript)('on a pseudo-terminal: of 0 columns, plain lines (ora looped clearing lines forever); sized, the live line. Both finish', () => {
     const env: Record<string, string | undefined> = { ...process.env, TERM: 'xterm', NO_COLOR: '1', GNNCTL_PROGRESS_SECONDS: '0' };
     delete env.CI;
     const onPty = (prefix: string, out: string) =>

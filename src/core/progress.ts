@@ -33,7 +33,7 @@ let warnedEnv = false;
 /** What a Progress writes to and how it tells time; tests inject a fake clock and timer. */
 export interface ProgressOptions {
   stream?: { write(s: string): unknown; isTTY?: boolean; columns?: number };
-  /** overrides `interactiveTerminal(stream)` */
+  /** overrides `interactiveTerminal(stream)`; a stream of 0 columns gets plain lines even so */
   tty?: boolean;
   /** milliseconds, monotonic */
   now?: () => number;

@@ -156,17 +156,19 @@ export class HeteroGnn {
       } else {
         const enc = this.encoders.get(type);
         if (!enc) throw new Error(`the model has no encoder for ${type}`);
-        const x = enc.input(tf.tensor2d(rows.num, [rows.rows, enc.args.num_dim]), tf.tensor2d(rows.cat, [rows.rows, enc.args.cat_sizes.length], 'int32'));
-        typeRows = enc.applyTo(x);
         // The layer-1 self term of a slot holding exactly the type's rows, when the encoder input is
         // narrower than C (transactions: 32 inputs for 64 channels): h⁰·W_self = x·(W_enc·W_self) + b·W_self
         // is one [n, in]·[in, C] matmul instead of [n, C]·[C, C], and its backward pass is as narrow.
         // h⁰ itself is still computed: the skip connection and the parents' means read it.
         const conv = this.spec.encoder === 'sage' ? this.sage.get(`conv1/${type}`) : undefined;
         const selfSlots = slotIdx.filter((i) => plan.slots[i]!.depth <= L - 1);
-        if (conv && selfSlots.length === 1 && enc.inDim < C && isIdentity(batch.positions[selfSlots[0]!]!, rows.rows)) {
-          selfTransformed.set(selfSlots[0]!, enc.throughTo(x, conv.selfWeight()));
-        }
+        const selfSlot = conv && selfSlots.length === 1 && enc.inDim < C && isIdentity(batch.positions[selfSlots[0]!]!, rows.rows) ? selfSlots[0]! : -1;
+        const [encodedRows, selfT] = scoped(training, () => {
+          const x = enc.input(tf.tensor2d(rows.num, [rows.rows, enc.args.num_dim]), tf.tensor2d(rows.cat, [rows.rows, enc.args.cat_sizes.length], 'int32'));
+          return selfSlot >= 0 ? [enc.applyTo(x), enc.throughTo(x, conv!.selfWeight())] : [enc.applyTo(x)];
+        });
+        typeRows = encodedRows!;
+        if (selfT) selfTransformed.set(selfSlot, selfT);
       }
       encodedByType.set(type, typeRows);
       const read = slotIdx.filter((i) => plan.slots[i]!.depth < L);
@@ -176,8 +178,10 @@ export class HeteroGnn {
         h[read[0]!] = typeRows;
         continue;
       }
-      const all = tf.gather(typeRows, tf.tensor1d(concatInt(read.map((i) => batch.positions[i]!)), 'int32'));
-      const parts = read.length === 1 ? [all] : tf.split(all, read.map((i) => batch.positions[i]!.length), 0);
+      const parts = scoped(training, () => {
+        const all = tf.gather(typeRows, tf.tensor1d(concatInt(read.map((i) => batch.positions[i]!)), 'int32'));
+        return read.length === 1 ? [all] : tf.split(all, read.map((i) => batch.positions[i]!.length), 0);
+      });
       read.forEach((i, k) => (h[i] = parts[k] as tf.Tensor2D));
     }
 
@@ -246,6 +250,14 @@ export class HeteroGnn {
         );
         slots.forEach((s, k) => (next[s] = outs[k]!));
       }
+      // Inference frees each layer's inputs once it is computed (and the layer-1-only encodings after
+      // layer 1) instead of at the end of the caller's scope: a sampled batch's TF.js heap then peaks at
+      // one layer's tensors, and each kernel writes into memory just freed, still in cache.
+      if (!training) {
+        const keep = new Set(next);
+        const done = l === 1 ? [...h, ...encodedByType.values(), ...selfTransformed.values(), ...foldedRows.values(), ...[...folded.values()].flatMap((f) => [f.num, f.cat])] : h;
+        for (const t of done) if (t && !keep.has(t)) t.dispose();
+      }
       h = next;
     }
     const embedding = h[0]!;
@@ -296,26 +308,36 @@ export class HeteroGnn {
    * ReLU and dropout below the last layer, residual. `blocks` follow `edgesOf(l, type)`.
    */
   layer(l: number, type: string, groups: { self: tf.Tensor2D; blocks: (NeighbourBlock | null)[]; selfTransformed?: tf.Tensor2D }[], training: boolean): tf.Tensor2D[] {
+    return scoped(training, () => this.layerBody(l, type, groups, training));
+  }
+
+  private layerBody(l: number, type: string, groups: { self: tf.Tensor2D; blocks: (NeighbourBlock | null)[]; selfTransformed?: tf.Tensor2D }[], training: boolean): tf.Tensor2D[] {
     const name = `conv${l}/${type}`;
     let out: tf.Tensor2D;
     if (this.spec.encoder === 'sage') {
       const conv = this.sage.get(name);
       if (!conv) throw new Error(`the model has no layer-${l} weights for ${type}`);
-      out = conv.apply(groups);
+      out = conv.apply(groups, !training);
     } else {
       const conv = this.gat.get(name);
       if (!conv) throw new Error(`the model has no layer-${l} weights for ${type}`);
       const outs = groups.map((g) => conv.apply(g.self, g.blocks));
       out = outs.length === 1 ? outs[0]! : tf.concat(outs, 0);
     }
+    // Inference frees each step's input as soon as its output exists (the layer's scope would free it only
+    // when the layer returns): one or two [rows × C] tensors alive at a time instead of all of them.
+    const then = <T extends tf.Tensor | tf.Tensor[]>(input: tf.Tensor, output: T): T => {
+      if (!training && output !== input) input.dispose();
+      return output;
+    };
     const norm = this.norms.get(name);
-    if (norm) out = norm.apply(out);
+    if (norm) out = then(out, norm.apply(out));
     if (l < this.spec.layers) {
-      out = tf.relu(out);
+      out = then(out, tf.relu(out));
       if (training && this.spec.dropout > 0) out = dropout(out, this.spec.dropout, this.dropoutSeed++);
     }
-    const parts = groups.length === 1 ? [out] : tf.split(out, groups.map((g) => g.self.shape[0]), 0);
-    return parts.map((p, k) => (this.spec.skip ? (p.add(groups[k]!.self) as tf.Tensor2D) : (p as tf.Tensor2D)));
+    const parts = groups.length === 1 ? [out] : then(out, tf.split(out, groups.map((g) => g.self.shape[0]), 0) as tf.Tensor2D[]);
+    return parts.map((p, k) => (this.spec.skip ? then(p, p.add(groups[k]!.self) as tf.Tensor2D) : (p as tf.Tensor2D)));
   }
 
   head(embedding: tf.Tensor2D, training: boolean): tf.Tensor1D {
@@ -329,6 +351,14 @@ export class HeteroGnn {
   parameterCount(excludeEmbeddings = false): number {
     return this.params.count(excludeEmbeddings ? /\/emb$/ : undefined);
   }
+}
+
+/**
+ * `f()` in its own `tf.tidy` for inference, so its intermediates are freed as soon as it returns; as it is
+ * for training, whose gradient tape holds them anyway.
+ */
+function scoped<T extends tf.Tensor[]>(training: boolean, f: () => T): T {
+  return training ? f() : tf.tidy(f);
 }
 
 /** positions = 0, 1, …, rows − 1 */

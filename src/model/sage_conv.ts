@@ -47,15 +47,27 @@ export class SageConv {
   /**
    * h' for stacked row groups, each with its own neighbour blocks (ordered as `args.edges`) → [Σn, C].
    * `selfTransformed`: W_self·self already computed by the caller (every group or none), see
-   * `selfWeight`.
+   * `selfWeight`. `release` (inference): each partial sum and term is freed as soon as it is added, so
+   * two [n, C] tensors are alive at a time instead of every term (the inputs are never freed).
    */
-  apply(groups: { self: tf.Tensor2D; blocks: (NeighbourBlock | null)[]; selfTransformed?: tf.Tensor2D }[]): tf.Tensor2D {
+  apply(groups: { self: tf.Tensor2D; blocks: (NeighbourBlock | null)[]; selfTransformed?: tf.Tensor2D }[], release = false): tf.Tensor2D {
     const C = this.args.channels;
     const stack = (xs: tf.Tensor2D[]): tf.Tensor2D => (xs.length === 1 ? xs[0]! : tf.concat(xs, 0));
     const folded = groups.map((g) => g.selfTransformed).filter((t): t is tf.Tensor2D => t !== undefined);
     if (folded.length > 0 && folded.length < groups.length) throw new Error('SageConv.apply: selfTransformed must be given for every group or none');
+    const ownSelf = folded.length === 0 || folded.length > 1;
     const selfTerm = folded.length > 0 ? stack(folded) : (tf.matMul(stack(groups.map((g) => g.self)), this.wSelf) as tf.Tensor2D);
+    /** sum + term, freeing both when released (both made here) */
+    const add = (sum: tf.Tensor2D, term: tf.Tensor2D): tf.Tensor2D => {
+      const next = sum.add(term) as tf.Tensor2D;
+      if (release) {
+        sum.dispose();
+        term.dispose();
+      }
+      return next;
+    };
     let out = selfTerm.add(this.b) as tf.Tensor2D;
+    if (release && ownSelf) selfTerm.dispose();
     this.args.edges.forEach((_, e) => {
       const w = this.wEdge[e]!;
       // W·mean(x) = mean(W·x): transform first when the table has fewer rows than the nodes reading it
@@ -68,10 +80,10 @@ export class SageConv {
         if (nb.table.shape[0] < n) return gatherWeightedSum(tf.matMul(nb.table, w) as tf.Tensor2D, nb.index, nb.weights, nb.fanout);
         return tf.matMul(gatherWeightedSum(nb.table, nb.index, nb.weights, nb.fanout), w) as tf.Tensor2D;
       });
-      out = out.add(stack(messages)) as tf.Tensor2D;
+      out = add(out, stack(messages));
       // The degree term is a broadcast product ([n, 1] · [1, C]); a matmul with inner size 1 is far slower.
       const deg = stack(groups.map((g) => g.blocks[e]?.degree ?? (tf.zeros([g.self.shape[0], 1]) as tf.Tensor2D)));
-      out = out.add(deg.mul(this.wDeg[e]!)) as tf.Tensor2D;
+      out = add(out, deg.mul(this.wDeg[e]!));
     });
     return out;
   }

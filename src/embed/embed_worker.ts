@@ -9,6 +9,7 @@ import { Rng } from '../core/rng.js';
 import { Graph } from '../graph/graph.js';
 import { setQuiet } from '../core/log.js';
 import { DeepModel } from '../model/deep_model.js';
+import { Scratch } from '../model/scratch.js';
 import { embedExact } from './layerwise.js';
 import type { EmbedTask, EmbedWorkerInit } from './pool.js';
 
@@ -22,6 +23,9 @@ const streams = new Map<number, { rng: Rng; next: number }>();
  * `large` that was the 105k articles encoded again for each of the 21 chunks of 65,536 customers.
  */
 const trees = new Map<string, { tree: ReturnType<DeepModel['samplingTree']>; encoded: Map<string, tf.Tensor2D> }>();
+
+/** The sampled batches' arrays, one batch at a time (see model/scratch.ts). */
+const scratch = new Scratch();
 
 setQuiet(true);
 
@@ -47,12 +51,14 @@ function sampled(m: DeepModel, t: Extract<EmbedTask, { kind: 'sampled' }>): Floa
   if (tree.sampler.method !== 'last') {
     for (let b = s.next; b < t.batch; b++) {
       const nodes = slice(b);
-      tree.sampler.sample(nodes, anchors.subarray(0, nodes.length), s.rng);
+      scratch.reset();
+      tree.sampler.sample(nodes, anchors.subarray(0, nodes.length), s.rng, scratch);
     }
   }
   const nodes = slice(t.batch);
   s.next = t.batch + 1;
-  return m.embedSampledBatch(tree, tree.sampler.sample(nodes, anchors.subarray(0, nodes.length), s.rng), encoded);
+  scratch.reset();
+  return m.embedSampledBatch(tree, tree.sampler.sample(nodes, anchors.subarray(0, nodes.length), s.rng, scratch), encoded, scratch);
 }
 
 parentPort!.on('message', async (msg: { id: number; type: string } & Record<string, unknown>) => {

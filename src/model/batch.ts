@@ -8,6 +8,7 @@
 import type { TableFeatures } from './features.js';
 import type { Plan } from './plan.js';
 import type { SampledBatch } from './sampler.js';
+import { HEAP_ALLOC, type Alloc } from './scratch.js';
 
 export interface TypeRows {
   /** [rows × numDim] */
@@ -44,12 +45,20 @@ export interface BatchArrays {
   degrees: (Float32Array | null)[];
 }
 
-/** `degree`: what the degree input counts (`ModelSpec.degree`; runs made before it count `sampled`). */
 /**
+ * `degree`: what the degree input counts (`ModelSpec.degree`; runs made before it count `sampled`).
  * `encoded`: types whose rows the caller reads from encodings of the whole table (`DeepModel.staticEncodings`);
- * their rows get node ids only, no inputs (`num` and `cat` stay empty).
+ * their rows get node ids only, no inputs (`num` and `cat` stay empty). `alloc`: where the arrays come
+ * from (see scratch.ts).
  */
-export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Record<string, TableFeatures>, degree: 'visible' | 'sampled' = 'visible', encoded?: ReadonlySet<string>): BatchArrays {
+export function buildBatchArrays(
+  plan: Plan,
+  batch: SampledBatch,
+  features: Record<string, TableFeatures>,
+  degree: 'visible' | 'sampled' = 'visible',
+  encoded?: ReadonlySet<string>,
+  alloc: Alloc = HEAP_ALLOC,
+): BatchArrays {
   const B = batch.size;
   const perType = new Map<string, TypeBuilder>();
   const positions: Int32Array[] = [];
@@ -59,12 +68,12 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
     const s = batch.slots[slot.index]!;
     const f = features[slot.type]!;
     let t = perType.get(slot.type);
-    if (!t) perType.set(slot.type, (t = new TypeBuilder(rowIndex(slot.type, f.rows), B * slot.width)));
+    if (!t) perType.set(slot.type, (t = new TypeBuilder(rowIndex(slot.type, f.rows), B * slot.width, alloc)));
     const timeDependent = f.timeDependent;
     const width = slot.width;
     const n = B * width;
-    const rowOf = new Int32Array(n);
-    const pos = new Int32Array(n);
+    const rowOf = alloc.int32(n);
+    const pos = alloc.int32(n);
     const index = t.index;
     const valid = s.valid;
     const nodes = s.nodes;
@@ -87,7 +96,7 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
         pos[v++] = row;
       }
     }
-    positions.push(v === n ? pos : pos.slice(0, v));
+    positions.push(v === n ? pos : pos.subarray(0, v));
     compact.push(rowOf);
   }
   for (const t of perType.values()) t.index.reset();
@@ -95,13 +104,13 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
   for (const [type, t] of perType) {
     const f = features[type]!;
     const rows = t.rows;
-    const nodes = t.nodes.slice(0, rows);
+    const nodes = t.nodes.subarray(0, rows);
     if (encoded?.has(type)) {
-      types[type] = { num: new Float32Array(0), cat: new Int32Array(0), rows, nodes };
+      types[type] = { num: alloc.float32(0), cat: alloc.int32(0), rows, nodes };
       continue;
     }
-    const num = new Float32Array(rows * f.num_dim);
-    const cat = new Int32Array(rows * f.catCount);
+    const num = alloc.float32(rows * f.num_dim);
+    const cat = alloc.int32(rows * f.catCount);
     const seeds = t.seeds;
     const anchors = batch.anchors;
     f.gather(nodes, (i) => anchors[seeds[i]!]!, null, num, cat);
@@ -124,10 +133,10 @@ export function buildBatchArrays(plan: Plan, batch: SampledBatch, features: Reco
     const f = slot.fanout;
     const vp = positions[slot.parent]!.length;
     const visible = degree === 'visible' ? batch.slots[slot.index]!.visible : null;
-    const idx = new Int32Array(vp * f);
-    const w = new Float32Array(vp * f);
-    const m = new Float32Array(vp * f);
-    const deg = new Float32Array(vp);
+    const idx = alloc.int32(vp * f);
+    const w = alloc.float32(vp * f);
+    const m = alloc.float32(vp * f);
+    const deg = alloc.float32(vp);
     for (let i = 0; i < parentRows.length; i++) {
       const r = parentRows[i]!;
       if (r < 0) continue;
@@ -160,9 +169,10 @@ class TypeBuilder {
   constructor(
     readonly index: RowIndex,
     capacity: number,
+    alloc: Alloc,
   ) {
-    this.nodes = new Int32Array(Math.max(16, capacity));
-    this.seeds = new Int32Array(Math.max(16, capacity));
+    this.nodes = alloc.int32(Math.max(16, capacity));
+    this.seeds = alloc.int32(Math.max(16, capacity));
   }
 
   /** appends a row; returns its number */

@@ -17,6 +17,7 @@ import { ParamStore } from './params.js';
 import { buildPlan, type Plan } from './plan.js';
 import { TemporalSampler, type SampledBatch } from './sampler.js';
 import { RankingHead } from './recommender.js';
+import { Scratch, type Alloc } from './scratch.js';
 
 /** rows per encoder call when encoding a whole table (`staticEncodings`) */
 const STATIC_CHUNK = 16384;
@@ -81,9 +82,9 @@ export class DeepModel {
     return buildBatchArrays(plan, sampler.sample(seeds, anchors, rng), this.features, this.spec.degree ?? 'sampled');
   }
 
-  /** Dense model inputs for an already sampled batch. */
-  arrays(sampled: SampledBatch, plan: Plan = this.plan, encoded?: ReadonlySet<string>): BatchArrays {
-    return buildBatchArrays(plan, sampled, this.features, this.spec.degree ?? 'sampled', encoded);
+  /** Dense model inputs for an already sampled batch (`alloc`: see scratch.ts). */
+  arrays(sampled: SampledBatch, plan: Plan = this.plan, encoded?: ReadonlySet<string>, alloc?: Alloc): BatchArrays {
+    return buildBatchArrays(plan, sampled, this.features, this.spec.degree ?? 'sampled', encoded, alloc);
   }
 
   /**
@@ -93,9 +94,11 @@ export class DeepModel {
   predictRaw(ex: Pick<Examples, 'nodes' | 'anchors'>, batchSize = 2048, seed = 1234): Float32Array {
     const out = new Float32Array(ex.nodes.length);
     const rng = new Rng(seed);
+    const scratch = new Scratch();
     for (let i = 0; i < ex.nodes.length; i += batchSize) {
       const j = Math.min(ex.nodes.length, i + batchSize);
-      const arrays = this.batch(ex.nodes.subarray(i, j), ex.anchors.subarray(i, j), rng);
+      scratch.reset();
+      const arrays = this.arrays(this.sampler.sample(ex.nodes.subarray(i, j), ex.anchors.subarray(i, j), rng, scratch), this.plan, undefined, scratch);
       const logits = tf.tidy(() => this.gnn.forward(this.plan, arrays, false).logits!);
       out.set(logits.dataSync() as Float32Array, i);
       logits.dispose();
@@ -123,10 +126,12 @@ export class DeepModel {
     const rng = new Rng(seed);
     const anchors = new Float64Array(batchSize).fill(anchor);
     const encoded = this.staticEncodings(tree.plan, nodes.length);
+    const scratch = new Scratch();
     try {
       for (let i = 0; i < nodes.length; i += batchSize) {
         const j = Math.min(nodes.length, i + batchSize);
-        out.set(this.embedSampledBatch(tree, tree.sampler.sample(nodes.subarray(i, j), anchors.subarray(0, j - i), rng), encoded), i * C);
+        scratch.reset();
+        out.set(this.embedSampledBatch(tree, tree.sampler.sample(nodes.subarray(i, j), anchors.subarray(0, j - i), rng, scratch), encoded, scratch), i * C);
       }
     } finally {
       for (const t of encoded.values()) t.dispose();
@@ -171,8 +176,8 @@ export class DeepModel {
   }
 
   /** The root embeddings of one sampled batch of `tree` ([batch × channels]); `encoded` from `staticEncodings`. */
-  embedSampledBatch(tree: { plan: Plan }, sampled: SampledBatch, encoded?: ReadonlyMap<string, tf.Tensor2D>): Float32Array {
-    const arrays = this.arrays(sampled, tree.plan, encoded && new Set(encoded.keys()));
+  embedSampledBatch(tree: { plan: Plan }, sampled: SampledBatch, encoded?: ReadonlyMap<string, tf.Tensor2D>, alloc?: Alloc): Float32Array {
+    const arrays = this.arrays(sampled, tree.plan, encoded && new Set(encoded.keys()), alloc);
     const emb = tf.tidy(() => this.gnn.forward(tree.plan, arrays, false, encoded).embedding);
     const out = emb.dataSync() as Float32Array;
     emb.dispose();

@@ -13,6 +13,7 @@
 import type { Graph, EdgeType } from '../graph/graph.js';
 import type { Rng } from '../core/rng.js';
 import type { Plan } from './plan.js';
+import { HEAP_ALLOC, type Alloc } from './scratch.js';
 
 export type SamplingMethod = 'last' | 'uniform';
 
@@ -47,14 +48,14 @@ export class TemporalSampler {
     this.edges = new Map(graph.edges.map((e) => [e.name, e]));
   }
 
-  /** Samples the computation trees of `seeds` at `anchors` (epoch seconds). */
-  sample(seeds: Int32Array, anchors: Float64Array, rng: Rng | null): SampledBatch {
+  /** Samples the computation trees of `seeds` at `anchors` (epoch seconds); `alloc`: where its arrays come from (see scratch.ts). */
+  sample(seeds: Int32Array, anchors: Float64Array, rng: Rng | null, alloc: Alloc = HEAP_ALLOC): SampledBatch {
     const B = seeds.length;
     const slots: SlotSample[] = [];
     for (const slot of this.plan.slots) {
       const n = B * slot.width;
-      const nodes = new Int32Array(n);
-      const valid = new Uint8Array(n);
+      const nodes = alloc.int32(n);
+      const valid = alloc.uint8(n);
       let visible: Float32Array | null = null;
       if (slot.parent < 0) {
         nodes.set(seeds);
@@ -66,7 +67,7 @@ export class TemporalSampler {
         const dstTime = this.graph.tables[edge.dst]!.time;
         const f = slot.fanout;
         const pw = parentSlot.width;
-        visible = new Float32Array(B * pw);
+        visible = alloc.float32(B * pw);
         for (let i = 0; i < B * pw; i++) {
           if (!par.valid[i]) continue;
           const anchor = anchors[Math.floor(i / pw)]!;

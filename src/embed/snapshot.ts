@@ -49,7 +49,7 @@ export interface SnapshotOptions {
   mode?: EmbedMode;
   allowSchemaDrift?: boolean;
   backend?: BackendRequest;
-  /** entities per computation chunk and row group */
+  /** entities per computation chunk (and at most per row group: see writer.ts) */
   chunkSize?: number;
   /** worker threads computing the representations ('auto': 2 on wasm/cpu with 2+ cores); outputs do not depend on it */
   workers?: number | 'auto';

@@ -1,6 +1,6 @@
 /**
- * Streams per-entity rows (embeddings, predictions) into a Parquet file: one row group per chunk of
- * entities, so memory stays bounded at H&M scale. Columns: the entity's primary key under its own name and
+ * Streams per-entity rows (embeddings, predictions) into a Parquet file, chunk by chunk, in row groups of
+ * at most `rowGroupSize` rows and about `ROW_GROUP_BYTES`, so memory stays bounded at H&M scale. Columns: the entity's primary key under its own name and
  * type first, then those asked for: `embedding` as an Arrow fixed-size list of float32 (DuckDB reads it as
  * FLOAT[]; `embedding::FLOAT[d]` gives the array type), `anchor_time` as a microsecond timestamp,
  * `prediction` as float32. Run id, dimension and fingerprints go into the file's
@@ -58,8 +58,20 @@ export async function writeEmbeddings(path: string, chunks: AsyncIterable<Embedd
       yield v;
     }
   }
-  return writeColumns(path, vectors(), opts);
+  // ~8 bytes of key, 8 of anchor time, 4 per embedding value or prediction.
+  const rowBytes = 16 + (columns.includes('embedding') ? 4 * opts.dim : 0) + (columns.includes('prediction') ? 4 : 0);
+  return writeColumns(path, vectors(), { ...opts, rowGroupSize: Math.min(opts.rowGroupSize, Math.max(1024, Math.floor(ROW_GROUP_BYTES / rowBytes))) });
 }
+
+/**
+ * Row groups of entity files stop near this size (15,420 rows of 64-dimensional embeddings). parquet-wasm
+ * holds a whole row group in its heap while it encodes it: a 17 MB row group (65,536 × 64 floats) took
+ * 190–260 ms to write and 530–610 ms in a fresh process (its heap's pages touched for the first time),
+ * 4 MB ones 80–160 and ~400 ms. At `medium` `embed` writes one chunk while its workers compute the next,
+ * so that time was taken from them. DuckDB reads row groups in parallel, so more of them cost readers
+ * nothing.
+ */
+export const ROW_GROUP_BYTES = 4 << 20;
 
 /**
  * parquet-wasm keeps the file's page and column-chunk offsets in 32 bits: past 4 GiB they wrap and the
@@ -86,7 +98,11 @@ export async function writeColumns(
       for await (const vectors of chunks) {
         const table = new arrow.Table(vectors);
         rows += table.numRows;
-        for (const rb of pq.Table.fromIPCStream(arrow.tableToIPC(table, 'stream')).recordBatches()) yield rb;
+        // One row group at a time into parquet-wasm's heap (a chunk may hold several).
+        for (let lo = 0; lo === 0 || lo < table.numRows; lo += opts.rowGroupSize) {
+          const part = lo === 0 && table.numRows <= opts.rowGroupSize ? table : table.slice(lo, lo + opts.rowGroupSize);
+          for (const rb of pq.Table.fromIPCStream(arrow.tableToIPC(part, 'stream')).recordBatches()) yield rb;
+        }
       }
       source.complete = true;
     } catch (e) {

@@ -10,7 +10,7 @@ import * as arrow from 'apache-arrow';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ArtifactError, UsageError } from '../../src/core/errors.js';
 import { checkFileSize } from '../../src/embed/snapshot.js';
-import { PARQUET_FILE_LIMIT_BYTES, writeColumns } from '../../src/embed/writer.js';
+import { PARQUET_FILE_LIMIT_BYTES, ROW_GROUP_BYTES, writeColumns, writeEmbeddings } from '../../src/embed/writer.js';
 import { sqlPath, sqlRows } from '../helpers/pipeline.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'gnnctl-writer-'));
@@ -58,5 +58,31 @@ describe('Parquet file size ceiling', () => {
     // Predictions alone are 20 bytes a row: 20M rows fit in one file.
     expect(() => checkFileSize(s, ['anchor_time', 'prediction'])).not.toThrow();
     expect(PARQUET_FILE_LIMIT_BYTES).toBe(2 ** 32);
+  });
+});
+
+describe('row groups', () => {
+  async function* entityChunks(chunks: number, rows: number, dim: number) {
+    for (let c = 0; c < chunks; c++) {
+      const keys = arrow.vectorFromArray(Int32Array.from({ length: rows }, (_, i) => c * rows + i));
+      yield { keys, embeddings: Float32Array.from({ length: rows * dim }, (_, i) => (c * rows * dim + i) % 1000), predictions: Float32Array.from({ length: rows }, (_, i) => i / rows) };
+    }
+  }
+  const groups = (path: string) => sqlRows(`SELECT row_group_id::INT AS g, row_group_num_rows::INT AS n FROM parquet_metadata(${sqlPath(path)}) GROUP BY ALL ORDER BY g`);
+
+  it('embeddings go into row groups of about ROW_GROUP_BYTES (15,420 rows at 64 dimensions: 16 + 4 × 64 bytes a row); rows stay in order', async () => {
+    const path = join(dir, 'groups.parquet');
+    await writeEmbeddings(path, entityChunks(2, 40_000, 64), { keyName: 'k', dim: 64, anchorTime: 1_600_000_000, metadata: {}, rowGroupSize: 65_536 });
+    expect(ROW_GROUP_BYTES).toBe(4 << 20);
+    expect((await groups(path)).map((r) => r.n)).toEqual([15_420, 15_420, 15_420, 15_420, 15_420, 2_900]);
+    expect(await sqlRows(`SELECT count(*)::INT AS n, bool_and(k = rn - 1) AS ordered, max(embedding[64])::INT AS last FROM (SELECT k, embedding, row_number() OVER () AS rn FROM read_parquet(${sqlPath(path)}))`)).toEqual([
+      { n: 80_000, ordered: true, last: 999 },
+    ]);
+  });
+
+  it('a narrow file (predictions) keeps row groups of `rowGroupSize` rows', async () => {
+    const path = join(dir, 'narrow.parquet');
+    await writeEmbeddings(path, entityChunks(2, 40_000, 4), { keyName: 'k', dim: 4, anchorTime: 1_600_000_000, metadata: {}, rowGroupSize: 65_536, columns: ['anchor_time', 'prediction'] });
+    expect((await groups(path)).map((r) => r.n)).toEqual([65_536, 14_464]);
   });
 });

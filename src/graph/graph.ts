@@ -36,12 +36,15 @@ export class Graph {
   readonly manifest: GraphManifest;
   readonly tables: Record<string, NodeTable>;
   readonly edges: EdgeType[];
+  /** `prefixSum`'s arrays, by edge and column */
+  private readonly prefixSums: Map<string, Float64Array>;
 
-  private constructor(dir: string, manifest: GraphManifest, tables: Record<string, NodeTable>, edges: EdgeType[]) {
+  private constructor(dir: string, manifest: GraphManifest, tables: Record<string, NodeTable>, edges: EdgeType[], prefixSums: Map<string, Float64Array> = new Map()) {
     this.dir = dir;
     this.manifest = manifest;
     this.tables = tables;
     this.edges = edges;
+    this.prefixSums = prefixSums;
   }
 
   static load(dir: string): Graph {
@@ -84,11 +87,34 @@ export class Graph {
    * SharedArrayBuffers (see `buffer`), so posting them shares the memory.
    */
   shareable(): SharedGraph {
-    return { dir: this.dir, manifest: this.manifest, tables: this.tables, edges: this.edges };
+    return { dir: this.dir, manifest: this.manifest, tables: this.tables, edges: this.edges, prefixSums: [...this.prefixSums] };
   }
 
   static fromShared(s: SharedGraph): Graph {
-    return new Graph(s.dir, s.manifest, s.tables, s.edges);
+    return new Graph(s.dir, s.manifest, s.tables, s.edges, new Map(s.prefixSums));
+  }
+
+  /**
+   * Prefix sums of a numeric column of a reverse edge's child table in the edge's CSR order (length
+   * edges + 1, NaN read as 0): a sum over any window of a node's time-sorted neighbours is then two reads
+   * (the activity inputs, model/features.ts). Computed once per graph, in shared memory, and handed to
+   * worker threads with it (`shareable`): every thread computing its own took ~350 ms and 16 MB per
+   * column at `medium`, 256 MB at `large` (32M transactions).
+   */
+  prefixSum(edge: EdgeType, column: string): Float64Array {
+    const key = `${edge.name}\u0000${column}`;
+    let p = this.prefixSums.get(key);
+    if (p) return p;
+    const indices = edge.indices;
+    const values = this.tables[edge.dst]?.numeric.find((c) => c.meta.name === column)?.values;
+    if (edge.kind !== 'rev' || !indices || !values) throw new Error(`prefixSum: ${edge.name} is not a reverse edge to a table with the numeric column ${column}`);
+    p = new Float64Array(new SharedArrayBuffer((indices.length + 1) * Float64Array.BYTES_PER_ELEMENT));
+    for (let k = 0; k < indices.length; k++) {
+      const x = values[indices[k]!]!;
+      p[k + 1] = p[k]! + (Number.isNaN(x) ? 0 : x);
+    }
+    this.prefixSums.set(key, p);
+    return p;
   }
 
   table(name: string): NodeTable {
@@ -108,6 +134,7 @@ export interface SharedGraph {
   manifest: GraphManifest;
   tables: Record<string, NodeTable>;
   edges: EdgeType[];
+  prefixSums: [string, Float64Array][];
 }
 
 /**

@@ -125,16 +125,8 @@ function bindActivity(graph: Graph | undefined, table: string, spec: ActivitySpe
     warn(`${table}: edge ${spec.edge} is gone from the data; the model reads its activity inputs as no rows`);
     return { spec, edge: null, time: null, prefix: [] };
   }
-  const indices = edge.indices!;
-  const prefix = spec.sums.map((s) => {
-    const values = child.numeric.find((c) => c.meta.name === s.name)?.values;
-    const p = new Float64Array(indices.length + 1);
-    for (let k = 0; k < indices.length; k++) {
-      const x = values ? values[indices[k]!]! : 0;
-      p[k + 1] = p[k]! + (Number.isNaN(x) ? 0 : x);
-    }
-    return p;
-  });
+  // A summed column gone from the data (--allow-schema-drift) sums to 0 in every window.
+  const prefix = spec.sums.map((s) => (child.numeric.some((c) => c.meta.name === s.name) ? graph!.prefixSum(edge, s.name) : new Float64Array(edge.indices!.length + 1)));
   return { spec, edge, time: child.time, prefix };
 }
 

@@ -1,9 +1,9 @@
 /**
  * Hand-made graphs for sampler and batch tests: two node types, `users` (no time column) and `events`
  * (time-ordered, one user each), with the FK edge events → users and its reverse CSR users ← events.
- * Only the fields the sampler, planner and feature code read are filled in.
+ * Only the fields the sampler, planner and feature code read are filled in (a real `Graph` around them).
  */
-import type { EdgeType, Graph, NodeTable } from '../../src/graph/graph.js';
+import { Graph, type EdgeType, type NodeTable } from '../../src/graph/graph.js';
 import { reverseCsr } from '../../src/graph/csr.js';
 
 export interface HandGraph {
@@ -28,7 +28,7 @@ export function handGraph(owner: Int32Array, time: Float64Array, users: number, 
   const fk: EdgeType = { meta: {} as EdgeType['meta'], name: FK_EDGE, src: 'events', dst: 'users', kind: 'fk', parent: owner, indptr: null, indices: null };
   const rev: EdgeType = { meta: {} as EdgeType['meta'], name: REV_EDGE, src: 'users', dst: 'events', kind: 'rev', parent: null, indptr, indices };
   const tables = { users: table('users', users, opts.userTime ?? null), events: table('events', owner.length, time) };
-  const graph = { dir: '', manifest: {} as Graph['manifest'], tables, edges: [fk, rev], table: (n: string) => tables[n as 'users'], edgesFrom: (n: string) => [fk, rev].filter((e) => e.src === n) } as unknown as Graph;
+  const graph = Graph.fromShared({ dir: '', manifest: {} as Graph['manifest'], tables, edges: [fk, rev], prefixSums: [] });
   return { graph, owner, time, fk, rev };
 }
 

@@ -39,6 +39,7 @@ import { warn } from '../core/log.js';
 import { cpuBackend, registerWasmKernels } from './wasm_kernels.js';
 import { registerFastWasmKernels } from './wasm_fast_kernels.js';
 import { registerFusedKernels } from './fused.js';
+import type { BackendWasm } from '@tensorflow/tfjs-backend-wasm';
 
 export const BACKEND_REQUESTS = ['auto', 'tensorflow', 'wasm', 'cpu'] as const;
 /** What the user asks for with `--backend`. */
@@ -321,4 +322,16 @@ function probeOp(): void {
 function firstLine(e: unknown): string {
   const msg = e instanceof Error ? e.message : String(e);
   return msg.split('\n')[0]!.trim();
+}
+
+/**
+ * Copies a float32 tensor's values into `out` from `offset`. On wasm they are read through a view of the
+ * heap: `dataSync` would first copy them into a new array (a fresh 256 KB for every sampled batch of the
+ * embedding workers, pages the kernel maps one by one).
+ */
+export function copyOut(t: tf.Tensor, out: Float32Array, offset: number): void {
+  if (t.dtype !== 'float32') throw new Error(`copyOut: a ${t.dtype} tensor`);
+  const backend = tf.backend();
+  const values = tf.getBackend() === 'wasm' ? ((backend as BackendWasm).typedArrayFromHeap(t) as Float32Array) : (t.dataSync() as Float32Array);
+  out.set(values, offset);
 }

@@ -1,6 +1,7 @@
 /**
  * An embedding worker (see pool.ts): the model on its own TF.js instance, answering `embed` messages
- * with exact (layer-wise) or sampled embeddings of a piece of a chunk, or the head's outputs for examples.
+ * with exact (layer-wise) embeddings of a piece of a chunk or the head's outputs for examples, and
+ * writing sampled batches into their job's shared output.
  */
 import { parentPort } from 'node:worker_threads';
 import type * as tf from '@tensorflow/tfjs';
@@ -40,7 +41,8 @@ function treeFor(m: DeepModel, table: string, depth: number, seeds: number) {
   return cached;
 }
 
-function sampled(m: DeepModel, t: Extract<EmbedTask, { kind: 'sampled' }>): Float32Array {
+/** Writes batch `t.batch` of a sampled job into the job's shared output. */
+function sampled(m: DeepModel, t: Extract<EmbedTask, { kind: 'sampled' }>): void {
   const { tree, encoded } = treeFor(m, t.table, t.depth, t.nodes.length);
   let s = streams.get(t.job);
   if (!s) streams.set(t.job, (s = { rng: new Rng(t.seed), next: 0 }));
@@ -58,7 +60,7 @@ function sampled(m: DeepModel, t: Extract<EmbedTask, { kind: 'sampled' }>): Floa
   const nodes = slice(t.batch);
   s.next = t.batch + 1;
   scratch.reset();
-  return m.embedSampledBatch(tree, tree.sampler.sample(nodes, anchors.subarray(0, nodes.length), s.rng, scratch), encoded, scratch);
+  m.embedSampledBatch(tree, tree.sampler.sample(nodes, anchors.subarray(0, nodes.length), s.rng, scratch), encoded, scratch, { out: t.out, offset: t.batch * t.batchSize * m.spec.channels });
 }
 
 parentPort!.on('message', async (msg: { id: number; type: string } & Record<string, unknown>) => {
@@ -80,8 +82,12 @@ parentPort!.on('message', async (msg: { id: number; type: string } & Record<stri
     if (!model) throw new Error('worker used before init');
     if (msg.type !== 'embed') throw new Error(`unknown message ${msg.type}`);
     const t = msg.task as EmbedTask;
-    const res =
-      t.kind === 'exact' ? embedExact(model, t.table, t.depth, t.nodes, t.anchor, t.degreeCap) : t.kind === 'sampled' ? sampled(model, t) : model.predictRaw({ nodes: t.nodes, anchors: t.anchors }, 2048, t.seed);
+    if (t.kind === 'sampled') {
+      sampled(model, t);
+      parentPort!.postMessage({ id: msg.id });
+      return;
+    }
+    const res = t.kind === 'exact' ? embedExact(model, t.table, t.depth, t.nodes, t.anchor, t.degreeCap) : model.predictRaw({ nodes: t.nodes, anchors: t.anchors }, 2048, t.seed);
     // Transfer only a buffer the result owns whole (never a view into a larger one).
     const out = res.byteOffset === 0 && res.byteLength === res.buffer.byteLength ? res : res.slice();
     parentPort!.postMessage({ id: msg.id, out }, [out.buffer as ArrayBuffer]);

@@ -25,7 +25,7 @@ import { warn } from '../core/log.js';
 import { compiledWorker, WorkerRpc } from '../core/worker_rpc.js';
 import type { Examples } from '../task/task_spec.js';
 import { predictOnWorkers } from '../train/engine.js';
-import { shared } from '../core/shared_memory.js';
+import { shared, sharedArray } from '../core/shared_memory.js';
 
 export interface EmbedWorkerInit {
   graph: ReturnType<Graph['shareable']>;
@@ -47,7 +47,7 @@ export interface SampledPrepare {
 /** What one piece of work asks a worker for. */
 export type EmbedTask =
   | { kind: 'exact'; table: string; depth: number; nodes: Int32Array; anchor: number; degreeCap: number }
-  | { kind: 'sampled'; job: number; table: string; depth: number; nodes: Int32Array; anchor: number; seed: number; batchSize: number; batch: number }
+  | { kind: 'sampled'; job: number; table: string; depth: number; nodes: Int32Array; anchor: number; seed: number; batchSize: number; batch: number; out: Float32Array }
   | { kind: 'predict'; nodes: Int32Array; anchors: Float64Array; seed: number };
 
 type Reply = { id: number; error?: string; out?: Float32Array };
@@ -112,7 +112,7 @@ export class EmbedPool {
    */
   private async run(tasks: EmbedTask[]): Promise<Float32Array[]> {
     const replies = tasks.map((task, k) => this.rpc.call(this.rpc.workers[k % this.rpc.size]!, { type: 'embed', task }));
-    return (await Promise.all(replies)).map((r) => r.out!);
+    return (await Promise.all(replies)).map((r) => r.out ?? new Float32Array(0));
   }
 
   /**
@@ -127,13 +127,18 @@ export class EmbedPool {
     return concat(await this.run(tasks), nodes.length * channels);
   }
 
-  /** `DeepModel.embedSampled(table, depth, nodes, anchor, seed)`, one batch per task. */
+  /**
+   * `DeepModel.embedSampled(table, depth, nodes, anchor, seed)`, one batch per task. The workers write
+   * their batches straight into the chunk's output, in shared memory: no array per batch to post back, and
+   * none to copy together here.
+   */
   async sampled(table: string, depth: number, nodes: Int32Array, anchor: number, seed: number, channels: number): Promise<Float32Array> {
     const job = this.nextJob++;
     const all = shared(nodes);
+    const out = sharedArray(Float32Array, nodes.length * channels);
     const tasks: EmbedTask[] = [];
-    for (let b = 0; b * SAMPLED_BATCH < nodes.length; b++) tasks.push({ kind: 'sampled', job, table, depth, nodes: all, anchor, seed, batchSize: SAMPLED_BATCH, batch: b });
-    const out = concat(await this.run(tasks), nodes.length * channels);
+    for (let b = 0; b * SAMPLED_BATCH < nodes.length; b++) tasks.push({ kind: 'sampled', job, table, depth, nodes: all, anchor, seed, batchSize: SAMPLED_BATCH, batch: b, out });
+    await this.run(tasks);
     // Workers keep a job's sampling stream until told it is over. Not awaited: the message waits behind
     // the next chunk's tasks already queued on the workers (snapshot.ts queues chunks ahead).
     for (const w of this.rpc.workers) this.rpc.call(w, { type: 'done', job }).catch(() => {});

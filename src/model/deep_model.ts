@@ -18,6 +18,7 @@ import { buildPlan, type Plan } from './plan.js';
 import { TemporalSampler, type SampledBatch } from './sampler.js';
 import { RankingHead } from './recommender.js';
 import { Scratch, type Alloc } from './scratch.js';
+import { copyOut } from '../compute/backend.js';
 
 /** rows per encoder call when encoding a whole table (`staticEncodings`) */
 const STATIC_CHUNK = 16384;
@@ -175,13 +176,21 @@ export class DeepModel {
     return out;
   }
 
-  /** The root embeddings of one sampled batch of `tree` ([batch × channels]); `encoded` from `staticEncodings`. */
-  embedSampledBatch(tree: { plan: Plan }, sampled: SampledBatch, encoded?: ReadonlyMap<string, tf.Tensor2D>, alloc?: Alloc): Float32Array {
+  /**
+   * The root embeddings of one sampled batch of `tree` ([batch × channels]); `encoded` from
+   * `staticEncodings`. `into`: written there (from `offset`) and returned as that part of it, instead of
+   * into a new array.
+   */
+  embedSampledBatch(tree: { plan: Plan }, sampled: SampledBatch, encoded?: ReadonlyMap<string, tf.Tensor2D>, alloc?: Alloc, into?: { out: Float32Array; offset: number }): Float32Array {
     const arrays = this.arrays(sampled, tree.plan, encoded && new Set(encoded.keys()), alloc);
     const emb = tf.tidy(() => this.gnn.forward(tree.plan, arrays, false, encoded).embedding);
-    const out = emb.dataSync() as Float32Array;
-    emb.dispose();
-    return out;
+    try {
+      if (!into) return emb.dataSync() as Float32Array;
+      copyOut(emb, into.out, into.offset);
+      return into.out.subarray(into.offset, into.offset + emb.size);
+    } finally {
+      emb.dispose();
+    }
   }
 
   dispose(): void {

@@ -70,6 +70,9 @@ describe('EmbedPool', () => {
     const single = model.embedSampled('customers', 0, nodes, anchor, 42);
     const parallel = await pool.sampled('customers', 0, nodes, anchor, 42, model.spec.channels);
     expect(Array.from(parallel)).toEqual(Array.from(single));
+    // The workers wrote their batches straight into the chunk's output (shared), nothing posted back.
+    expect(parallel.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(parallel.length).toBe(nodes.length * model.spec.channels);
     const other = await pool.sampled('customers', 0, nodes, anchor, 43, model.spec.channels);
     expect(Array.from(other)).not.toEqual(Array.from(single));
     // Same seed again (a new job): the same numbers, so no sampling state leaks between jobs.

@@ -132,7 +132,7 @@ export class DeepModel {
       for (let i = 0; i < nodes.length; i += batchSize) {
         const j = Math.min(nodes.length, i + batchSize);
         scratch.reset();
-        out.set(this.embedSampledBatch(tree, tree.sampler.sample(nodes.subarray(i, j), anchors.subarray(0, j - i), rng, scratch), encoded, scratch), i * C);
+        this.embedSampledBatch(tree, tree.sampler.sample(nodes.subarray(i, j), anchors.subarray(0, j - i), rng, scratch), encoded, scratch, { out, offset: i * C });
       }
     } finally {
       for (const t of encoded.values()) t.dispose();

@@ -1,11 +1,11 @@
 /**
  * Streams per-entity rows (embeddings, predictions) into a Parquet file, chunk by chunk, in row groups of
- * at most `rowGroupSize` rows and about `ROW_GROUP_BYTES`, so memory stays bounded at H&M scale. Columns: the entity's primary key under its own name and
- * type first, then those asked for: `embedding` as an Arrow fixed-size list of float32 (DuckDB reads it as
- * FLOAT[]; `embedding::FLOAT[d]` gives the array type), `anchor_time` as a microsecond timestamp,
- * `prediction` as float32. Run id, dimension and fingerprints go into the file's
- * key-value metadata. The file is written under a temporary name and renamed when complete, so a killed
- * run leaves nothing at the output path.
+ * at most `rowGroupSize` rows and about `ROW_GROUP_BYTES`, so memory stays bounded at H&M scale.
+ * Columns: the entity's primary key under its own name and type first, then those asked for:
+ * `embedding` as an Arrow fixed-size list of float32 (DuckDB reads it as FLOAT[]; `embedding::FLOAT[d]`
+ * gives the array type), `anchor_time` as a microsecond timestamp, `prediction` as float32. Run id,
+ * dimension and fingerprints go into the file's key-value metadata. The file is written under a temporary
+ * name and renamed when complete, so a killed run leaves nothing at the output path.
  */
 import * as arrow from 'apache-arrow';
 import { createWriteStream, renameSync, rmSync } from 'node:fs';
@@ -68,8 +68,8 @@ export async function writeEmbeddings(path: string, chunks: AsyncIterable<Embedd
  * holds a whole row group in its heap while it encodes it: a 17 MB row group (65,536 × 64 floats) took
  * 190–260 ms to write and 530–610 ms in a fresh process (its heap's pages touched for the first time),
  * 4 MB ones 80–160 and ~400 ms. At `medium` `embed` writes one chunk while its workers compute the next,
- * so that time was taken from them. DuckDB reads row groups in parallel, so more of them cost readers
- * nothing.
+ * so that time was taken from them. Readers get more, smaller row groups (DuckDB scans them in parallel;
+ * `export` streams a snapshot row group by row group).
  */
 export const ROW_GROUP_BYTES = 4 << 20;
 

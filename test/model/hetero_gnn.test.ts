@@ -5,23 +5,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tf } from '../../src/core/tf.js';
 import { selectBackend } from '../../src/compute/backend.js';
-import { loadConfig } from '../../src/config/load.js';
 import { Rng } from '../../src/core/rng.js';
-import { buildGraph } from '../../src/graph/build.js';
-import { Graph } from '../../src/graph/graph.js';
+import type { Graph } from '../../src/graph/graph.js';
 import { DeepModel } from '../../src/model/deep_model.js';
 import { randomDeepModel } from '../helpers/deep_model.js';
-import { pipelineConfig } from '../helpers/pipeline.js';
-import { tinySynth, type SynthFixture } from '../helpers/synth.js';
+import { tinyPipelineGraph } from '../helpers/tiny_graph.js';
+import type { SynthFixture } from '../helpers/synth.js';
 
 let fx: SynthFixture;
 let graph: Graph;
 
 beforeAll(async () => {
   await selectBackend('wasm');
-  fx = await tinySynth(pipelineConfig());
-  const cfg = loadConfig(fx.config, { cwd: fx.dir, artifacts: fx.artifacts });
-  graph = Graph.load((await buildGraph(cfg)).dir);
+  ({ fx, graph } = await tinyPipelineGraph());
 });
 afterAll(() => fx?.cleanup());
 

@@ -5,6 +5,7 @@
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { ArtifactError } from '../core/errors.js';
+import { sharedArray } from '../core/shared_memory.js';
 import type { CategoricalColumnManifest, EdgeManifest, GraphManifest, NumericColumnManifest, TableManifest } from '../artifacts/graph_manifest.js';
 
 export interface NodeTable {
@@ -108,7 +109,7 @@ export class Graph {
     const indices = edge.indices;
     const values = this.tables[edge.dst]?.numeric.find((c) => c.meta.name === column)?.values;
     if (edge.kind !== 'rev' || !indices || !values) throw new Error(`prefixSum: ${edge.name} is not a reverse edge to a table with the numeric column ${column}`);
-    p = new Float64Array(new SharedArrayBuffer((indices.length + 1) * Float64Array.BYTES_PER_ELEMENT));
+    p = sharedArray(Float64Array, indices.length + 1);
     for (let k = 0; k < indices.length; k++) {
       const x = values[indices[k]!]!;
       p[k + 1] = p[k]! + (Number.isNaN(x) ? 0 : x);

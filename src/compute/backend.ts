@@ -37,7 +37,7 @@ import { tf } from '../core/tf.js';
 import { UsageError, suggest, assertUnreachable } from '../core/errors.js';
 import { warn } from '../core/log.js';
 import { cpuBackend, registerWasmKernels } from './wasm_kernels.js';
-import { registerFastWasmKernels } from './wasm_fast_kernels.js';
+import { matMulLibrary, registerFastWasmKernels } from './wasm_fast_kernels.js';
 import { registerFusedKernels } from './fused.js';
 import type { BackendWasm } from '@tensorflow/tfjs-backend-wasm';
 
@@ -71,6 +71,8 @@ export interface BackendInfo {
   added_kernels?: string[];
   /** Backend kernels gnnctl replaced with faster ones (wasm only: `GatherV2`). */
   replaced_kernels?: string[];
+  /** wasm only: the library its matrix products run in (onnxruntime's MLAS unless unavailable or `GNNCTL_ORT_MATMUL=0`). */
+  matmul_library?: 'onnxruntime' | 'xnnpack';
   /** The TF.js version (`@tensorflow/tfjs`). */
   tfjs_version: string;
 }
@@ -176,7 +178,7 @@ async function choose(requested: BackendRequest, loader: NativeLoader): Promise<
       if (wasm.ok) {
         reasons.push({ backend: WASM_PKG, status: 'active', why: wasmWhy(wasm) });
         reasons.push({ backend: 'cpu', status: 'available', why: 'pure-JS fallback, ~30× slower than wasm' });
-        return done('wasm', { threads: wasm.threads, simd: wasm.simd, added_kernels: wasm.added_kernels, replaced_kernels: wasm.replaced_kernels });
+        return done('wasm', { threads: wasm.threads, simd: wasm.simd, added_kernels: wasm.added_kernels, replaced_kernels: wasm.replaced_kernels, matmul_library: wasm.matmul_library });
       }
       reasons.push({ backend: WASM_PKG, status: 'skipped', why: wasm.why });
       const addedKernels = await activateCpu(reasons, 'the fallback: every faster backend was skipped');
@@ -209,7 +211,7 @@ async function choose(requested: BackendRequest, loader: NativeLoader): Promise<
       }
       reasons.push({ backend: WASM_PKG, status: 'active', why: wasmWhy(wasm) });
       reasons.push({ backend: 'cpu', status: 'available', why: 'pure-JS fallback, ~30× slower than wasm' });
-      return done('wasm', { threads: wasm.threads, simd: wasm.simd, added_kernels: wasm.added_kernels, replaced_kernels: wasm.replaced_kernels });
+      return done('wasm', { threads: wasm.threads, simd: wasm.simd, added_kernels: wasm.added_kernels, replaced_kernels: wasm.replaced_kernels, matmul_library: wasm.matmul_library });
     }
     case 'cpu': {
       noteAvailable(reasons, loader, [GPU_PKG, NODE_PKG]);
@@ -262,7 +264,7 @@ function noteAvailable(reasons: BackendReason[], loader: NativeLoader, pkgs: str
   }
 }
 
-type WasmResult = { ok: true; simd: boolean; threads: number; added_kernels: string[]; replaced_kernels: string[] } | { ok: false; why: string };
+type WasmResult = { ok: true; simd: boolean; threads: number; added_kernels: string[]; replaced_kernels: string[]; matmul_library: 'onnxruntime' | 'xnnpack' } | { ok: false; why: string };
 
 function wasmWhy(w: { simd: boolean; threads: number }): string {
   const simd = w.simd ? 'SIMD' : 'no SIMD (the plain build: expect several times slower matmul)';
@@ -297,7 +299,7 @@ async function tryWasm(): Promise<WasmResult> {
   } catch (e) {
     return { ok: false, why: `initialisation failed: ${firstLine(e)}` };
   }
-  return { ok: true, simd, threads: getThreadsCount(), added_kernels: kernels.added, replaced_kernels: kernels.replaced };
+  return { ok: true, simd, threads: getThreadsCount(), added_kernels: kernels.added, replaced_kernels: kernels.replaced, matmul_library: matMulLibrary() };
 }
 
 const cpuWarning =

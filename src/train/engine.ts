@@ -11,6 +11,8 @@ import { Rng } from '../core/rng.js';
 import type { DeepModel } from '../model/deep_model.js';
 import type { Examples } from '../task/task_spec.js';
 import { objectiveFor } from '../task/objective/objective.js';
+import { Scratch } from '../model/scratch.js';
+import { withRowDependentProducts } from '../compute/wasm_fast_kernels.js';
 
 export interface StepResult {
   /** mean loss over the rows */
@@ -109,8 +111,13 @@ export interface PreparedStep {
   gather: number;
 }
 
-/** Samples and gathers a step's share of rows. Nothing here depends on the weights, so it can run ahead of them. */
-export function prepareStep(model: DeepModel, train: Examples, rows: Int32Array, rngSeed: number): PreparedStep {
+/**
+ * Samples and gathers a step's share of rows. Nothing here depends on the weights, so it can run ahead of
+ * them. With `scratch`, the step's arrays come from it (reset here): a scratch holds one prepared step at a
+ * time, so the step prepared before must have been computed already.
+ */
+export function prepareStep(model: DeepModel, train: Examples, rows: Int32Array, rngSeed: number, scratch?: Scratch): PreparedStep {
+  scratch?.reset();
   const output = model.spec.output;
   const objective = objectiveFor(output.kind);
   const m = rows.length;
@@ -124,10 +131,10 @@ export function prepareStep(model: DeepModel, train: Examples, rows: Int32Array,
     labels[k] = objective.target(train.labels[r]!, output);
   }
   let t = performance.now();
-  const sampled = model.sampler.sample(seeds, anchors, new Rng(rngSeed));
+  const sampled = model.sampler.sample(seeds, anchors, new Rng(rngSeed), scratch);
   const sample = performance.now() - t;
   t = performance.now();
-  const arrays = model.arrays(sampled);
+  const arrays = model.arrays(sampled, model.plan, undefined, scratch);
   return { rows, rngSeed, labels, arrays, sample, gather: performance.now() - t };
 }
 
@@ -138,17 +145,22 @@ export function preparedFor(p: PreparedStep | null, rows: Int32Array, rngSeed: n
   return true;
 }
 
-/** One step's loss and gradients on `rows` of the training examples (prepared here unless `prepared` is given). */
-export function computeGradients(model: DeepModel, train: Examples, rows: Int32Array, rngSeed: number, prepared: PreparedStep | null = null): StepResult {
-  const p = preparedFor(prepared, rows, rngSeed) ? prepared : prepareStep(model, train, rows, rngSeed);
+/**
+ * One step's loss and gradients on `rows` of the training examples (prepared here unless `prepared` is
+ * given; `scratch`: where a step prepared here takes its arrays, see `prepareStep`).
+ */
+export function computeGradients(model: DeepModel, train: Examples, rows: Int32Array, rngSeed: number, prepared: PreparedStep | null = null, scratch?: Scratch): StepResult {
+  const p = preparedFor(prepared, rows, rngSeed) ? prepared : prepareStep(model, train, rows, rngSeed, scratch);
   const objective = objectiveFor(model.spec.output.kind);
   const t = performance.now();
   const vars = [...model.params.vars.values()];
-  const { value, grads } = tf.variableGrads(() => {
-    const { logits } = model.gnn.forward(model.plan, p.arrays, true);
-    const y = tf.tensor1d(p.labels);
-    return objective.loss(model.spec.loss, logits!, y);
-  }, vars);
+  const { value, grads } = withRowDependentProducts(() =>
+    tf.variableGrads(() => {
+      const { logits } = model.gnn.forward(model.plan, p.arrays, true);
+      const y = tf.tensor1d(p.labels);
+      return objective.loss(model.spec.loss, logits!, y);
+    }, vars),
+  );
   const loss = value.dataSync()[0]!;
   value.dispose();
   const blob = model.params.gradientBlob(grads);
@@ -159,6 +171,7 @@ export function computeGradients(model: DeepModel, train: Examples, rows: Int32A
 /** Gradients on this thread. */
 export class LocalEngine implements GradientEngine {
   readonly workers = 1;
+  private readonly scratch = new Scratch();
 
   constructor(
     private readonly model: DeepModel,
@@ -167,7 +180,7 @@ export class LocalEngine implements GradientEngine {
 
   async step(weights: Float32Array, rows: Int32Array, rngSeed: number): Promise<StepResult> {
     this.model.params.assignBlob(weights);
-    const r = computeGradients(this.model, this.data.train, rows, rngSeed);
+    const r = computeGradients(this.model, this.data.train, rows, rngSeed, null, this.scratch);
     // Yield to the event loop once per step: Ctrl-C (SIGINT) is delivered there.
     await new Promise((resolve) => setImmediate(resolve));
     return r;

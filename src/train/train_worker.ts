@@ -7,6 +7,7 @@ import { selectBackend } from '../compute/backend.js';
 import { Graph } from '../graph/graph.js';
 import { setQuiet } from '../core/log.js';
 import { DeepModel } from '../model/deep_model.js';
+import { Scratch } from '../model/scratch.js';
 import { computeGradients, prepareStep, type PreparedStep } from './engine.js';
 import type { WorkerInit } from './parallel.js';
 
@@ -14,6 +15,8 @@ let model: DeepModel | null = null;
 let init: WorkerInit | null = null;
 /** the next step's share, sampled and gathered while the trainer updated the weights */
 let prepared: PreparedStep | null = null;
+/** where steps are prepared: one at a time, each computed before the next is prepared */
+const scratch = new Scratch();
 /**
  * A private copy of the trainer's shared weight blob: the cpu backend keeps the array a tensor is made
  * from, so a variable made straight from the shared memory would follow the trainer's next update.
@@ -37,12 +40,12 @@ parentPort!.on('message', async (msg: { id: number; type: string } & Record<stri
     weights.set(w);
     model.params.assignBlob(weights);
     if (msg.type === 'step') {
-      const r = computeGradients(model, init.data.train, msg.rows as Int32Array, msg.rngSeed as number, prepared);
+      const r = computeGradients(model, init.data.train, msg.rows as Int32Array, msg.rngSeed as number, prepared, scratch);
       prepared = null;
       parentPort!.postMessage({ id: msg.id, ...r }, [r.grads.buffer as ArrayBuffer]);
       // The trainer now averages the gradients and steps the optimizer: prepare the next share meanwhile.
       const next = msg.next as { rows: Int32Array; rngSeed: number } | undefined;
-      if (next && next.rows.length > 0) prepared = prepareStep(model, init.data.train, next.rows, next.rngSeed);
+      if (next && next.rows.length > 0) prepared = prepareStep(model, init.data.train, next.rows, next.rngSeed, scratch);
     } else if (msg.type === 'predict') {
       const ex = init.data[msg.split as 'val' | 'test'];
       const lo = msg.lo as number;

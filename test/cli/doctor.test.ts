@@ -44,7 +44,7 @@ describe('gnnctl doctor', () => {
     const lines = text.split('\n');
     expect(lines[0]).toBe('gnnctl doctor: ok');
     const backend = lines.find((l) => l.startsWith('  backend '));
-    expect(backend).toMatch(/^ {2}backend +wasm \(requested auto\), SIMD on, 1 thread$/);
+    expect(backend).toMatch(/^ {2}backend +wasm \(requested auto\), SIMD on, 1 thread, products in onnxruntime's MLAS$/);
     // Values of the summary table start in one column.
     const summary = lines.slice(2, lines.indexOf('', 2));
     expect(summary.length).toBeGreaterThanOrEqual(10);

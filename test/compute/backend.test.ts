@@ -24,6 +24,7 @@ describe('selectBackend on this machine (no tfjs-node)', () => {
     // The fused ops (fused.ts) follow the kernels wasm lacks.
     expect(info.added_kernels!.slice(-FUSED_KERNELS.length)).toEqual([...FUSED_KERNELS]);
     expect(info.replaced_kernels).toEqual(['GatherV2', 'Transpose', 'BatchMatMul', 'SplitV', 'Concat', 'Sum', 'Identity']);
+    expect(info.matmul_library).toBe('onnxruntime');
     expect(info.tfjs_version).toBe('4.22.0');
     expect(info.reasons.map((r) => [r.backend, r.status])).toEqual([
       ['@tensorflow/tfjs-node-gpu', 'skipped'],

@@ -16,6 +16,7 @@ import { Graph } from '../../src/graph/graph.js';
 import { DeepModel } from '../../src/model/deep_model.js';
 import { featureSpecFromGraph } from '../../src/model/features.js';
 import { Rng } from '../../src/core/rng.js';
+import { Scratch } from '../../src/model/scratch.js';
 import { chunkSeed, computeGradients, LocalEngine, prepareStep, PREDICT_CHUNK, type EngineData, type GradientEngine, type StepResult } from '../../src/train/engine.js';
 import { trainLoop } from '../../src/train/loop.js';
 import { WorkerEngine } from '../../src/train/parallel.js';
@@ -108,6 +109,28 @@ describe('engine.step with the next step prepared ahead', () => {
       }
       // The seed matters (uniform sampling), so the comparisons above could fail.
       expect(Array.from(computeGradients(model, ex, rows, 78).grads)).not.toEqual(Array.from(fresh.grads));
+    } finally {
+      model.dispose();
+    }
+  });
+
+  it('steps prepared in one reused scratch buffer give the gradients of freshly allocated ones, step after step', () => {
+    const base = randomDeepModel(graph, 'transactions', [3, 2]);
+    const model = new DeepModel(graph, { ...base.spec, sampling: 'uniform' }, base.featureSpec, 3);
+    base.dispose();
+    try {
+      const ex = examples(300);
+      const scratch = new Scratch();
+      // Batches of different sizes, so a later one reuses (and must fully overwrite) an earlier one's memory.
+      for (const [size, seed] of [[64, 77], [17, 78], [64, 79], [5, 80]] as const) {
+        const rows = Int32Array.from({ length: size }, (_, i) => (i * 7 + seed) % 300);
+        const fresh = computeGradients(model, ex, rows, seed);
+        const ahead = computeGradients(model, ex, rows, seed, prepareStep(model, ex, rows, seed, scratch));
+        const inside = computeGradients(model, ex, rows, seed, null, scratch);
+        expect(Array.from(ahead.grads)).toEqual(Array.from(fresh.grads));
+        expect(Array.from(inside.grads)).toEqual(Array.from(fresh.grads));
+        expect(inside.loss).toBe(fresh.loss);
+      }
     } finally {
       model.dispose();
     }

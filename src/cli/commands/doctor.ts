@@ -28,6 +28,7 @@ export function formatDiagnosis(d: Diagnosis): string {
     `${b.name} (requested ${b.requested})`,
     b.simd === undefined ? undefined : `SIMD ${b.simd ? 'on' : 'off'}`,
     b.threads === undefined ? undefined : `${b.threads} thread${b.threads === 1 ? '' : 's'}`,
+    b.matmul_library === undefined ? undefined : `products in ${b.matmul_library === 'onnxruntime' ? "onnxruntime's MLAS" : 'XNNPACK'}`,
   ]
     .filter((s) => s !== undefined)
     .join(', ');

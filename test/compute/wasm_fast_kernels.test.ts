@@ -1,7 +1,8 @@
 /**
  * The faster wasm kernels of `src/compute/wasm-fast-kernels.ts` (Transpose, BatchMatMul, SplitV, Concat,
- * Sum; products and large sums in onnxruntime) against the cpu backend: forward and gradients, on the shapes their fast paths take and on the
- * ones they hand back to the shipped kernels (other permutations, size-1 and empty dimensions, dtypes).
+ * Sum; products and large sums in onnxruntime) against the cpu backend: forward and gradients, on the
+ * shapes their fast paths take and on the ones they hand back to the shipped kernels (other permutations,
+ * size-1 and empty dimensions, dtypes); and which products reach onnxruntime.
  */
 import { tf } from '../../src/core/tf.js';
 import { afterEach, beforeAll, beforeEach, describe, expect, it, vi, type MockInstance } from 'vitest';

@@ -28,7 +28,7 @@
  * protobuf schema of `artifacts/onnx` directly: export's graph builder sits in a peer layer that anomaly
  * may not import, and this graph is small and fixed.
  */
-import { onnx, type IAttributeProto, type IModelProto, type INodeProto, type ITensorProto, type IValueInfoProto } from '../artifacts/onnx/onnx_schema.js';
+import { onnx, tensorValueInfo, type IAttributeProto, type IModelProto, type INodeProto, type ITensorProto } from '../artifacts/onnx/onnx_schema.js';
 import { VERSION } from '../core/version.js';
 import { edgeDim } from './graph.js';
 import type { TagaeArgs } from './model.js';
@@ -75,10 +75,6 @@ class Graph {
     this.initializers.push({ name, dims: [data.length], dataType: INT64, rawData: new Uint8Array(b.buffer) });
     return name;
   }
-}
-
-function valueInfo(name: string, elemType: number, dims: (number | string)[]): IValueInfoProto {
-  return { name, type: { tensorType: { elemType, shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) } } } };
 }
 
 /** The ONNX model of a TAGAE with these settings and weights (names as `Params` stores them). */
@@ -239,15 +235,15 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
       node: g.nodes,
       initializer: g.initializers,
       input: [
-        valueInfo('x', FLOAT, ['n', F]),
-        valueInfo('mp_src', INT32, ['m']),
-        valueInfo('mp_dst', INT32, ['m']),
-        valueInfo('mp_attr', FLOAT, ['m', E]),
-        valueInfo('past', FLOAT, [P, 'n', D]),
-        valueInfo('past_fallback', FLOAT, [P, 'n', 1]),
-        valueInfo('lag_mask', FLOAT, [W]),
+        tensorValueInfo('x', FLOAT, ['n', F]),
+        tensorValueInfo('mp_src', INT32, ['m']),
+        tensorValueInfo('mp_dst', INT32, ['m']),
+        tensorValueInfo('mp_attr', FLOAT, ['m', E]),
+        tensorValueInfo('past', FLOAT, [P, 'n', D]),
+        tensorValueInfo('past_fallback', FLOAT, [P, 'n', 1]),
+        tensorValueInfo('lag_mask', FLOAT, [W]),
       ],
-      output: [valueInfo('adjacency', FLOAT, ['n', 'n']), valueInfo('features', FLOAT, ['n', F]), valueInfo('z', FLOAT, ['n', D]), valueInfo('decoder_input', FLOAT, ['n', D]), valueInfo('adjacency_row_sq', FLOAT, ['n']), valueInfo('adjacency_col_sq', FLOAT, ['n']), valueInfo('adjacency_row_max', FLOAT, ['n'])],
+      output: [tensorValueInfo('adjacency', FLOAT, ['n', 'n']), tensorValueInfo('features', FLOAT, ['n', F]), tensorValueInfo('z', FLOAT, ['n', D]), tensorValueInfo('decoder_input', FLOAT, ['n', D]), tensorValueInfo('adjacency_row_sq', FLOAT, ['n']), tensorValueInfo('adjacency_col_sq', FLOAT, ['n']), tensorValueInfo('adjacency_row_max', FLOAT, ['n'])],
     },
   };
   return onnx.ModelProto.encode(model).finish();

@@ -16,7 +16,7 @@
  */
 import { availableParallelism } from 'node:os';
 import * as ort from 'onnxruntime-node';
-import { onnx, type IModelProto, type IValueInfoProto } from '../artifacts/onnx/onnx_schema.js';
+import { onnx, tensorValueInfo, type IModelProto } from '../artifacts/onnx/onnx_schema.js';
 
 export interface CatalogueTopKOptions {
   /** onnxruntime intra-op threads (default: every core) */
@@ -50,10 +50,6 @@ export class CatalogueTopK {
     const F = onnx.TensorProto.DataType.FLOAT;
     const I64 = onnx.TensorProto.DataType.INT64;
     const I32 = onnx.TensorProto.DataType.INT32;
-    const value = (name: string, elemType: number, dims: (number | string)[]): IValueInfoProto => ({
-      name,
-      type: { tensorType: { elemType, shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) } } },
-    });
     const int = (name: string, i: number) => ({ name, type: onnx.AttributeProto.AttributeType.INT, i });
     const model: IModelProto = {
       irVersion: 8,
@@ -72,8 +68,8 @@ export class CatalogueTopK {
           // int32 in and out: no BigInt per history entry or per result on the JS side (GC time on 1.2M results).
           { opType: 'Cast', input: ['top_index64'], output: ['top_index'], attribute: [int('to', I32)] },
         ],
-        input: [value('queries', F, ['rows', dim]), value('extra_index', I32, ['rows', 'extras']), value('extra_value', F, ['rows', 'extras'])],
-        output: [value('top_scores', F, ['rows', k]), value('top_index', I32, ['rows', k])],
+        input: [tensorValueInfo('queries', F, ['rows', dim]), tensorValueInfo('extra_index', I32, ['rows', 'extras']), tensorValueInfo('extra_value', F, ['rows', 'extras'])],
+        output: [tensorValueInfo('top_scores', F, ['rows', k]), tensorValueInfo('top_index', I32, ['rows', k])],
       },
     };
     const session = await ort.InferenceSession.create(onnx.ModelProto.encode(model).finish(), {

@@ -20,7 +20,7 @@
  * per output value (`ORT_GEMM_MAX_OUTPUT`, `ORT_GEMM_MIN_INNER_FOR_BLOCKS`).
  */
 import { createRequire } from 'node:module';
-import { onnx, type IModelProto, type IValueInfoProto } from '../artifacts/onnx/onnx_schema.js';
+import { onnx, tensorValueInfo, type IModelProto } from '../artifacts/onnx/onnx_schema.js';
 
 /**
  * Largest output (elements) of one onnxruntime call: 125 KB, just below glibc's default mmap threshold
@@ -122,7 +122,6 @@ export class OrtGemm {
 /** Gemm(a, b) with the given transposes and every dimension symbolic (opset 17). */
 function gemmModel(transA: number, transB: number): IModelProto {
   const F = onnx.TensorProto.DataType.FLOAT;
-  const value = (name: string, dims: string[]): IValueInfoProto => ({ name, type: { tensorType: { elemType: F, shape: { dim: dims.map((d) => ({ dimParam: d })) } } } });
   const int = (name: string, i: number) => ({ name, type: onnx.AttributeProto.AttributeType.INT, i });
   return {
     irVersion: 8,
@@ -131,8 +130,8 @@ function gemmModel(transA: number, transB: number): IModelProto {
     graph: {
       name: 'gemm',
       node: [{ opType: 'Gemm', input: ['a', 'b'], output: ['c'], attribute: [int('transA', transA), int('transB', transB)] }],
-      input: [value('a', ['a0', 'a1']), value('b', ['b0', 'b1'])],
-      output: [value('c', ['m', 'n'])],
+      input: [tensorValueInfo('a', F, ['a0', 'a1']), tensorValueInfo('b', F, ['b0', 'b1'])],
+      output: [tensorValueInfo('c', F, ['m', 'n'])],
     },
   };
 }

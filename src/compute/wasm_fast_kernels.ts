@@ -194,7 +194,9 @@ function ortMatMul(gemm: OrtGemm, backend: BackendWasm, a: tf.TensorInfo, b: tf.
   const n = transB ? bRows : bCols;
   const inner = transA ? aRows : aCols;
   if (inner !== (transB ? bCols : bRows) || m * n === 0) return null;
-  if (rowInvariant && !(transA && !transB)) return null;
+  // Aᵀ·B sums over A's rows: no output row belongs to one of them, so no row-wise promise is at stake.
+  const reducesRows = transA && !transB;
+  if (rowInvariant && !reducesRows) return null;
   // A larger product goes in blocks of rows of A (contiguous when A is not transposed), each within the
   // limit, when it has enough work per output value to pay for the binding's copies (see ort_gemm.ts).
   const block = Math.floor(ORT_GEMM_MAX_OUTPUT / n);

@@ -47,6 +47,11 @@ export interface IValueInfoProto {
   metadataProps?: IStringStringEntryProto[] | null;
 }
 
+/** A tensor's name, element type (`onnx.TensorProto.DataType`) and shape: numbers fixed, strings symbolic. */
+export function tensorValueInfo(name: string, elemType: number, dims: readonly (number | string)[]): IValueInfoProto {
+  return { name, type: { tensorType: { elemType, shape: { dim: dims.map((d) => (typeof d === 'number' ? { dimValue: d } : { dimParam: d })) } } } };
+}
+
 export interface ITensorProto {
   dims?: Int64[] | null;
   dataType?: number | null;

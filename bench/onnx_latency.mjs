@@ -19,7 +19,7 @@ import {
   relativeTime,
   squeeze,
   INT64_MIN,
-} from '../dist/export/onnx/index.js';
+} from '../dist/artifacts/onnx/index.js';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '5000' }, threads: { type: 'string', default: '1' } } });
 const runs = Number(values.runs);

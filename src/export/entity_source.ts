@@ -16,8 +16,8 @@
 import type { DuckDBVector } from '@duckdb/node-api';
 import { DataError } from '../core/errors.js';
 import { closeDuck, lit, openDuck, q, queryValue, withDuck } from '../data/duck.js';
-import { buildHashedKeyIndex, findRows, keyBytesOf, type HashedKeyIndex, type HashedKeyType, type KeyBytes } from './onnx/ops/hashed_lookup.js';
-import type { Vocabulary } from './onnx/ops/lookup.js';
+import { buildHashedKeyIndex, findRows, keyBytesOf, type HashedKeyIndex, type HashedKeyType, type KeyBytes } from '../artifacts/onnx/ops/hashed_lookup.js';
+import type { Vocabulary } from '../artifacts/onnx/ops/lookup.js';
 import type { EntityRows, EntityTable, StreamedEntityTable } from './student_onnx.js';
 
 interface PartFile {

@@ -44,9 +44,9 @@ import { writeModelConfig, type TritonModelConfig } from '../artifacts/triton/pb
 import { checkParity, rawRequests, type ParityReport } from './parity.js';
 import { buildStudentOnnx, elemTypeOf, isEntityInitializer, isStreamed, outputName, requestInputs, type EntityRows, type EntityTable, type StreamedEntityTable } from './student_onnx.js';
 import { EntitySource } from './entity_source.js';
-import { buildHashedKeyIndex, keyBytesOf, type HashedKeyIndex } from './onnx/ops/hashed_lookup.js';
-import type { Vocabulary } from './onnx/ops/lookup.js';
-import { PROTOBUF_LIMIT_BYTES, type OnnxGraphBuilder, type ToFilesOptions } from './onnx/onnx_graph_builder.js';
+import { buildHashedKeyIndex, keyBytesOf, type HashedKeyIndex } from '../artifacts/onnx/ops/hashed_lookup.js';
+import type { Vocabulary } from '../artifacts/onnx/ops/lookup.js';
+import { PROTOBUF_LIMIT_BYTES, type OnnxGraphBuilder, type ToFilesOptions } from '../artifacts/onnx/onnx_graph_builder.js';
 import { quantizationReport, type QuantizationReport } from './quantization.js';
 import { isEntityTableInitializer, type Quantize, type StudentOnnxInputs } from './student_onnx.js';
 import { buildTrainingTables } from '../train/examples.js';

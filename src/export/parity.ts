@@ -15,7 +15,7 @@ import { StudentFeatures, type StudentData } from '../model/student/features.js'
 import { isIntegerType, type CategoricalSpec, type StudentSpec } from '../model/student/spec.js';
 import type { StudentModel } from '../model/student/student.js';
 import type { Graph } from '../graph/graph.js';
-import { INT64_MIN } from './onnx/ops/time.js';
+import { INT64_MIN } from '../artifacts/onnx/ops/time.js';
 import { elemTypeOf, requestInputs, type EntityRows, type EntityTable } from './student_onnx.js';
 
 export interface ParityReport {

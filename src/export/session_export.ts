@@ -39,8 +39,8 @@ import { sessionElements } from '../distill/session/data.js';
 import { fkParents } from '../distill/session/examples.js';
 import type { RankingTarget } from '../task/ranking_target.js';
 import type { TrainManifest } from '../train/trainer.js';
-import { INT64_MIN } from './onnx/ops/time.js';
-import type { Vocabulary } from './onnx/ops/lookup.js';
+import { INT64_MIN } from '../artifacts/onnx/ops/time.js';
+import type { Vocabulary } from '../artifacts/onnx/ops/lookup.js';
 import { buildSessionOnnx, CANDIDATES_INPUT, itemOutputName, keyElemType, SCORE_OUTPUT, sessionRequestInputs, type KeyedTable } from './session_onnx.js';
 
 export interface SessionExportOptions {

@@ -22,14 +22,14 @@
  *   `score` FLOAT [b, k]                              their scores; a slot with no item (fewer candidates
  *                                                     than k) has key "" (INT64 min) and score −1e9
  */
-import { attr } from './onnx/attributes.js';
-import { ML_DOMAIN, OnnxGraphBuilder } from './onnx/onnx_graph_builder.js';
-import { cast, floatScalar, int64s, squeeze, unsqueeze } from './onnx/ops/basic.js';
-import { dense } from './onnx/ops/dense.js';
-import { lookupIndex, type Vocabulary } from './onnx/ops/lookup.js';
-import { maskedAttentionPool, maskedMeanPool } from './onnx/ops/pooling.js';
-import { INT64_MIN, relativeTime } from './onnx/ops/time.js';
-import type { ElemType } from './onnx/types.js';
+import { attr } from '../artifacts/onnx/attributes.js';
+import { ML_DOMAIN, OnnxGraphBuilder } from '../artifacts/onnx/onnx_graph_builder.js';
+import { cast, floatScalar, int64s, squeeze, unsqueeze } from '../artifacts/onnx/ops/basic.js';
+import { dense } from '../artifacts/onnx/ops/dense.js';
+import { lookupIndex, type Vocabulary } from '../artifacts/onnx/ops/lookup.js';
+import { maskedAttentionPool, maskedMeanPool } from '../artifacts/onnx/ops/pooling.js';
+import { INT64_MIN, relativeTime } from '../artifacts/onnx/ops/time.js';
+import type { ElemType } from '../artifacts/onnx/types.js';
 import { ArtifactError } from '../core/errors.js';
 import { isIntegerType } from '../model/student/spec.js';
 import { NO_ITEM_SCORE, SESSION_DELTA_CAP_DAYS, sessionElementInputDim, sessionHeadInputDim, type SessionSpec } from '../model/student/session_spec.js';

@@ -13,16 +13,16 @@
  */
 import { assertUnreachable } from '../core/errors.js';
 import { objectiveFor, type ObjectiveKind, type OutputTransform } from '../task/objective/objective.js';
-import { attr } from './onnx/attributes.js';
-import { ML_DOMAIN, OnnxGraphBuilder } from './onnx/onnx_graph_builder.js';
-import { cast, concat, floatScalar, int64s, squeeze } from './onnx/ops/basic.js';
-import { dense } from './onnx/ops/dense.js';
-import { lookupIndex, type Vocabulary } from './onnx/ops/lookup.js';
-import { hashedLookupIndex, type HashedKeyIndex } from './onnx/ops/hashed_lookup.js';
-import { maskedAttentionPool, maskedMeanPool } from './onnx/ops/pooling.js';
-import { standardize } from './onnx/ops/standardize.js';
-import { INT64_MIN, relativeTime } from './onnx/ops/time.js';
-import type { ElemType } from './onnx/types.js';
+import { attr } from '../artifacts/onnx/attributes.js';
+import { ML_DOMAIN, OnnxGraphBuilder } from '../artifacts/onnx/onnx_graph_builder.js';
+import { cast, concat, floatScalar, int64s, squeeze } from '../artifacts/onnx/ops/basic.js';
+import { dense } from '../artifacts/onnx/ops/dense.js';
+import { lookupIndex, type Vocabulary } from '../artifacts/onnx/ops/lookup.js';
+import { hashedLookupIndex, type HashedKeyIndex } from '../artifacts/onnx/ops/hashed_lookup.js';
+import { maskedAttentionPool, maskedMeanPool } from '../artifacts/onnx/ops/pooling.js';
+import { standardize } from '../artifacts/onnx/ops/standardize.js';
+import { INT64_MIN, relativeTime } from '../artifacts/onnx/ops/time.js';
+import type { ElemType } from '../artifacts/onnx/types.js';
 import { DELTA_CAP_DAYS, MINUTES_PER_DAY, MINUTE_RECENCY_SCALE, LOG_RATIO_CLIP, LOG_RATIO_EPS, elementNumericDim, factNumericDim, headInputDim, isIntegerType, type CategoricalSpec, type StudentSpec } from '../model/student/spec.js';
 
 export interface EntityTable {

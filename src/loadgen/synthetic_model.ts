@@ -20,7 +20,7 @@ import {
   relativeTime,
   squeeze,
   INT64_MIN,
-} from '../export/onnx/index.js';
+} from '../artifacts/onnx/index.js';
 import { writeModelConfig, type TritonModelConfig } from '../artifacts/triton/pbtxt.js';
 import { tempSibling, writeFileAtomic } from '../core/atomic.js';
 import { Rng } from '../core/rng.js';

@@ -17,7 +17,7 @@ import { hashFile } from '../../src/core/hash.js';
 import { setQuiet } from '../../src/core/log.js';
 import { distill, type DistillResult } from '../../src/distill/distill.js';
 import { exportModel, type ExportResult } from '../../src/export/export.js';
-import { onnx } from '../../src/export/onnx/index.js';
+import { onnx } from '../../src/artifacts/onnx/index.js';
 import { feeds, rawRequests, type RawRequests } from '../../src/export/parity.js';
 import { INT8_MAX_ABS_DIFF } from '../../src/export/quantization.js';
 import { isEntityTableInitializer, quantizeRows, requestInputs, type EntityTable } from '../../src/export/student_onnx.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeEmbeddings } from '../../src/embed/writer.js';
 import { EntitySource } from '../../src/export/entity_source.js';
-import { findRows, keyBytesOf } from '../../src/export/onnx/ops/hashed_lookup.js';
+import { findRows, keyBytesOf } from '../../src/artifacts/onnx/ops/hashed_lookup.js';
 
 const DIM = 3;
 let dir: string;

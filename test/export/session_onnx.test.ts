@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { selectBackend } from '../../src/compute/backend.js';
 import { Rng } from '../../src/core/rng.js';
 import { buildSessionOnnx, itemOutputName, sessionRequestInputs, SCORE_OUTPUT } from '../../src/export/session_onnx.js';
-import { INT64_MIN } from '../../src/export/onnx/ops/time.js';
+import { INT64_MIN } from '../../src/artifacts/onnx/ops/time.js';
 import { keyIndex, sessionBatchFromRequests, type SessionRequest } from '../../src/model/student/session_features.js';
 import { SessionModel } from '../../src/model/student/session_model.js';
 import { NO_ITEM_SCORE, type SessionSpec } from '../../src/model/student/session_spec.js';

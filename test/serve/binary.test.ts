@@ -7,7 +7,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeModelConfig } from '../../src/artifacts/triton/pbtxt.js';
-import { attr, OnnxGraphBuilder } from '../../src/export/onnx/index.js';
+import { attr, OnnxGraphBuilder } from '../../src/artifacts/onnx/index.js';
 import { writeVersionFolder } from '../../src/loadgen/synthetic_model.js';
 import { decodeBinaryTensor, encodeBinaryTensor, splitBody } from '../../src/serve/binary.js';
 import { decodeInferRequest, decodeRawBinaryRequest } from '../../src/serve/decode.js';

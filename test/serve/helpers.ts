@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import { INT64_MIN } from '../../src/export/onnx/index.js';
+import { INT64_MIN } from '../../src/artifacts/onnx/index.js';
 import { parseJsonBody } from '../../src/serve/json_body.js';
 import { startServer, type RunningServer, type ServeOptions } from '../../src/serve/server.js';
 import { KEY_INPUT, RTI_PATH, syntheticKey, writeSyntheticRepository, type SyntheticRepositoryOptions } from '../../src/loadgen/synthetic_model.js';

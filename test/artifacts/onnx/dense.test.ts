@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dense, OnnxGraphBuilder, type Activation } from '../../../src/export/onnx/index.js';
+import { dense, OnnxGraphBuilder, type Activation } from '../../../src/artifacts/onnx/index.js';
 import { expectClose, f32, openSession, randomFloats } from './ort_helpers.js';
 
 const act: Record<Activation, (z: number) => number> = {

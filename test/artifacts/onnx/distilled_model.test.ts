@@ -15,7 +15,7 @@ import {
   relativeTime,
   squeeze,
   standardize,
-} from '../../../src/export/onnx/index.js';
+} from '../../../src/artifacts/onnx/index.js';
 import { expectClose, f32, i64, openSession, randomFloats, str } from './ort_helpers.js';
 
 const RTI = 'transactions.customer_id->customers.customer_id->transactions.customer_id';

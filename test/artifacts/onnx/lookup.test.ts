@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { embeddingLookup, fallbackRow, keyedEmbedding, lookupIndex, OnnxGraphBuilder } from '../../../src/export/onnx/index.js';
+import { embeddingLookup, fallbackRow, keyedEmbedding, lookupIndex, OnnxGraphBuilder } from '../../../src/artifacts/onnx/index.js';
 import { expectClose, i64, openSession, randomFloats, runModel, str } from './ort_helpers.js';
 
 describe('lookupIndex (ai.onnx.ml LabelEncoder)', () => {

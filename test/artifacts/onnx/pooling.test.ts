@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { maskedAttentionPool, maskedMeanPool, OnnxGraphBuilder } from '../../../src/export/onnx/index.js';
+import { maskedAttentionPool, maskedMeanPool, OnnxGraphBuilder } from '../../../src/artifacts/onnx/index.js';
 import { expectClose, f32, openSession, randomFloats } from './ort_helpers.js';
 
 const dim = 3;

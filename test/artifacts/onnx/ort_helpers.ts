@@ -1,7 +1,7 @@
 /** Shared test helpers: run a model in onnxruntime-node (session released in finally) and compare values. */
 import * as ort from 'onnxruntime-node';
 import { expect } from 'vitest';
-import type { OnnxGraphBuilder } from '../../../src/export/onnx/index.js';
+import type { OnnxGraphBuilder } from '../../../src/artifacts/onnx/index.js';
 
 export { ort };
 

@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ArtifactError } from '../../../src/core/errors.js';
-import { dense, keyedEmbedding, onnx, OnnxGraphBuilder } from '../../../src/export/onnx/index.js';
-import { attr } from '../../../src/export/onnx/attributes.js';
+import { dense, keyedEmbedding, onnx, OnnxGraphBuilder } from '../../../src/artifacts/onnx/index.js';
+import { attr } from '../../../src/artifacts/onnx/attributes.js';
 import { expectClose, f32, ort, randomFloats, runModel, str } from './ort_helpers.js';
 
 /** A model with one large table (40 × 8 floats = 1280 B), a dense layer (8 × 4) and a string vocab. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { attr, int64ToBigInt, ML_DOMAIN, onnx, OnnxGraphBuilder } from '../../../src/export/onnx/index.js';
+import { attr, int64ToBigInt, ML_DOMAIN, onnx, OnnxGraphBuilder } from '../../../src/artifacts/onnx/index.js';
 import { expectClose, f32, i64, openSession, runModel, str } from './ort_helpers.js';
 
 function decode(g: OnnxGraphBuilder) {

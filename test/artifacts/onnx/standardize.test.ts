@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OnnxGraphBuilder, standardize } from '../../../src/export/onnx/index.js';
+import { OnnxGraphBuilder, standardize } from '../../../src/artifacts/onnx/index.js';
 import { f32, runModel } from './ort_helpers.js';
 
 describe('standardize', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { OnnxGraphBuilder } from '../../../src/export/onnx/index.js';
-import { buildHashedKeyIndex, findRows, hashedLookupIndex, keyBytesOf, murmur3, type HashedKeyIndex, type KeyBytes } from '../../../src/export/onnx/ops/hashed_lookup.js';
-import { attr } from '../../../src/export/onnx/attributes.js';
+import { OnnxGraphBuilder } from '../../../src/artifacts/onnx/index.js';
+import { buildHashedKeyIndex, findRows, hashedLookupIndex, keyBytesOf, murmur3, type HashedKeyIndex, type KeyBytes } from '../../../src/artifacts/onnx/ops/hashed_lookup.js';
+import { attr } from '../../../src/artifacts/onnx/attributes.js';
 import { i64, runModel, str } from './ort_helpers.js';
 
 const indexOf = (keys: (string | bigint)[], type: 'STRING' | 'INT64', batch = 3): Promise<HashedKeyIndex> => {

@@ -2,7 +2,7 @@
  * The ONNX protobuf messages, from `onnx.proto` read with protobufjs (see
  * `artifacts/onnx/onnx_schema.ts`), plus the int64 helpers the builder needs.
  */
-export { onnx, type ModelProto, type IModelProto, type IGraphProto, type INodeProto, type ITensorProto, type IValueInfoProto, type IAttributeProto } from '../../artifacts/onnx/onnx_schema.js';
+export { onnx, type ModelProto, type IModelProto, type IGraphProto, type INodeProto, type ITensorProto, type IValueInfoProto, type IAttributeProto } from './onnx_schema.js';
 
 /**
  * The structural type protobufjs accepts for an int64 field (it reads `.low` / `.high`, like a `Long`).

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { INT64_MIN, NS_PER_UNIT, OnnxGraphBuilder, relativeTime, type RelativeTimeOptions } from '../../../src/export/onnx/index.js';
+import { INT64_MIN, NS_PER_UNIT, OnnxGraphBuilder, relativeTime, type RelativeTimeOptions } from '../../../src/artifacts/onnx/index.js';
 import { i64, openSession, runModel } from './ort_helpers.js';
 
 const DAY = 86_400_000_000_000n;

@@ -1,4 +1,4 @@
-/** The ONNX toolkit of the export stage: a typed graph builder and the subgraphs the distilled model needs. */
+/** gnnctl's one ONNX writer: a typed graph builder (one IR version and opset set), tensors, attributes, and the subgraphs the exported models need. */
 export { OnnxGraphBuilder, ML_DOMAIN, DEFAULT_IR_VERSION, DEFAULT_OPSET, DEFAULT_ML_OPSET, PROTOBUF_LIMIT_BYTES } from './onnx_graph_builder.js';
 export type { OnnxGraphBuilderOptions, NodeOptions, ToFilesOptions, ModelFiles } from './onnx_graph_builder.js';
 export { attr, type AttributeValue } from './attributes.js';

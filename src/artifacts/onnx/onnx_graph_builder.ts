@@ -15,7 +15,7 @@ export const ML_DOMAIN = 'ai.onnx.ml';
  * Opsets gnnctl writes by default: ONNX 1.12's set (IR version 8, ai.onnx 17, ai.onnx.ml 3), kept
  * for older runtimes although the schema (`artifacts/onnx/onnx.proto`, IR 10) describes newer ones; the
  * models use no field that IR 8 lacks. onnxruntime-node 1.30 runs all of them; LabelEncoder with string→int64 and int64→int64 mappings and
- * `default_int64` works from ai.onnx.ml 2 on (checked in test/export/onnx/lookup.test.ts).
+ * `default_int64` works from ai.onnx.ml 2 on (checked in test/artifacts/onnx/lookup.test.ts).
  */
 export const DEFAULT_IR_VERSION = 8;
 export const DEFAULT_OPSET = 17;

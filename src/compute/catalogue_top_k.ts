@@ -11,12 +11,12 @@
  * matrix natively, while TF.js had to copy each [1,024 × items] block into JS and scan it there; for
  * 100,000 users × 10,000 items the two JS-side steps cost about the same as the matmul itself.
  *
- * The model is a three-node graph (MatMul → ScatterElements(add) → TopK, opset 17) encoded with the ONNX
- * schema of `artifacts/onnx`. Unused slots of `index`/`value` must hold (0, 0): adding 0 changes no score.
+ * The model is a three-node graph (MatMul → ScatterElements(add) → TopK) built with the ONNX writer of
+ * `artifacts/onnx`. Unused slots of `index`/`value` must hold (0, 0): adding 0 changes no score.
  */
 import { availableParallelism } from 'node:os';
 import * as ort from 'onnxruntime-node';
-import { onnx, tensorValueInfo, type IModelProto } from '../artifacts/onnx/onnx_schema.js';
+import { attr, ElemType, OnnxGraphBuilder } from '../artifacts/onnx/index.js';
 
 export interface CatalogueTopKOptions {
   /** onnxruntime intra-op threads (default: every core) */
@@ -47,32 +47,20 @@ export class CatalogueTopK {
     if (k < 1 || k > items) throw new RangeError(`catalogue top-k: k = ${k} with ${items} items`);
     const vt = new Float32Array(dim * items);
     for (let i = 0; i < items; i++) for (let c = 0; c < dim; c++) vt[c * items + i] = vectors[i * dim + c]!;
-    const F = onnx.TensorProto.DataType.FLOAT;
-    const I64 = onnx.TensorProto.DataType.INT64;
-    const I32 = onnx.TensorProto.DataType.INT32;
-    const int = (name: string, i: number) => ({ name, type: onnx.AttributeProto.AttributeType.INT, i });
-    const model: IModelProto = {
-      irVersion: 8,
-      opsetImport: [{ domain: '', version: 17 }],
-      producerName: 'gnnctl',
-      graph: {
-        name: 'catalogue_top_k',
-        initializer: [
-          { name: 'vectors_t', dataType: F, dims: [dim, items], rawData: new Uint8Array(vt.buffer, vt.byteOffset, vt.byteLength) },
-          { name: 'k', dataType: I64, dims: [1], int64Data: [k] },
-        ],
-        node: [
-          { opType: 'MatMul', input: ['queries', 'vectors_t'], output: ['dense'] },
-          { opType: 'ScatterElements', input: ['dense', 'extra_index', 'extra_value'], output: ['scores'], attribute: [int('axis', 1), { name: 'reduction', type: onnx.AttributeProto.AttributeType.STRING, s: new TextEncoder().encode('add') }] },
-          { opType: 'TopK', input: ['scores', 'k'], output: ['top_scores', 'top_index64'], attribute: [int('axis', 1), int('largest', 1), int('sorted', 1)] },
-          // int32 in and out: no BigInt per history entry or per result on the JS side (GC time on 1.2M results).
-          { opType: 'Cast', input: ['top_index64'], output: ['top_index'], attribute: [int('to', I32)] },
-        ],
-        input: [tensorValueInfo('queries', F, ['rows', dim]), tensorValueInfo('extra_index', I32, ['rows', 'extras']), tensorValueInfo('extra_value', F, ['rows', 'extras'])],
-        output: [tensorValueInfo('top_scores', F, ['rows', k]), tensorValueInfo('top_index', I32, ['rows', k])],
-      },
-    };
-    const session = await ort.InferenceSession.create(onnx.ModelProto.encode(model).finish(), {
+    const g = new OnnxGraphBuilder({ graphName: 'catalogue_top_k' });
+    const queries = g.addInput('queries', 'FLOAT', ['rows', dim]);
+    const extraIndex = g.addInput('extra_index', 'INT32', ['rows', 'extras']);
+    const extraValue = g.addInput('extra_value', 'FLOAT', ['rows', 'extras']);
+    const dense = g.op('MatMul', [queries, g.addInitializer('vectors_t', vt, [dim, items])]);
+    const scores = g.op('ScatterElements', [dense, extraIndex, extraValue], { axis: attr.int(1), reduction: attr.string('add') });
+    g.addNode('TopK', [scores, g.addInitializer('k', BigInt64Array.of(BigInt(k)), [1])], ['top_scores', 'top_index64'], {
+      attributes: { axis: attr.int(1), largest: attr.int(1), sorted: attr.int(1) },
+    });
+    // int32 in and out: no BigInt per history entry or per result on the JS side (GC time on 1.2M results).
+    g.addNode('Cast', ['top_index64'], ['top_index'], { attributes: { to: attr.int(ElemType.INT32) } });
+    g.addOutput('top_scores', 'FLOAT', ['rows', k]);
+    g.addOutput('top_index', 'INT32', ['rows', k]);
+    const session = await ort.InferenceSession.create(g.toBytes(), {
       intraOpNumThreads: opts.threads ?? availableParallelism(),
       interOpNumThreads: 1,
       executionMode: 'sequential',

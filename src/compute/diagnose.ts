@@ -10,7 +10,7 @@
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { onnx, type IModelProto } from '../artifacts/onnx/onnx_schema.js';
+import { OnnxGraphBuilder } from '../artifacts/onnx/index.js';
 import { GnnctlError } from '../core/errors.js';
 import { VERSION } from '../core/version.js';
 import { selectBackend, type BackendInfo, type BackendRequest } from './backend.js';
@@ -122,23 +122,16 @@ async function checkDuckdb(): Promise<Diagnosis['duckdb']> {
   }
 }
 
-/** Loads onnxruntime-node and runs a one-node model (`c = a + b`) encoded with the ONNX schema (artifacts/onnx). */
+/** Loads onnxruntime-node and runs a one-node model (`c = a + b`) built with the ONNX writer (artifacts/onnx). */
 async function checkOnnxRuntime(): Promise<Diagnosis['onnxruntime']> {
   let version: string | undefined;
   try {
     const ort = await import('onnxruntime-node');
     version = ort.env.versions?.node ?? ort.env.versions?.common;
-    const vector2 = (name: string) => ({
-      name,
-      type: { tensorType: { elemType: onnx.TensorProto.DataType.FLOAT, shape: { dim: [{ dimValue: 2 }] } } },
-    });
-    const model: IModelProto = {
-      irVersion: 8,
-      opsetImport: [{ domain: '', version: 17 }],
-      producerName: 'gnnctl doctor',
-      graph: { name: 'add', node: [{ opType: 'Add', input: ['a', 'b'], output: ['c'] }], input: [vector2('a'), vector2('b')], output: [vector2('c')] },
-    };
-    const session = await ort.InferenceSession.create(onnx.ModelProto.encode(model).finish());
+    const g = new OnnxGraphBuilder({ graphName: 'add', producerName: 'gnnctl doctor' });
+    g.addNode('Add', [g.addInput('a', 'FLOAT', [2]), g.addInput('b', 'FLOAT', [2])], ['c']);
+    g.addOutput('c', 'FLOAT', [2]);
+    const session = await ort.InferenceSession.create(g.toBytes());
     try {
       const out = await session.run({
         a: new ort.Tensor('float32', Float32Array.from([1, 2]), [2]),

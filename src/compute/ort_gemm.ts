@@ -20,7 +20,7 @@
  * per output value (`ORT_GEMM_MAX_OUTPUT`, `ORT_GEMM_MIN_INNER_FOR_BLOCKS`).
  */
 import { createRequire } from 'node:module';
-import { onnx, tensorValueInfo, type IModelProto } from '../artifacts/onnx/onnx_schema.js';
+import { attr, OnnxGraphBuilder } from '../artifacts/onnx/index.js';
 
 /**
  * Largest output (elements) of one onnxruntime call: 125 KB, just below glibc's default mmap threshold
@@ -67,7 +67,7 @@ export class OrtGemm {
       const { Tensor } = require('onnxruntime-node') as { Tensor: TensorCtor };
       initOrt();
       const sessions = [0, 1, 2, 3].map((k) => {
-        const model = onnx.ModelProto.encode(gemmModel(k >> 1, k & 1)).finish();
+        const model = gemmModel(k >> 1, k & 1);
         const s = new binding.InferenceSession();
         s.loadModel(model.buffer, model.byteOffset, model.byteLength, { intraOpNumThreads: 1, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all' });
         return s;
@@ -119,19 +119,12 @@ export class OrtGemm {
   }
 }
 
-/** Gemm(a, b) with the given transposes and every dimension symbolic (opset 17). */
-function gemmModel(transA: number, transB: number): IModelProto {
-  const F = onnx.TensorProto.DataType.FLOAT;
-  const int = (name: string, i: number) => ({ name, type: onnx.AttributeProto.AttributeType.INT, i });
-  return {
-    irVersion: 8,
-    opsetImport: [{ domain: '', version: 17 }],
-    producerName: 'gnnctl',
-    graph: {
-      name: 'gemm',
-      node: [{ opType: 'Gemm', input: ['a', 'b'], output: ['c'], attribute: [int('transA', transA), int('transB', transB)] }],
-      input: [tensorValueInfo('a', F, ['a0', 'a1']), tensorValueInfo('b', F, ['b0', 'b1'])],
-      output: [tensorValueInfo('c', F, ['m', 'n'])],
-    },
-  };
+/** Gemm(a, b) with the given transposes and every dimension symbolic. */
+function gemmModel(transA: number, transB: number): Uint8Array {
+  const g = new OnnxGraphBuilder({ graphName: 'gemm' });
+  const a = g.addInput('a', 'FLOAT', ['a0', 'a1']);
+  const b = g.addInput('b', 'FLOAT', ['b0', 'b1']);
+  g.addNode('Gemm', [a, b], ['c'], { attributes: { transA: attr.int(transA), transB: attr.int(transB) } });
+  g.addOutput('c', 'FLOAT', ['m', 'n']);
+  return g.toBytes();
 }

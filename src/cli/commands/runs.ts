@@ -9,30 +9,59 @@ export interface RunsOptions {
   cwd?: string;
 }
 
+/** One row of `gnnctl runs list`: what `--json` prints under `runs`. */
+export interface RunRow {
+  id: string;
+  kind: string;
+  task: string;
+  status: string;
+  /** The main test metric's name (`auroc`, `mae`, `map_at_k`), or null when the run has no test metrics. */
+  metric: string | null;
+  /** Its value; null when the metric is undefined (e.g. AUROC of a test set without positives). */
+  value: number | null;
+  created: string;
+  dir: string;
+}
+
+const MAIN_METRICS = ['auroc', 'mae', 'map_at_k'] as const;
+
+/** The main test metric of a run's `metrics.test`: the first of AUROC, MAE, MAP@k it holds. */
+export function mainTestMetric(test: Record<string, unknown> | undefined): { metric: string | null; value: number | null } {
+  const metric = MAIN_METRICS.find((m) => test !== undefined && m in test) ?? null;
+  const raw = metric ? test?.[metric] : undefined;
+  return { metric, value: typeof raw === 'number' && Number.isFinite(raw) ? raw : null };
+}
+
+/** A metric cell: `auroc 0.8280`; `auroc n/a` when the run recorded the metric as undefined (null or NaN). */
+export function formatMetric(metric: string | null, value: number | null): string {
+  if (!metric) return '-';
+  return `${metric} ${value === null ? 'n/a' : value.toFixed(4)}`;
+}
+
+/** The text `gnnctl runs list` prints: a header and one aligned line per run. */
+export function formatRunsTable(runs: readonly RunRow[], runsDir: string): string {
+  if (runs.length === 0) return `no runs in ${runsDir}`;
+  return [
+    `${'run'.padEnd(36)} ${'kind'.padEnd(8)} ${'task'.padEnd(12)} ${'status'.padEnd(11)} ${'test metric'.padEnd(14)} created`,
+    ...runs.map((r) => `${r.id.padEnd(36)} ${r.kind.padEnd(8)} ${r.task.padEnd(12)} ${r.status.padEnd(11)} ${formatMetric(r.metric, r.value).padEnd(14)} ${r.created.slice(0, 19).replace('T', ' ')}`),
+  ].join('\n');
+}
+
 export async function runsListCommand(opts: RunsOptions): Promise<CommandOutput> {
   const artifacts = opts.config
     ? loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd }).artifactsDir
     : resolve(opts.cwd ?? process.cwd(), opts.artifacts ?? 'artifacts');
-  const runs = listRuns(artifacts).map((r) => {
-    const m = r.manifest.metrics as { test?: Record<string, number> } | undefined;
-    const test = m?.test ?? {};
-    const metric = 'auroc' in test ? 'auroc' : 'mae' in test ? 'mae' : 'map_at_k' in test ? 'map_at_k' : null;
+  const runs: RunRow[] = listRuns(artifacts).map((r) => {
+    const m = r.manifest.metrics as { test?: Record<string, unknown> } | undefined;
     return {
       id: r.id,
       kind: r.manifest.kind,
       task: r.manifest.task,
       status: r.manifest.status,
-      metric,
-      value: metric ? test[metric] : null,
+      ...mainTestMetric(m?.test),
       created: r.manifest.created_at,
       dir: r.dir,
     };
   });
-  const lines = runs.length
-    ? [
-        `${'run'.padEnd(36)} ${'kind'.padEnd(8)} ${'task'.padEnd(12)} ${'status'.padEnd(11)} ${'test metric'.padEnd(14)} created`,
-        ...runs.map((r) => `${r.id.padEnd(36)} ${r.kind.padEnd(8)} ${r.task.padEnd(12)} ${r.status.padEnd(11)} ${(r.metric ? `${r.metric} ${r.value?.toFixed(4)}` : '-').padEnd(14)} ${r.created.slice(0, 19).replace('T', ' ')}`),
-      ]
-    : [`no runs in ${join(artifacts, 'runs')}`];
-  return { result: { runs }, text: lines.join('\n') };
+  return { result: { runs }, text: formatRunsTable(runs, join(artifacts, 'runs')) };
 }

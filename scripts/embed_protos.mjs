@@ -19,6 +19,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const EMBEDDED_PROTOS = [
   { proto: 'src/artifacts/triton/model_config.proto', constant: 'MODEL_CONFIG_PROTO' },
   { proto: 'src/artifacts/onnx/onnx.proto', constant: 'ONNX_PROTO' },
+  { proto: 'src/artifacts/triton/grpc_service.proto', constant: 'GRPC_SERVICE_PROTO' },
 ];
 
 export function generatedPath(proto) {

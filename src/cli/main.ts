@@ -52,6 +52,7 @@ const EXAMPLES: Record<string, string[]> = {
     'gnnctl serve --model-repository artifacts/model_repository',
     'gnnctl serve --model-repository /models --host 0.0.0.0 --auth-token-file /etc/gnnctl/tokens --auth-open-health --tls-cert tls.crt --tls-key tls.key',
     'gnnctl serve --model-repository artifacts/model_repository --request-timeout 500ms --max-sequence-length 64',
+    'gnnctl serve --model-repository artifacts/model_repository --grpc-port 8001',
   ],
   'rollout pin': ['gnnctl rollout pin --model-repository artifacts/model_repository --model online-model'],
   'rollout start': ['gnnctl rollout start --model-repository artifacts/model_repository --model online-model --canary 2 --weight 5%'],
@@ -348,6 +349,7 @@ export function buildProgram(): Command {
     .description('serve a Triton model repository over KServe V2 HTTP: dynamic batching, Prometheus /metrics, hot reload of new versions; graceful stop on SIGTERM/SIGINT')
     .requiredOption('--model-repository <dir>', 'Triton model repository (what `gnnctl export` writes)')
     .addOption(typed('--port <n>', 'HTTP port (0 picks a free one)', intFlag('--port', 0, 65535)).default(8000))
+    .addOption(typed('--grpc-port <n>', 'also serve KServe V2 over gRPC (inference.GRPCInferenceService) on this port, with the same models, auth and TLS (0 picks a free one)', intFlag('--grpc-port', 0, 65535)))
     .option('--host <host>', 'address to listen on', '127.0.0.1')
     .addOption(typed('--poll-interval <t>', 'seconds between repository scans for new versions (e.g. 2, 500ms); 0 turns hot reload off', secondsFlag('--poll-interval')).default(2))
     .addOption(typed('--max-body-size <size>', 'largest request body, in bytes or e.g. 8MiB', bytesFlag('--max-body-size')).default(4 * 2 ** 20, '4MiB'))

@@ -366,7 +366,7 @@ export class InferenceHttpServer {
  * Runs the request, answering 504 once `deadline` passes whatever the model is doing: a queued request
  * is dropped by the batcher, a running one is left to finish and its result discarded. Never a hang.
  */
-function withDeadline(mv: ModelVersion, request: InferRequest, deadline: number, timeoutMs: number, fromRequest: boolean): Promise<Map<string, HostTensor>> {
+export function withDeadline(mv: ModelVersion, request: InferRequest, deadline: number, timeoutMs: number, fromRequest: boolean): Promise<Map<string, HostTensor>> {
   const what = fromRequest ? `parameters.timeout ${request.timeoutUs} µs` : `the server's --request-timeout`;
   const expired = () => new HttpError(504, `model "${mv.name}" version ${mv.version}: no answer within the request's deadline of ${timeoutMs} ms (${what})`, undefined, 'REJECTED');
   const left = deadline - performance.now();
@@ -387,7 +387,7 @@ function withDeadline(mv: ModelVersion, request: InferRequest, deadline: number,
   });
 }
 
-function failureReason(e: unknown): FailureReason {
+export function failureReason(e: unknown): FailureReason {
   if (!(e instanceof HttpError)) return 'OTHER';
   return e.reason ?? (e.status === 503 ? 'REJECTED' : 'OTHER');
 }

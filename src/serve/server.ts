@@ -19,6 +19,7 @@ import { createSecureContext } from 'node:tls';
 import { resolve as resolvePath } from 'node:path';
 import { ArtifactError, UsageError } from '../core/errors.js';
 import { BearerAuth } from './auth.js';
+import { InferenceGrpcServer } from './grpc_server.js';
 import { InferenceHttpServer } from './http_server.js';
 import { ModelManager, type IndexEntry } from './model_manager.js';
 import { ServerMetrics } from './server_metrics.js';
@@ -35,6 +36,8 @@ export interface ServeOptions {
   port?: number;
   /** Default 127.0.0.1. */
   host?: string;
+  /** Also serve KServe V2 over gRPC on this port (`grpc_server.ts`); 0 picks a free port; undefined: HTTP only. */
+  grpcPort?: number;
   /** Milliseconds between repository scans for new versions; 0 disables hot reload. Default 2000. */
   pollIntervalMs?: number;
   /** Largest request body in bytes. Default 4 MiB. */
@@ -85,6 +88,8 @@ export interface RunningServer {
   manager: ModelManager;
   metrics: ServerMetrics;
   http: InferenceHttpServer;
+  /** The gRPC server and its port, with `grpcPort`. */
+  grpc?: { server: InferenceGrpcServer; port: number };
   /** Graceful shutdown (idempotent). */
   stop(): Promise<StopResult>;
 }
@@ -162,7 +167,26 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     isReady: () => loaded && manager.readyModels().length > 0,
     log: (line) => log(line, 'warn'),
   });
+  const grpcServer =
+    options.grpcPort === undefined
+      ? undefined
+      : new InferenceGrpcServer({
+          manager,
+          metrics,
+          maxMessageBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+          requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+          maxSequenceLength: options.maxSequenceLength === 0 ? undefined : (options.maxSequenceLength ?? DEFAULT_MAX_SEQUENCE_LENGTH),
+          auth,
+          authOpenHealth: options.authOpenHealth,
+          tls: options.tls,
+          isReady: () => loaded && manager.readyModels().length > 0,
+          log: (line) => log(line, 'warn'),
+        });
+  if (options.grpcPort !== undefined && (!Number.isInteger(options.grpcPort) || options.grpcPort < 0 || options.grpcPort > 65535)) {
+    throw new UsageError('--grpc-port must be an integer in 0..65535', { value: options.grpcPort });
+  }
   let address;
+  let grpcPort: number | undefined;
   try {
     await manager.start();
     if (manager.readyModels().length === 0) {
@@ -173,7 +197,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     }
     loaded = true;
     address = await http.listen(port, host);
+    if (grpcServer) grpcPort = await grpcServer.listen(options.grpcPort!, host);
   } catch (e) {
+    await http.close(0).catch(() => undefined);
+    grpcServer?.server.forceShutdown();
     await manager.stop();
     await sessionHost.close();
     metrics.close();
@@ -185,14 +212,15 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   const stop = (): Promise<StopResult> =>
     (stopping ??= (async () => {
       manager.flushQueues();
-      const { forced } = await http.close(options.shutdownTimeoutMs ?? 30_000);
+      const timeout = options.shutdownTimeoutMs ?? 30_000;
+      const [{ forced }, grpcClosed] = await Promise.all([http.close(timeout), grpcServer?.close(timeout)]);
       await manager.stop();
       await sessionHost.close();
       metrics.close();
       const count = (outcome: string) =>
         [...metrics.inferRequests.series.values()].filter((s) => s.labels.outcome === outcome).reduce((n, s) => n + s.value, 0);
-      return { forced, uptimeSeconds: (performance.now() - started) / 1000, inferRequests: { success: count('success'), failure: count('failure') } };
+      return { forced: forced || grpcClosed?.forced === true, uptimeSeconds: (performance.now() - started) / 1000, inferRequests: { success: count('success'), failure: count('failure') } };
     })());
 
-  return { url, host: address.address, port: address.port, manager, metrics, http, stop };
+  return { url, host: address.address, port: address.port, manager, metrics, http, ...(grpcServer ? { grpc: { server: grpcServer, port: grpcPort! } } : {}), stop };
 }

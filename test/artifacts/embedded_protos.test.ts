@@ -9,8 +9,8 @@ const root = join(import.meta.dirname, '..', '..');
 describe('.proto schemas embedded for the build', () => {
   const protos = (EMBEDDED_PROTOS as { proto: string; constant: string }[]).filter((p) => existsSync(join(root, p.proto)));
 
-  it('covers the Triton model config and ONNX schemas', () => {
-    expect(protos.map((p) => p.proto)).toEqual(['src/artifacts/triton/model_config.proto', 'src/artifacts/onnx/onnx.proto']);
+  it('covers the Triton model config, ONNX and KServe V2 gRPC schemas', () => {
+    expect(protos.map((p) => p.proto)).toEqual(['src/artifacts/triton/model_config.proto', 'src/artifacts/onnx/onnx.proto', 'src/artifacts/triton/grpc_service.proto']);
   });
 
   it.each(protos)('$proto: the generated module embeds exactly the vendored file (else run npm run embed-protos)', async ({ proto, constant }) => {
@@ -23,6 +23,6 @@ describe('.proto schemas embedded for the build', () => {
 
   it.each(protos)('$proto names where its declarations come from', ({ proto }) => {
     const text = readFileSync(join(root, proto), 'utf8');
-    expect(text.slice(0, 400)).toMatch(/triton-inference-server\/common `protobuf\/model_config\.proto`|onnx\/onnx `onnx\/onnx\.proto`/);
+    expect(text.slice(0, 400)).toMatch(/triton-inference-server\/common `protobuf\/(model_config|grpc_service)\.proto`|onnx\/onnx `onnx\/onnx\.proto`/);
   });
 });

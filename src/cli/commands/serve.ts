@@ -16,6 +16,8 @@ export interface ServeCommandOptions {
   modelRepository?: unknown;
   /** `--port N` (default 8000; 0 picks a free port). */
   port?: unknown;
+  /** `--grpc-port N`: also serve KServe V2 over gRPC (0 picks a free port). */
+  grpcPort?: unknown;
   /** `--host H` (default 127.0.0.1). */
   host?: unknown;
   /** `--poll-interval T`: seconds or a duration ("2", "500ms", "1 minute"); 0 turns hot reload off. Default 2 s. */
@@ -51,6 +53,8 @@ export interface ServeCommandOptions {
 
 export interface ServeResult {
   url: string;
+  /** With `--grpc-port`: `host:port` of the gRPC endpoint. */
+  grpc_address?: string;
   models: { name: string; version?: string; state: string }[];
   stopped_by: string;
   forced_close: boolean;
@@ -64,6 +68,7 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
   }
   const port = integer(opts.port, '--port', 8000, 0, 65535);
   const host = opts.host === undefined ? '127.0.0.1' : String(opts.host);
+  const grpcPort = opts.grpcPort === undefined ? undefined : integer(opts.grpcPort, '--grpc-port', 8001, 0, 65535);
   const pollIntervalMs = seconds(opts.pollInterval, '--poll-interval', 2) * 1000;
   const shutdownTimeoutMs = seconds(opts.shutdownTimeout, '--shutdown-timeout', 30) * 1000;
   const maxBodyBytes = bytes(opts.maxBodySize);
@@ -83,9 +88,10 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
     // Refusals and errors print even with --quiet/--json: an operator must see a refused export.
     if (level === 'warn' || !isQuiet()) process.stderr.write(`[${new Date().toISOString()}] ${line}\n`);
   };
-  const server = await startServer({ modelRepository: opts.modelRepository, port, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, authTokenFile, authOpenHealth: Boolean(opts.authOpenHealth), authOpenMetrics: Boolean(opts.authOpenMetrics), tls, log });
+  const server = await startServer({ modelRepository: opts.modelRepository, port, grpcPort, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, authTokenFile, authOpenHealth: Boolean(opts.authOpenHealth), authOpenMetrics: Boolean(opts.authOpenMetrics), tls, log });
   const models = server.manager.index();
-  info(`gnnctl serve: listening on ${server.url} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'}; ${authTokenFile ? `bearer-token auth${opts.authOpenHealth ? ', health probes open' : ''}${opts.authOpenMetrics ? ', /metrics open' : ''}` : 'no auth'})`);
+  const grpcAddress = server.grpc ? `${server.host.includes(':') ? `[${server.host}]` : server.host}:${server.grpc.port}` : undefined;
+  info(`gnnctl serve: listening on ${server.url}${grpcAddress ? ` and gRPC ${grpcAddress}` : ''} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'}; ${authTokenFile ? `bearer-token auth${opts.authOpenHealth ? ', health probes open' : ''}${opts.authOpenMetrics ? ', /metrics open' : ''}` : 'no auth'})`);
 
   const handlers: [NodeJS.Signals, () => void][] = [];
   const stoppedBy = await new Promise<string>((resolve) => {
@@ -104,6 +110,7 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
   const stop = await server.stop();
   const result: ServeResult = {
     url: server.url,
+    ...(grpcAddress ? { grpc_address: grpcAddress } : {}),
     models,
     stopped_by: stoppedBy,
     forced_close: stop.forced,

@@ -71,15 +71,29 @@ export const dataSchema = z
 const splitSchema = z
   .object({
     window: durationSchema.optional().describe('anchor spacing; default: the target window (entity tasks) or 7 days (fact tasks)'),
-    test_anchor: isoTimeSchema.optional().describe('ISO time of the test anchor (default: newest time − window)'),
-    val_anchor: isoTimeSchema.optional().describe('ISO time of the validation anchor (default: test anchor − window)'),
-    train_anchors: z.number().int().min(1).default(10).describe('entity tasks: number of train anchors stepping back from val by the window'),
+    test_timestamp: isoTimeSchema
+      .optional()
+      .describe("ISO time of the first test anchor (default: entity tasks test_anchors windows before the end of the target table's data, fact tasks one window before it)"),
+    val_timestamp: isoTimeSchema.optional().describe('ISO time of the first validation anchor (default: val_anchors windows before the test timestamp)'),
+    test_anchor: isoTimeSchema.optional().describe('older name of test_timestamp'),
+    val_anchor: isoTimeSchema.optional().describe('older name of val_timestamp'),
+    test_anchors: z
+      .union([z.literal('auto'), z.number().int().min(1)])
+      .default('auto')
+      .describe(
+        'entity tasks: test anchors one window apart from the test timestamp, the last window ending by the end of the target table\'s data; metrics pool all of them. "auto": up to 20, leaving at least a quarter of the data\'s windows for training',
+      ),
+    train_anchors: z
+      .union([z.literal('all'), z.number().int().min(1)])
+      .default(10)
+      .describe('entity tasks: training anchors stepping back from the val timestamp one window apart ("all": back to the start of the target data or train_from)'),
     val_anchors: z
       .union([z.literal('auto'), z.number().int().min(1).max(14)])
       .default('auto')
       .describe(
-        'entity tasks: validation anchors, stepping back from val_anchor by window / val_anchors (whole days for day windows); the training anchors move back so no training label window overlaps a validation one. "auto": 4 when the validation set at val_anchor is small (fewer than 1,000 examples, or fewer than 200 in the rarer class), else 1',
+        'entity tasks: validation anchors one window apart from the val timestamp, their windows ending by the test timestamp. "auto": 4 when the validation set at one anchor is small (fewer than 1,000 examples, or fewer than 200 in the rarer class), else 1',
       ),
+    train_from: isoTimeSchema.optional().describe('no training anchor (entity tasks) or training row (fact tasks) before this ISO time: leaves out a period whose labels drifted'),
     max_train_examples: z.number().int().positive().optional().describe('subsample training examples to at most this many (seeded)'),
     baseline_max_train_examples: z
       .number()
@@ -147,7 +161,7 @@ function autoModel(v: unknown): unknown {
 export const taskSchema = z
   .object({
     query: z.string().describe('predictive query, e.g. PREDICT COUNT(transactions.*, 0, 7, days) = 0 FOR EACH customers.customer_id'),
-    split: splitSchema.default({ train_anchors: 10, val_anchors: 'auto', baseline_max_train_examples: 1000000 }),
+    split: splitSchema.default({ train_anchors: 10, val_anchors: 'auto', test_anchors: 'auto', baseline_max_train_examples: 1000000 }),
     model: z
       .preprocess(autoModel, modelSchema.partial())
       .optional()

@@ -20,7 +20,7 @@ import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
 import type { GraphSchema } from '../artifacts/graph_manifest.js';
 import { createRunDir, newRunId, readManifest, resolveRun, saveWeights, writeManifest, writeModelJson, type RunManifestBase } from '../artifacts/run_store.js';
-import { taskSplit } from '../task/split.js';
+import { taskSplit, targetTimeRange } from '../task/split.js';
 import { DeepModel } from '../model/deep_model.js';
 import { predictInChunks } from '../train/engine.js';
 import { buildTrainingTables } from '../train/examples.js';
@@ -130,8 +130,7 @@ export async function prepareDistill(opts: DistillOptions) {
   const built = await buildGraph(cfg);
   const graph = Graph.load(built.dir);
   checkSchema(base, baseManifest, graph);
-  const range = graph.manifest.time_range!;
-  const split = taskSplit(task, { min: range[0], max: range[1] });
+  const split = taskSplit(task, targetTimeRange(task, graph.manifest.tables));
   const seed = cfg.seed;
   // Two minutes of DuckDB at `large` with the RTI tables below: heartbeats, so a --json log is not silent.
   const tables = await withHeartbeat(`distill ${taskName}: training tables`, () => buildTrainingTables(built.dir, graph.manifest, task, split, { seed }));

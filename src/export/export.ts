@@ -50,7 +50,7 @@ import { PROTOBUF_LIMIT_BYTES, type OnnxGraphBuilder, type ToFilesOptions } from
 import { quantizationReport, type QuantizationReport } from './quantization.js';
 import { isEntityTableInitializer, type Quantize, type StudentOnnxInputs } from './student_onnx.js';
 import { buildTrainingTables } from '../train/examples.js';
-import { taskSplit } from '../task/split.js';
+import { taskSplit, targetTimeRange } from '../task/split.js';
 
 export interface ExportOptions {
   cfg: Config;
@@ -192,8 +192,7 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
       const refFiles = await ref.writeFiles(refDir, externalDataOptions(ref, 'auto', streamedTables.some(Boolean)));
       if (nParity > 0) parity = await selfCheck(cfg, graph, spec, run.dir, refFiles.modelPath, entityRows, nParity);
       const task = cfg.taskSpecs[spec.task]!;
-      const range = graph.manifest.time_range!;
-      const tables = await buildTrainingTables(built.dir, graph.manifest, task, taskSplit(task, { min: range[0], max: range[1] }), { seed: cfg.seed });
+      const tables = await buildTrainingTables(built.dir, graph.manifest, task, taskSplit(task, targetTimeRange(task, graph.manifest.tables)), { seed: cfg.seed });
       quantization = await quantizationReport({
         graph,
         spec,

@@ -12,7 +12,7 @@ import type { Config } from '../config/load.js';
 import { q, queryRows, withDuck } from '../data/duck.js';
 import { createSourceView, firstLine, rowCount, sourceFiles, type SourceFile } from '../data/source.js';
 import { DataError, suggest } from '../core/errors.js';
-import { taskSplit } from '../task/split.js';
+import { AUTO_VAL_ANCHORS_MAX, taskSplit, targetTable, targetTimeRange } from '../task/split.js';
 import { produceAtomically, writeJsonAtomic } from '../core/atomic.js';
 import { isoSeconds } from '../core/duration.js';
 import { hashValue } from '../core/hash.js';
@@ -168,13 +168,15 @@ async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<st
 
   // 3. Global time range and fit_until.
   const ranges: [number, number][] = [];
+  const tableRanges: Record<string, { time_range: [number, number] | null }> = {};
   for (const plan of Object.values(plans)) {
     if (!plan.timeExpr) continue;
     const r = (await queryRows<{ lo: number; hi: number }>(conn, `SELECT min(__t) AS lo, max(__t) AS hi FROM ${q(`n_${plan.spec.name}`)}`))[0]!;
     ranges.push([r.lo, r.hi]);
+    tableRanges[plan.spec.name] = { time_range: [r.lo, r.hi] };
   }
   const timeRange: [number, number] | null = ranges.length ? [Math.min(...ranges.map((r) => r[0])), Math.max(...ranges.map((r) => r[1]))] : null;
-  const fitUntil = resolveFitUntil(cfg, timeRange);
+  const fitUntil = resolveFitUntil(cfg, timeRange, tableRanges);
   if (fitUntil !== null) info(`graph: fitting feature statistics on rows up to ${isoSeconds(fitUntil)}`);
 
   // 4. Per table: FK resolution, column roles, encoders, arrays.
@@ -263,7 +265,7 @@ export function schemaFingerprint(schema: GraphSchema): string {
   return hashValue({ tables }, 16);
 }
 
-function resolveFitUntil(cfg: Config, timeRange: [number, number] | null): number | null {
+function resolveFitUntil(cfg: Config, timeRange: [number, number] | null, tableRanges: Record<string, { time_range: [number, number] | null }>): number | null {
   if (!timeRange) return null;
   if (cfg.data.fit_until !== 'auto') {
     const t = parseIsoTime(cfg.data.fit_until);
@@ -272,7 +274,10 @@ function resolveFitUntil(cfg: Config, timeRange: [number, number] | null): numbe
   }
   let fit = timeRange[1];
   for (const task of Object.values(cfg.taskSpecs)) {
-    fit = Math.min(fit, taskSplit(task, { min: timeRange[0], max: timeRange[1] }).valAnchor);
+    // The earliest validation anchor with the most validation anchors "auto" may pick: no statistic sees validation data.
+    if (!tableRanges[targetTable(task)]) continue;
+    const count = task.split.val_anchors === 'auto' ? AUTO_VAL_ANCHORS_MAX : task.split.val_anchors;
+    fit = Math.min(fit, taskSplit(task, targetTimeRange(task, tableRanges), { valAnchorCount: count }).valAnchors[0]!);
   }
   return fit;
 }

@@ -1,7 +1,15 @@
 /**
- * Anchor times of a task. Entity tasks are trained at a sequence of anchors: test = newest time − window,
- * val = test − window, and `train_anchors` more stepping back from val by the window (as RelBench does).
- * Fact-row tasks split rows by their own time at the same val and test boundaries.
+ * Anchor times of a task, as RelBench lays them out. Everything is measured on the task's **target
+ * table** (the table the target aggregates, or the fact table): its newest time, rounded up to midnight
+ * for whole-day windows, is the end of the data, and the last label window ends there, never at an
+ * unrelated table's future-dated rows (a calendar of scheduled races, a price list valid next year).
+ *
+ * Entity tasks: `test_anchors` test anchors step forward one window at a time from `test_timestamp`,
+ * `val_anchors` validation anchors step forward from `val_timestamp` with their windows ending by the
+ * test timestamp, and `train_anchors` (or "all") training anchors step back from `val_timestamp` so the
+ * newest training label window ends where validation starts (and none starts before `train_from`).
+ * Fact-row tasks split rows by their own time at the val and test timestamps (training rows from
+ * `train_from` on).
  */
 import { DataError } from '../core/errors.js';
 import { isoSeconds } from '../core/duration.js';
@@ -11,21 +19,30 @@ import { targetWindow } from './pql.js';
 
 const DAY = 86400;
 const FACT_WINDOW = 7 * DAY;
+/** `test_anchors: auto` asks for this many test anchors (RelBench evaluates its entity tasks over up to 40). */
+export const AUTO_TEST_ANCHORS = 20;
+/** The most validation anchors `val_anchors: auto` picks (train/validation.ts); fit_until must precede all of them. */
+export const AUTO_VAL_ANCHORS_MAX = 4;
 
 export interface TaskSplit {
   /** anchor spacing in seconds */
   window: number;
+  /** the table whose times set the anchors (the target's table) */
+  table: string;
+  /** the target table's newest time (epoch seconds) */
+  dataEnd: number;
   /** entity tasks: training anchors, oldest first (empty for fact tasks) */
   trainAnchors: number[];
+  /** training rows/anchors start here (`split.train_from`), null: from the start of the data */
+  trainFrom: number | null;
   /** entity tasks: the newest val anchor; fact tasks: rows with val < t ≤ test are validation */
   valAnchor: number;
-  /**
-   * entity tasks: every validation anchor, oldest first, ending with `valAnchor` (one unless
-   * `val_anchors` asks for more); fact tasks: [valAnchor]
-   */
+  /** entity tasks: every validation anchor, oldest first (the first is `val_timestamp`); fact tasks: [valAnchor] */
   valAnchors: number[];
-  /** entity tasks: the test anchor; fact tasks: rows with t > test are test */
+  /** entity tasks: the first test anchor (`test_timestamp`); fact tasks: rows with t > test are test */
   testAnchor: number;
+  /** entity tasks: every test anchor, oldest first, one window apart; fact tasks: [testAnchor] */
+  testAnchors: number[];
 }
 
 /** Newest time rounded up to midnight when the window is whole days, so windows cover whole days. */
@@ -40,58 +57,95 @@ export function parseTime(text: string, where: string): number {
   return t;
 }
 
-/**
- * Spacing of extra validation anchors: the window split in `count` steps, whole days when the window is
- * whole days (so date-only data keeps its anchors on midnights, see the tie handling in docs/quality.md).
- */
-export function valAnchorStride(window: number, count: number): number {
-  if (count <= 1) return window;
-  const step = window / count;
-  return window % DAY === 0 ? Math.max(DAY, Math.floor(step / DAY) * DAY) : step;
+/** The table whose rows define the task's labels: the aggregated table (entity tasks) or the fact table. */
+export function targetTable(task: TaskDefinition): string {
+  const t = task.query.target;
+  return t.kind === 'fact' ? t.column.table : t.aggregate.table;
+}
+
+/** The target table's time range (epoch seconds), from the per-table ranges a graph manifest records. */
+export function targetTimeRange(task: TaskDefinition, tables: Record<string, { time_range: [number, number] | null } | undefined>): { min: number; max: number; table: string } {
+  const table = targetTable(task);
+  const range = tables[table]?.time_range;
+  if (!range) {
+    throw new DataError(`task ${task.name}: its target table ${table} has no time column, so there are no anchor times to split at`, {
+      where: `tasks.${task.name}.query`,
+      hint: `declare data.tables.${table}.time_column`,
+    });
+  }
+  return { min: range[0], max: range[1], table };
+}
+
+/** A configured time of the split (`val_timestamp` or its older name `val_anchor`), in epoch seconds. */
+function configuredTime(task: TaskDefinition, key: 'test' | 'val'): number | null {
+  const s = task.split;
+  const [text, name] = key === 'test' ? [s.test_timestamp ?? s.test_anchor, s.test_timestamp ? 'test_timestamp' : 'test_anchor'] : [s.val_timestamp ?? s.val_anchor, s.val_timestamp ? 'val_timestamp' : 'val_anchor'];
+  return text ? parseTime(text, `tasks.${task.name}.split.${name}`) : null;
 }
 
 /**
- * Anchors of a task. `valAnchorCount` > 1 (entity tasks) adds validation anchors stepping back from the
- * val anchor by `valAnchorStride`, and moves the training anchors back so that the newest training label
- * window ends at the oldest validation anchor: no training label overlaps a validation label window, and
- * no validation label window reaches past the test anchor (so model choice never sees the test period).
+ * Anchors of a task over its target table's time range `range`. `valAnchorCount` overrides
+ * `split.val_anchors` ("auto" is decided by the trainer from the validation set's size; 1 until then).
  */
-export function taskSplit(task: TaskDefinition, timeRange: { min: number; max: number }, opts: { valAnchorCount?: number } = {}): TaskSplit {
+export function taskSplit(task: TaskDefinition, range: { min: number; max: number; table?: string }, opts: { valAnchorCount?: number } = {}): TaskSplit {
   const where = `tasks.${task.name}.split`;
+  const table = range.table ?? targetTable(task);
   const window = task.split.window ?? targetWindow(task.query) ?? FACT_WINDOW;
-  const end = alignedEnd(timeRange.max, window);
-  const testAnchor = task.split.test_anchor ? parseTime(task.split.test_anchor, `${where}.test_anchor`) : end - window;
-  const valAnchor = task.split.val_anchor ? parseTime(task.split.val_anchor, `${where}.val_anchor`) : testAnchor - window;
-  if (!(valAnchor < testAnchor)) {
-    throw new DataError(`val anchor ${isoSeconds(valAnchor)} is not before the test anchor ${isoSeconds(testAnchor)}`, { where, hint: 'set val_anchor earlier than test_anchor' });
+  const end = alignedEnd(range.max, window);
+  const trainFrom = task.split.train_from ? parseTime(task.split.train_from, `${where}.train_from`) : null;
+  const lastTime = `${table}'s last time is ${isoSeconds(range.max)}`;
+  const entity = task.query.target.kind === 'entity';
+  const valCount = entity ? (opts.valAnchorCount ?? (typeof task.split.val_anchors === 'number' ? task.split.val_anchors : 1)) : 1;
+  const testSetting = task.split.test_anchors ?? 'auto';
+  const explicitTest = configuredTime(task, 'test');
+  const explicitVal = configuredTime(task, 'val');
+
+  let testAnchor: number;
+  if (explicitTest !== null) testAnchor = explicitTest;
+  else if (explicitVal !== null) testAnchor = explicitVal + valCount * window;
+  else if (!entity) testAnchor = end - window;
+  else {
+    // Leave at least a quarter of the data's windows (and two) for training: the test period is data the model never learns from.
+    const windows = Math.floor((end - range.min) / window);
+    const count = testSetting === 'auto' ? Math.max(1, Math.min(AUTO_TEST_ANCHORS, windows - valCount - Math.max(2, Math.ceil(windows / 4)))) : testSetting;
+    testAnchor = end - count * window;
   }
-  if (valAnchor <= timeRange.min) {
-    throw new DataError(`the data span ${isoSeconds(timeRange.min)} … ${isoSeconds(timeRange.max)} is too short for a ${window / DAY}-day window: the val anchor ${isoSeconds(valAnchor)} precedes all data`, {
+  const valAnchor0 = explicitVal ?? testAnchor - valCount * window;
+  if (!(valAnchor0 < testAnchor)) {
+    throw new DataError(`val timestamp ${isoSeconds(valAnchor0)} is not before the test timestamp ${isoSeconds(testAnchor)}`, { where, hint: 'set val_timestamp earlier than test_timestamp' });
+  }
+  if (valAnchor0 <= range.min) {
+    throw new DataError(`the data of ${table} (${isoSeconds(range.min)} … ${isoSeconds(range.max)}) is too short for a ${window / DAY}-day window: the val timestamp ${isoSeconds(valAnchor0)} precedes all of it`, {
       where,
-      hint: 'use more data or a shorter split.window',
+      hint: 'use more data, a shorter split.window, or fewer test_anchors / val_anchors',
     });
   }
-  const trainAnchors: number[] = [];
-  const valAnchors = [valAnchor];
-  if (task.query.target.kind === 'entity') {
-    const count = opts.valAnchorCount ?? 1;
-    const stride = valAnchorStride(window, count);
-    for (let k = 1; k < count; k++) {
-      const a = valAnchor - k * stride;
-      if (a <= timeRange.min) break;
-      valAnchors.unshift(a);
+  if (!entity) {
+    if (trainFrom !== null && trainFrom >= valAnchor0) {
+      throw new DataError(`train_from ${isoSeconds(trainFrom)} is not before the val timestamp ${isoSeconds(valAnchor0)}`, { where: `${where}.train_from`, hint: 'set train_from earlier, or leave it out' });
     }
-    for (let k = 1; k <= task.split.train_anchors; k++) {
-      const a = valAnchors[0]! - k * window;
-      if (a <= timeRange.min) break;
-      trainAnchors.unshift(a);
-    }
-    if (trainAnchors.length === 0) {
-      throw new DataError(`no training anchor fits in the data before the val anchor ${isoSeconds(valAnchors[0]!)}`, {
-        where,
-        hint: valAnchors.length > 1 ? `use fewer val_anchors (${valAnchors.length} move the training anchors back), more data or a shorter split.window` : 'use more data or a shorter split.window',
-      });
-    }
+    return { window, table, dataEnd: range.max, trainAnchors: [], trainFrom, valAnchor: valAnchor0, valAnchors: [valAnchor0], testAnchor, testAnchors: [testAnchor] };
   }
-  return { window, trainAnchors, valAnchor, valAnchors, testAnchor };
+
+  // Test anchors one window apart while the window ends by the end of the target data (at least the first).
+  const testAnchors = [testAnchor];
+  const testCount = testSetting === 'auto' ? AUTO_TEST_ANCHORS : testSetting;
+  while (testAnchors.length < testCount && testAnchors[testAnchors.length - 1]! + 2 * window <= end) testAnchors.push(testAnchors[testAnchors.length - 1]! + window);
+  // Validation anchors: their label windows end by the test timestamp, so model choice never sees the test period.
+  const valAnchors = [valAnchor0];
+  while (valAnchors.length < valCount && valAnchors[valAnchors.length - 1]! + 2 * window <= testAnchor) valAnchors.push(valAnchors[valAnchors.length - 1]! + window);
+
+  const trainAnchors: number[] = [];
+  const wanted = task.split.train_anchors === 'all' ? Number.POSITIVE_INFINITY : task.split.train_anchors;
+  for (let a = valAnchor0 - window; trainAnchors.length < wanted; a -= window) {
+    if (a <= range.min || (trainFrom !== null && a < trainFrom)) break;
+    trainAnchors.unshift(a);
+  }
+  if (trainAnchors.length === 0) {
+    throw new DataError(`no training anchor fits between ${trainFrom !== null ? `train_from ${isoSeconds(trainFrom)}` : `the start of ${table} (${isoSeconds(range.min)})`} and the val timestamp ${isoSeconds(valAnchor0)} (${lastTime})`, {
+      where,
+      hint: `use fewer test_anchors / val_anchors${trainFrom !== null ? ', an earlier train_from' : ''}, more data or a shorter split.window`,
+    });
+  }
+  return { window, table, dataEnd: range.max, trainAnchors, trainFrom, valAnchor: valAnchors[valAnchors.length - 1]!, valAnchors, testAnchor, testAnchors };
 }

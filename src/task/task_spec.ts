@@ -9,11 +9,20 @@ import type { PredictiveQuery } from './pql.js';
 export interface SplitSpec {
   /** anchor spacing in seconds */
   window?: number;
+  /** the first test anchor (`test_anchor` is its older name) */
+  test_timestamp?: string;
   test_anchor?: string;
+  /** the first validation anchor (`val_anchor` is its older name) */
+  val_timestamp?: string;
   val_anchor?: string;
-  train_anchors: number;
-  /** entity tasks: validation anchors (a count, or "auto": decided from the validation set's size) */
+  /** entity tasks: test anchors one window apart from the test timestamp ("auto": up to 20 where the data allows) */
+  test_anchors?: number | 'auto';
+  /** entity tasks: training anchors stepping back from the val timestamp ("all": back to the start of the data or train_from) */
+  train_anchors: number | 'all';
+  /** entity tasks: validation anchors one window apart (a count, or "auto": decided from the validation set's size) */
   val_anchors?: number | 'auto';
+  /** no training anchor (entity tasks) or training row (fact tasks) before this time */
+  train_from?: string;
   max_train_examples?: number;
 }
 

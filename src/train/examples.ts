@@ -9,7 +9,7 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { TaskSpec } from '../config/load.js';
-import { lit, q, queryValue, readColumns, withDuck } from '../data/duck.js';
+import { lit, q, queryRows, queryValue, readColumns, withDuck } from '../data/duck.js';
 import { ConfigError, NotImplementedError, suggest, assertUnreachable } from '../core/errors.js';
 import { rowsPath, type GraphManifest } from '../artifacts/graph_manifest.js';
 import { baselineSqlFeatures, type SqlFeatures } from './baseline.js';
@@ -22,6 +22,11 @@ export interface TrainingTables {
   train: Examples;
   val: Examples;
   test: Examples;
+  /**
+   * entity tasks: anchors of each split whose label window holds no row of the target table (an
+   * off-season, a gap in the data): they contribute no examples, and are counted here
+   */
+  empty_anchors?: { train: number[]; val: number[]; test: number[] };
   /** the no-graph baseline's DuckDB aggregates for the same examples, when asked for */
   baseline?: SqlFeatures;
 }
@@ -37,6 +42,7 @@ export interface TrainingTableOptions {
 export async function buildTrainingTables(graphDir: string, manifest: GraphManifest, task: TaskSpec, split: TaskSplit, opts: TrainingTableOptions): Promise<TrainingTables> {
   return withDuck(async ({ conn }) => {
     const where = task.query.target.kind === 'entity' ? await entityExamples(conn, graphDir, manifest, task, split) : await factExamples(conn, graphDir, manifest, task, split);
+    const empty = task.query.target.kind === 'entity' ? await dropEmptyAnchors(conn, graphDir, manifest, task, split) : { train: [], val: [], test: [] };
     const max = task.split.max_train_examples;
     if (max) {
       // A seeded subsample of the training rows, chosen in SQL so the baseline sees the same rows: the first
@@ -48,7 +54,7 @@ export async function buildTrainingTables(graphDir: string, manifest: GraphManif
         );
       }
     }
-    const tables: TrainingTables = { train: await readExamples(conn, where.train), val: await readExamples(conn, where.val), test: await readExamples(conn, where.test) };
+    const tables: TrainingTables = { train: await readExamples(conn, where.train), val: await readExamples(conn, where.val), test: await readExamples(conn, where.test), empty_anchors: empty };
     if (task.query.taskType === 'ranking') {
       for (const split of ['train', 'val', 'test'] as const) tables[split].label_items = await readLabelItems(conn, graphDir, manifest, task, where[split], tables[split]);
     }
@@ -67,7 +73,7 @@ export interface ValidationSize {
 export async function validationSize(graphDir: string, manifest: GraphManifest, task: TaskSpec, split: TaskSplit): Promise<ValidationSize> {
   return withDuck(async ({ conn }) => {
     // Only the val and test anchors: a fraction of the full build's SQL.
-    await entityExamples(conn, graphDir, manifest, task, { ...split, trainAnchors: [], valAnchors: [split.valAnchor] });
+    await entityExamples(conn, graphDir, manifest, task, { ...split, trainAnchors: [], valAnchors: [split.valAnchor], testAnchors: [] });
     const examples = Number(await queryValue(conn, `SELECT count(*) FROM examples WHERE anchor = ${split.valAnchor}`));
     if (task.query.taskType !== 'binary') return { examples, rarer_class: null };
     const positives = Number(await queryValue(conn, `SELECT coalesce(sum(label), 0) FROM examples WHERE anchor = ${split.valAnchor}`));
@@ -132,7 +138,7 @@ async function entityExamples(conn: DuckDBConnection, graphDir: string, manifest
   const query = task.query;
   if (query.target.kind !== 'entity') throw new Error('entityExamples needs an entity task');
   const entity = query.entity.table;
-  const anchors = [...split.trainAnchors, ...split.valAnchors, split.testAnchor];
+  const anchors = [...split.trainAnchors, ...split.valAnchors, ...split.testAnchors];
   await conn.run(`CREATE OR REPLACE TEMP TABLE anchors AS SELECT unnest([${anchors.join(', ')}]::DOUBLE[]) AS anchor`);
   const eRows = lit(rowsPath(graphDir, manifest, entity));
   const eHasTime = manifest.tables[entity]!.time_file !== null;
@@ -189,8 +195,7 @@ async function entityExamples(conn: DuckDBConnection, graphDir: string, manifest
       `(SELECT a.anchor, e.__node AS node FROM anchors a CROSS JOIN read_parquet(${eRows}) e ${eHasTime ? 'WHERE e.__t <= a.anchor' : ''}) c ` +
       `JOIN read_parquet(${eRows}) e ON e.__node = c.node ${joins.join(' ')} WHERE ${where}`,
   );
-  const trainMax = split.trainAnchors[split.trainAnchors.length - 1]!;
-  return { train: `anchor <= ${trainMax}`, val: `anchor IN (${split.valAnchors.join(', ')})`, test: `anchor = ${split.testAnchor}` };
+  return { train: anchorsIn(split.trainAnchors), val: anchorsIn(split.valAnchors), test: anchorsIn(split.testAnchors) };
 }
 
 async function factExamples(conn: DuckDBConnection, graphDir: string, manifest: GraphManifest, task: TaskSpec, split: TaskSplit): Promise<SplitWhere> {
@@ -214,7 +219,30 @@ async function factExamples(conn: DuckDBConnection, graphDir: string, manifest: 
     `CREATE OR REPLACE TEMP TABLE examples AS SELECT __t AS anchor, __node AS node, ${label} AS label FROM read_parquet(${lit(rowsPath(graphDir, manifest, table))}) ` +
       `WHERE ${q(column)} IS NOT NULL AND ${filter(query.where)}`,
   );
-  return { train: `anchor <= ${split.valAnchor}`, val: `anchor > ${split.valAnchor} AND anchor <= ${split.testAnchor}`, test: `anchor > ${split.testAnchor}` };
+  const from = split.trainFrom !== null ? ` AND anchor >= ${split.trainFrom}` : '';
+  return { train: `anchor <= ${split.valAnchor}${from}`, val: `anchor > ${split.valAnchor} AND anchor <= ${split.testAnchor}`, test: `anchor > ${split.testAnchor}` };
+}
+
+function anchorsIn(anchors: number[]): string {
+  return anchors.length ? `anchor IN (${anchors.join(', ')})` : 'false';
+}
+
+/**
+ * Deletes the examples of anchors whose target window (anchor + a, anchor + b] holds no row of the target
+ * table at all: their labels say nothing about the entities (every count 0, every churn 1), as at
+ * RelBench's F1 timestamps in the off-season. Returns those anchors per split.
+ */
+async function dropEmptyAnchors(conn: DuckDBConnection, graphDir: string, manifest: GraphManifest, task: TaskSpec, split: TaskSplit): Promise<TrainingTables['empty_anchors']> {
+  const target = task.query.target;
+  if (target.kind !== 'entity') return { train: [], val: [], test: [] };
+  const agg = target.aggregate;
+  const rows = lit(rowsPath(graphDir, manifest, agg.table));
+  const list = (
+    await queryRows<{ anchor: number }>(conn, `SELECT a.anchor FROM anchors a WHERE NOT EXISTS (SELECT 1 FROM read_parquet(${rows}) f WHERE f.__t > a.anchor + ${agg.start} AND f.__t <= a.anchor + ${agg.end}) ORDER BY 1`)
+  ).map((r) => Number(r.anchor));
+  if (list.length) await conn.run(`DELETE FROM examples WHERE anchor IN (${list.join(', ')})`);
+  const of = (anchors: number[]): number[] => anchors.filter((a) => list.includes(a));
+  return { train: of(split.trainAnchors), val: of(split.valAnchors), test: of(split.testAnchors) };
 }
 
 async function readExamples(conn: DuckDBConnection, where: string): Promise<Examples> {

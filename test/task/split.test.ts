@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TaskSpec } from '../../src/config/load.js';
 import { modelSchema, taskSchema } from '../../src/config/schema.js';
 import { DataError } from '../../src/core/errors.js';
-import { alignedEnd, parseTime, taskSplit, valAnchorStride } from '../../src/task/split.js';
+import { alignedEnd, AUTO_TEST_ANCHORS, parseTime, taskSplit, targetTimeRange } from '../../src/task/split.js';
 import { parseQuery } from '../../src/task/pql.js';
 
 const DAY = 86400;
@@ -28,21 +28,21 @@ describe('default anchors: test = newest − window, val = test − window, trai
   });
 
   it('train_anchors caps the number of train anchors, oldest first', () => {
-    const s = taskSplit(task('PREDICT COUNT(transactions.*, 0, 2, days) FOR EACH customers.customer_id', { train_anchors: 3 }), RANGE);
+    const s = taskSplit(task('PREDICT COUNT(transactions.*, 0, 2, days) FOR EACH customers.customer_id', { train_anchors: 3, test_anchors: 1 }), RANGE);
     expect(s.testAnchor).toBe(t('2020-01-26T00:00:00Z'));
     expect(s.valAnchor).toBe(t('2020-01-24T00:00:00Z'));
     expect(s.trainAnchors).toEqual([t('2020-01-18T00:00:00Z'), t('2020-01-20T00:00:00Z'), t('2020-01-22T00:00:00Z')]);
   });
 
   it('a window that is not whole days does not round the newest time', () => {
-    const s = taskSplit(task('PREDICT COUNT(transactions.*, 0, 36, hours) FOR EACH customers.customer_id'), RANGE);
+    const s = taskSplit(task('PREDICT COUNT(transactions.*, 0, 36, hours) FOR EACH customers.customer_id', { test_anchors: 1 }), RANGE);
     expect(s.window).toBe(36 * 3600);
     expect(s.testAnchor).toBe(RANGE.max - 36 * 3600);
     expect(s.valAnchor).toBe(RANGE.max - 72 * 3600);
   });
 
   it('split.window overrides the anchor spacing', () => {
-    const s = taskSplit(task(CHURN, { window: '2 days', train_anchors: 2 }), RANGE);
+    const s = taskSplit(task(CHURN, { window: '2 days', train_anchors: 2, test_anchors: 1 }), RANGE);
     expect(s.window).toBe(2 * DAY);
     expect(s.testAnchor).toBe(t('2020-01-26T00:00:00Z'));
     expect(s.valAnchor).toBe(t('2020-01-24T00:00:00Z'));
@@ -51,7 +51,17 @@ describe('default anchors: test = newest − window, val = test − window, trai
 
   it('fact tasks split at 7-day boundaries and have no train anchors', () => {
     const s = taskSplit(task(FRAUD), RANGE);
-    expect(s).toEqual({ window: 7 * DAY, trainAnchors: [], valAnchor: t('2020-01-14T00:00:00Z'), valAnchors: [t('2020-01-14T00:00:00Z')], testAnchor: t('2020-01-21T00:00:00Z') });
+    expect(s).toEqual({
+      window: 7 * DAY,
+      table: 'transactions',
+      dataEnd: RANGE.max,
+      trainAnchors: [],
+      trainFrom: null,
+      valAnchor: t('2020-01-14T00:00:00Z'),
+      valAnchors: [t('2020-01-14T00:00:00Z')],
+      testAnchor: t('2020-01-21T00:00:00Z'),
+      testAnchors: [t('2020-01-21T00:00:00Z')],
+    });
   });
 
   it('explicit test_anchor / val_anchor (ISO dates, times, offsets) win over the defaults', () => {
@@ -61,14 +71,18 @@ describe('default anchors: test = newest − window, val = test − window, trai
     expect(s.trainAnchors).toEqual([t('2020-01-06T00:00:00Z')]);
     // only test_anchor: val steps back one window from it
     expect(taskSplit(task(CHURN, { test_anchor: '2020-01-20 12:00:00' }), RANGE).valAnchor).toBe(t('2020-01-13T12:00:00Z'));
+    // the RelBench names are the same settings
+    const r = taskSplit(task(CHURN, { test_timestamp: '2020-01-20', val_timestamp: '2020-01-13' }), RANGE);
+    expect([r.testAnchor, r.valAnchor]).toEqual([t('2020-01-20T00:00:00Z'), t('2020-01-13T00:00:00Z')]);
   });
 });
 
 describe('anchors that cannot work are refused', () => {
   const cases: { name: string; query: string; split: Record<string, unknown>; message: RegExp }[] = [
-    { name: 'val anchor not before test anchor', query: CHURN, split: { test_anchor: '2020-01-20', val_anchor: '2020-01-20' }, message: /val anchor 2020-01-20T00:00:00Z is not before the test anchor/ },
+    { name: 'val anchor not before test anchor', query: CHURN, split: { test_anchor: '2020-01-20', val_anchor: '2020-01-20' }, message: /val timestamp 2020-01-20T00:00:00Z is not before the test timestamp/ },
     { name: 'data span shorter than the windows', query: 'PREDICT COUNT(transactions.*, 0, 14, days) FOR EACH customers.customer_id', split: {}, message: /too short for a 14-day window/ },
-    { name: 'no train anchor fits', query: CHURN, split: { val_anchor: '2020-01-05', test_anchor: '2020-01-20' }, message: /no training anchor fits in the data before the val anchor 2020-01-05T00:00:00Z/ },
+    { name: 'no train anchor fits', query: CHURN, split: { val_anchor: '2020-01-05', test_anchor: '2020-01-20' }, message: /no training anchor fits between the start of transactions .* and the val timestamp 2020-01-05T00:00:00Z \(transactions's last time is 2020-01-27T18:00:00Z\)/ },
+    { name: 'train_from at or after the val timestamp', query: CHURN, split: { train_from: '2020-01-14' }, message: /no training anchor fits between train_from 2020-01-14T00:00:00Z and the val timestamp/ },
   ];
   for (const c of cases) {
     it(c.name, () => {
@@ -109,53 +123,85 @@ describe('anchor times', () => {
   });
 });
 
-describe('several validation anchors (small validation sets)', () => {
-  // A 14-day churn window over a long span: test 14 days before the newest midnight.
+describe('RelBench protocol: many test anchors, one window apart, ending before the target data does', () => {
+  // A 14-day churn window over fifteen months: 32 whole windows.
   const LONG = { min: t('2019-01-01T00:00:00Z'), max: t('2020-03-31T12:00:00Z') };
   const CHURN14 = 'PREDICT COUNT(transactions.*, 0, 14, days) = 0 FOR EACH customers.customer_id';
+  const end = t('2020-04-01T00:00:00Z');
 
-  it('steps back from the val anchor in whole days; the newest is val_anchor; test does not move', () => {
-    const one = taskSplit(task(CHURN14), LONG);
-    const four = taskSplit(task(CHURN14), LONG, { valAnchorCount: 4 });
-    expect(four.testAnchor).toBe(one.testAnchor);
-    expect(four.valAnchor).toBe(one.valAnchor);
-    expect(four.valAnchors).toEqual([one.valAnchor - 9 * DAY, one.valAnchor - 6 * DAY, one.valAnchor - 3 * DAY, one.valAnchor]);
-    expect(one.valAnchors).toEqual([one.valAnchor]);
-    for (const a of four.valAnchors) expect(a % DAY).toBe(0);
-  });
-
-  it('no validation label window reaches the test period, no training label window reaches a validation one', () => {
-    const s = taskSplit(task(CHURN14), LONG, { valAnchorCount: 4 });
-    for (const a of s.valAnchors) expect(a + s.window).toBeLessThanOrEqual(s.testAnchor);
-    const newestTrain = s.trainAnchors[s.trainAnchors.length - 1]!;
-    expect(newestTrain + s.window).toBeLessThanOrEqual(s.valAnchors[0]!);
+  it('default: 20 test anchors one window apart, the last window ending at the end of the data', () => {
+    const s = taskSplit(task(CHURN14), LONG);
+    expect(s.testAnchors).toHaveLength(AUTO_TEST_ANCHORS);
+    expect(s.testAnchors[0]).toBe(s.testAnchor);
+    for (let i = 1; i < s.testAnchors.length; i++) expect(s.testAnchors[i]! - s.testAnchors[i - 1]!).toBe(14 * DAY);
+    expect(s.testAnchors[s.testAnchors.length - 1]! + s.window).toBe(end);
+    expect(s.valAnchors).toEqual([s.testAnchor - 14 * DAY]);
     expect(s.trainAnchors).toHaveLength(10);
-    // the training anchors keep their spacing, one window apart
-    for (let i = 1; i < s.trainAnchors.length; i++) expect(s.trainAnchors[i]! - s.trainAnchors[i - 1]!).toBe(s.window);
+    expect(s.trainAnchors[9]! + s.window).toBe(s.valAnchors[0]!);
   });
 
-  it('the stride: window / count, whole days for day windows, the exact fraction otherwise', () => {
-    expect(valAnchorStride(14 * DAY, 4)).toBe(3 * DAY);
-    expect(valAnchorStride(7 * DAY, 14)).toBe(DAY);
-    expect(valAnchorStride(36 * 3600, 4)).toBe(9 * 3600);
-    expect(valAnchorStride(14 * DAY, 1)).toBe(14 * DAY);
+  it('short data: "auto" leaves a quarter of the windows (at least two) for training', () => {
+    // 3 whole 7-day windows in RANGE: one test, one val, one train
+    const s = taskSplit(task(CHURN), RANGE);
+    expect(s.testAnchors).toEqual([t('2020-01-21T00:00:00Z')]);
+    // 210 days of 14-day windows (the bursty and ratings presets): 15 windows, 4 for training
+    const s15 = taskSplit(task(CHURN14, { train_anchors: 'all' }), { min: t('1997-09-25T14:53:57Z'), max: t('1998-04-23T00:14:12Z') });
+    expect(s15.testAnchors).toHaveLength(10);
+    expect(s15.trainAnchors).toHaveLength(4);
   });
 
-  it('fact-row tasks keep one val boundary', () => {
-    const s = taskSplit(task(FRAUD), RANGE, { valAnchorCount: 4 });
-    expect(s.valAnchors).toEqual([s.valAnchor]);
+  it('test_timestamp + test_anchors: N steps forward, stopping when the next window would pass the data', () => {
+    const s = taskSplit(task(CHURN14, { test_timestamp: '2020-01-01', val_timestamp: '2019-12-04', test_anchors: 40, val_anchors: 2 }), LONG);
+    expect(s.testAnchors).toEqual([t('2020-01-01T00:00:00Z'), t('2020-01-15T00:00:00Z'), t('2020-01-29T00:00:00Z'), t('2020-02-12T00:00:00Z'), t('2020-02-26T00:00:00Z'), t('2020-03-11T00:00:00Z')]);
+    expect(s.valAnchors).toEqual([t('2019-12-04T00:00:00Z'), t('2019-12-18T00:00:00Z')]);
+    expect(s.valAnchor).toBe(t('2019-12-18T00:00:00Z'));
+    for (const a of s.valAnchors) expect(a + s.window).toBeLessThanOrEqual(s.testAnchor);
   });
 
-  it('when the extra anchors leave no room for training, the error says to use fewer val_anchors', () => {
-    const short = { min: t('2020-01-01T00:00:00Z'), max: t('2020-02-20T00:00:00Z') };
-    expect(() => taskSplit(task(CHURN14, { train_anchors: 1 }), short)).not.toThrow();
-    let err: unknown = null;
-    try {
-      taskSplit(task(CHURN14, { train_anchors: 1 }), short, { valAnchorCount: 14 });
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(DataError);
-    expect((err as DataError).hint).toMatch(/fewer val_anchors/);
+  it('val_anchors: N are one window apart and end by the test timestamp; more do not fit and are not made up', () => {
+    const s = taskSplit(task(CHURN14, { test_timestamp: '2020-01-01', val_timestamp: '2019-12-04' }), LONG, { valAnchorCount: 4 });
+    expect(s.valAnchors).toEqual([t('2019-12-04T00:00:00Z'), t('2019-12-18T00:00:00Z')]);
+    // without a val timestamp, val_anchors windows are left before the test timestamp
+    const d = taskSplit(task(CHURN14, { test_timestamp: '2020-01-01' }), LONG, { valAnchorCount: 4 });
+    expect(d.valAnchors).toEqual([t('2019-11-06T00:00:00Z'), t('2019-11-20T00:00:00Z'), t('2019-12-04T00:00:00Z'), t('2019-12-18T00:00:00Z')]);
+  });
+
+  it('train_anchors: all goes back to the start of the data; train_from stops it earlier', () => {
+    const all = taskSplit(task(CHURN14, { train_anchors: 'all' }), LONG);
+    expect(all.trainAnchors[0]! - all.window).toBeLessThanOrEqual(LONG.min);
+    expect(all.trainAnchors[0]!).toBeGreaterThan(LONG.min);
+    const from = taskSplit(task(CHURN14, { train_anchors: 'all', train_from: '2019-03-01' }), LONG);
+    expect(from.trainFrom).toBe(t('2019-03-01T00:00:00Z'));
+    expect(from.trainAnchors[0]!).toBeGreaterThanOrEqual(t('2019-03-01T00:00:00Z'));
+    expect(from.trainAnchors[0]! - from.window).toBeLessThan(t('2019-03-01T00:00:00Z'));
+    expect(from.trainAnchors.length).toBeLessThan(all.trainAnchors.length);
+  });
+
+  it('fact tasks: train_from is recorded for the row filter, and must precede validation', () => {
+    expect(taskSplit(task(FRAUD, { train_from: '2020-01-05' }), RANGE).trainFrom).toBe(t('2020-01-05T00:00:00Z'));
+    expect(() => taskSplit(task(FRAUD, { train_from: '2020-01-20' }), RANGE)).toThrow(/train_from 2020-01-20T00:00:00Z is not before the val timestamp/);
+  });
+});
+
+describe('the target table sets the end of the data', () => {
+  // races are scheduled months past the last result (the F1 case in issue 32)
+  const tables = {
+    races: { time_range: [t('1950-05-13T00:00:00Z'), t('2022-11-20T00:00:00Z')] as [number, number] },
+    results: { time_range: [t('1950-05-13T00:00:00Z'), t('2022-07-31T00:00:00Z')] as [number, number] },
+    drivers: { time_range: null },
+  };
+  const DNF = task('PREDICT COUNT(results.*, 0, 30, days) > 0 FOR EACH drivers.driver_id', { test_anchors: 3 });
+
+  it('the aggregated table, not the newest table, ends the data', () => {
+    const r = targetTimeRange(DNF, tables);
+    expect(r).toEqual({ min: tables.results.time_range[0], max: tables.results.time_range[1], table: 'results' });
+    const s = taskSplit(DNF, r);
+    expect(s.table).toBe('results');
+    expect(s.testAnchors[s.testAnchors.length - 1]! + s.window).toBe(t('2022-07-31T00:00:00Z'));
+  });
+
+  it('a fact task reads its own table; a target table without times is an error naming it', () => {
+    expect(targetTimeRange(task('PREDICT results.dnf = 1 FOR EACH results.result_id'), tables).table).toBe('results');
+    expect(() => targetTimeRange(task('PREDICT COUNT(drivers.*, 0, 7, days) > 0 FOR EACH races.race_id'), tables)).toThrow(/target table drivers has no time column/);
   });
 });

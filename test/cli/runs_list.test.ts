@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { formatMetric, formatRunsTable, mainTestMetric, runsListCommand } from '../../src/cli/commands/runs.js';
+import { formatMetric, formatRunsTable, mainTestMetric, runsListCommand, type RunRow } from '../../src/cli/commands/runs.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -53,10 +53,10 @@ describe('gnnctl runs list', () => {
     const out = await runsListCommand({ artifacts });
     expect(out.text).not.toContain('undefined');
     expect(out.text.split('\n')).toEqual([
-      'run                                  kind     task         status      test metric    created',
-      'fraud-20261128-042735-03a9           train    fraud        complete    auroc 0.5923   2026-11-28 04:27:35',
-      'churn-20261128-042955-c929           train    churn        complete    auroc 0.8280   2026-11-28 04:29:55',
-      'dnf-20261128-050000-aaaa             train    dnf          complete    auroc n/a      2026-11-28 05:00:00',
+      'run                         kind   task   status    test metric   created',
+      'fraud-20261128-042735-03a9  train  fraud  complete  auroc 0.5923  2026-11-28 04:27:35',
+      'churn-20261128-042955-c929  train  churn  complete  auroc 0.8280  2026-11-28 04:29:55',
+      'dnf-20261128-050000-aaaa    train  dnf    complete  auroc n/a     2026-11-28 05:00:00',
     ]);
     const result = out.result as { runs: { id: string; metric: string | null; value: number | null }[] };
     expect(result.runs.map((r) => [r.id, r.metric, r.value])).toEqual([
@@ -64,6 +64,14 @@ describe('gnnctl runs list', () => {
       ['churn-20261128-042955-c929', 'auroc', 0.828],
       ['dnf-20261128-050000-aaaa', 'auroc', null],
     ]);
+  });
+
+  it('widens a column to its longest cell, so a long task or metric does not shift the next column', () => {
+    const row = (id: string, task: string, metric: string, value: number): RunRow => ({ id, kind: 'train', task, status: 'complete', metric, value, created: '2026-11-28T04:31:19.000Z', dir: '' });
+    const lines = formatRunsTable([row('churn-1', 'churn', 'auroc', 0.828), row('next_purchases-1', 'next_purchases', 'map_at_k', 0.3008)], '').split('\n');
+    const createdAt = lines.map((l) => l.indexOf(l.endsWith('created') ? 'created' : '2026-'));
+    expect(new Set(createdAt).size).toBe(1);
+    expect(lines[2]).toBe('next_purchases-1  train  next_purchases  complete  map_at_k 0.3008  2026-11-28 04:31:19');
   });
 
   it('says where it looked when there are no runs', () => {

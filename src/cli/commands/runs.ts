@@ -38,13 +38,17 @@ export function formatMetric(metric: string | null, value: number | null): strin
   return `${metric} ${value === null ? 'n/a' : value.toFixed(4)}`;
 }
 
-/** The text `gnnctl runs list` prints: a header and one aligned line per run. */
+/**
+ * The text `gnnctl runs list` prints: a header and one line per run, each column as wide as its widest
+ * cell, so a long task name (`next_purchases`) or metric (`map_at_k 0.3008`) does not shift the next one.
+ */
 export function formatRunsTable(runs: readonly RunRow[], runsDir: string): string {
   if (runs.length === 0) return `no runs in ${runsDir}`;
-  return [
-    `${'run'.padEnd(36)} ${'kind'.padEnd(8)} ${'task'.padEnd(12)} ${'status'.padEnd(11)} ${'test metric'.padEnd(14)} created`,
-    ...runs.map((r) => `${r.id.padEnd(36)} ${r.kind.padEnd(8)} ${r.task.padEnd(12)} ${r.status.padEnd(11)} ${formatMetric(r.metric, r.value).padEnd(14)} ${r.created.slice(0, 19).replace('T', ' ')}`),
-  ].join('\n');
+  const header = ['run', 'kind', 'task', 'status', 'test metric', 'created'];
+  const cells = runs.map((r) => [r.id, r.kind, r.task, r.status, formatMetric(r.metric, r.value), r.created.slice(0, 19).replace('T', ' ')]);
+  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]?.length ?? 0)));
+  const line = (row: readonly string[]): string => row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ');
+  return [line(header), ...cells.map(line)].join('\n');
 }
 
 export async function runsListCommand(opts: RunsOptions): Promise<CommandOutput> {

@@ -62,6 +62,9 @@ export interface FitResult {
   feature_columns: string[];
   edge_feature_columns: string[];
   dropped_edges: number;
+  /** snapshots of the normal period with no call edge, and what fitting did about them */
+  snapshots_without_edges: number;
+  empty_graph_action: string | null;
   epochs: number;
   loss: number[];
   threshold: number;
@@ -99,6 +102,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     events: await loadEvents(conn, cfg, { from, until }),
   }));
   const snaps = loaded.snapshots;
+  if (loaded.emptySnapshots > 0) info(`anomaly fit: ${loaded.emptySnapshots} of ${snaps.length} snapshots have no call edges; ${emptyGraphAction(loaded.emptySnapshots, cfg)}`);
   const W = a.window;
   const need = a.warmup_snapshots + W + 10;
   if (snaps.length < need) {
@@ -294,6 +298,8 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
       feature_columns: loaded.featureColumns,
       edge_feature_columns: loaded.edgeFeatureColumns,
       dropped_edges: loaded.droppedEdges,
+      snapshots_without_edges: loaded.emptySnapshots,
+      empty_graph_action: emptyGraphAction(loaded.emptySnapshots, cfg),
       epochs,
       loss: losses,
       threshold,
@@ -306,6 +312,14 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     model.params.dispose();
     flat.params.dispose();
   }
+}
+
+/** What happens to snapshots without call edges (they still train and score on their node features). */
+function emptyGraphAction(empty: number, cfg: Config): string | null {
+  if (empty === 0) return null;
+  const spans = anomalyConfig(cfg).spans;
+  const fix = spans ? 'set anomaly.spans.service_map: true to give them the edges seen in the spans' : 'build calls from spans with anomaly.spans.service_map: true, or fill the calls table';
+  return `kept: their structure error covers self-loops only and their node features carry the score; ${fix}`;
 }
 
 /** TF.js and onnxruntime must agree this closely on Â, X̂ and Z before a run is written. */

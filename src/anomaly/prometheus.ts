@@ -26,12 +26,13 @@ export interface PromReadSpec {
 export function checkPrometheusConfig(a: AnomalyConfig, featureColumns: string[], edgeFeatureColumns: string[]): PromReadSpec {
   const p = a.prometheus;
   if (!p) throw new ConfigError('`--prometheus` needs an `anomaly.prometheus` block', [], { where: 'anomaly.prometheus', hint: 'map each metrics column to a PromQL query: anomaly.prometheus.metrics: { request_rate: \'sum by (service) (rate(requests_total[1m]))\', … }' });
+  const rateColumn = a.calls?.rate_column ?? 'requests_per_second';
   const problems = [
     ...featureColumns.filter((c) => !(c in p.metrics)).map((c) => ({ path: `anomaly.prometheus.metrics.${c}`, message: `the run uses node feature "${c}" but no query is given`, hint: `add ${c}: <PromQL returning one series per ${p.service_label}>` })),
-    ...[a.calls.rate_column, ...edgeFeatureColumns].filter((c) => !(c in p.calls)).map((c) => ({ path: `anomaly.prometheus.calls.${c}`, message: `the run uses edge column "${c}" but no query is given`, hint: `add ${c}: <PromQL returning one series per (${p.source_label}, ${p.destination_label})>` })),
+    ...[rateColumn, ...edgeFeatureColumns].filter((c) => !(c in p.calls)).map((c) => ({ path: `anomaly.prometheus.calls.${c}`, message: `the run uses edge column "${c}" but no query is given`, hint: `add ${c}: <PromQL returning one series per (${p.source_label}, ${p.destination_label})>` })),
   ];
   if (problems.length) throw new ConfigError(`anomaly.prometheus does not cover the run's columns`, problems);
-  return { prometheus: p, featureColumns, rateColumn: a.calls.rate_column, edgeFeatureColumns };
+  return { prometheus: p, featureColumns, rateColumn, edgeFeatureColumns };
 }
 
 async function queryRange(base: string, query: string, start: number, end: number, step: number): Promise<NonNullable<Matrix['data']>['result']> {

@@ -12,8 +12,10 @@ import type { AnomalyConfig } from '../config/anomaly_schema.js';
 import { ConfigError, DataError, suggest } from '../core/errors.js';
 import { lit, q, queryRows, readColumns, readStrings } from '../data/duck.js';
 import { firstLine } from '../data/source.js';
+import { serviceSql } from './pod_service.js';
+import { buildSpanCalls, SPAN_CALLS, type SpanCalls } from './spans.js';
 
-export type SourceName = 'metrics' | 'calls' | 'events' | 'labels';
+export type SourceName = 'metrics' | 'calls' | 'spans' | 'events' | 'labels';
 
 /** One snapshot with raw (not yet standardised) values. */
 export interface Snapshot {
@@ -46,6 +48,10 @@ export interface LoadedSnapshots {
   featureColumns: string[];
   edgeFeatureColumns: string[];
   droppedEdges: number;
+  /** snapshots with no call edge (their structure term sees only self-loops) */
+  emptySnapshots: number;
+  /** when the calls were built from spans */
+  spans?: SpanCalls;
 }
 
 /** The config's anomaly block, or a config error saying how to add it. */
@@ -62,6 +68,7 @@ export function anomalyConfig(cfg: Config): AnomalyConfig {
 export async function openSource(conn: DuckDBConnection, cfg: Config, name: SourceName): Promise<Map<string, string>> {
   const a = anomalyConfig(cfg);
   const src = a[name];
+  if (!src && name === 'calls' && a.spans) throw new ConfigError('anomaly.calls is built from anomaly.spans here', [], { where: 'anomaly.calls', hint: 'read calls through loadSnapshots' });
   if (!src) throw new ConfigError(`anomaly.${name} is not configured`, [], { where: `anomaly.${name}`, hint: `add anomaly.${name}: { path: … }` });
   const where = `anomaly.${name}`;
   const base = cfg.data.root ? resolve(dirname(cfg.path || '.'), cfg.data.root) : cfg.path ? dirname(cfg.path) : process.cwd();
@@ -101,6 +108,11 @@ export function sourcePaths(cfg: Config, name: SourceName): string[] {
   return raw.map((p) => (isAbsolute(p) ? p : resolve(base, p)));
 }
 
+async function describe(conn: DuckDBConnection, view: string): Promise<[string, string][]> {
+  const cols = await queryRows<{ name: string; type: string }>(conn, `SELECT column_name AS name, column_type AS type FROM (DESCRIBE ${q(view)})`);
+  return cols.map((x) => [x.name, x.type]);
+}
+
 const NUMERIC = /^(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|UTINYINT|USMALLINT|UINTEGER|UBIGINT|FLOAT|DOUBLE|REAL|DECIMAL.*)$/;
 
 function requireColumn(cols: Map<string, string>, col: string, where: string, field: string): string {
@@ -114,7 +126,9 @@ function requireColumn(cols: Map<string, string>, col: string, where: string, fi
 export function epochSql(col: string, type: string): string {
   if (NUMERIC.test(type)) return `${q(col)}::DOUBLE`;
   if (/^(TIMESTAMP|DATE)/.test(type)) return `epoch(${q(col)}::TIMESTAMP)::DOUBLE`;
-  return `epoch(${q(col)}::TIMESTAMP)::DOUBLE`;
+  // Strings: a timestamp DuckDB parses, else the leading ISO date-time (Go's time.String() appends
+  // " +0000 UTC m=+0.11" to it, which no cast accepts); read as UTC.
+  return `coalesce(epoch(try_cast(${q(col)} AS TIMESTAMP)), epoch(try_cast(regexp_extract(${q(col)}::VARCHAR, '^\\s*(\\d{4}-\\d\\d-\\d\\d[ T]\\d\\d:\\d\\d(:\\d\\d(\\.\\d+)?)?)', 1) AS TIMESTAMP)))::DOUBLE`;
 }
 
 export interface TimeRange {
@@ -129,52 +143,80 @@ function rangeSql(t: string, r: TimeRange): string {
   return parts.length ? `WHERE ${parts.join(' AND ')}` : '';
 }
 
+/** Epoch seconds of a metrics row's snapshot: its time, floored to `snapshot_seconds` when set. */
+function metricsTimeSql(a: AnomalyConfig, cols: Map<string, string>): string {
+  const t = epochSql(a.metrics.ts_column, requireColumn(cols, a.metrics.ts_column, 'anomaly.metrics', 'ts_column'));
+  return a.snapshot_seconds ? `(floor(${t} / ${a.snapshot_seconds}) * ${a.snapshot_seconds})` : t;
+}
+
 /** All snapshot times in the range (the metrics table's distinct times), ascending. */
 export async function snapshotTimes(conn: DuckDBConnection, cfg: Config, range: TimeRange = {}): Promise<number[]> {
   const a = anomalyConfig(cfg);
   const cols = await openSource(conn, cfg, 'metrics');
-  const t = epochSql(a.metrics.ts_column, requireColumn(cols, a.metrics.ts_column, 'anomaly.metrics', 'ts_column'));
+  const t = metricsTimeSql(a, cols);
   const rows = await queryRows<{ t: number }>(conn, `SELECT DISTINCT ${t} AS t FROM anomaly_metrics ${rangeSql(t, range)} ORDER BY 1`);
   return rows.map((r) => Number(r.t));
+}
+
+/** The call table's columns: the configured ones, or those of the table built from spans. */
+function callColumns(a: AnomalyConfig): { ts: string; source: string; destination: string; rate: string; features?: string[]; where: string } {
+  if (a.calls) return { ts: a.calls.ts_column, source: a.calls.source_column, destination: a.calls.destination_column, rate: a.calls.rate_column, features: a.calls.feature_columns, where: 'anomaly.calls' };
+  return { ...SPAN_CALLS, where: 'anomaly.spans' };
 }
 
 /** Reads the snapshots in a time range. Feature column lists come from the config, else from the data. */
 export async function loadSnapshots(conn: DuckDBConnection, cfg: Config, range: TimeRange, fixed?: { featureColumns: string[]; edgeFeatureColumns: string[] }): Promise<LoadedSnapshots> {
   const a = anomalyConfig(cfg);
   const m = a.metrics;
-  const c = a.calls;
+  const c = callColumns(a);
   const mcols = await openSource(conn, cfg, 'metrics');
-  const ccols = await openSource(conn, cfg, 'calls');
-  const mt = epochSql(m.ts_column, requireColumn(mcols, m.ts_column, 'anomaly.metrics', 'ts_column'));
+  const mt = metricsTimeSql(a, mcols);
   requireColumn(mcols, m.service_column, 'anomaly.metrics', 'service_column');
-  const ct = epochSql(c.ts_column, requireColumn(ccols, c.ts_column, 'anomaly.calls', 'ts_column'));
-  requireColumn(ccols, c.source_column, 'anomaly.calls', 'source_column');
-  requireColumn(ccols, c.destination_column, 'anomaly.calls', 'destination_column');
-  requireColumn(ccols, c.rate_column, 'anomaly.calls', 'rate_column');
-
   const featureColumns = fixed?.featureColumns ?? m.feature_columns ?? [...mcols].filter(([k, v]) => k !== m.ts_column && k !== m.service_column && NUMERIC.test(v)).map(([k]) => k);
   for (const f of featureColumns) {
     const type = requireColumn(mcols, f, 'anomaly.metrics', 'feature_columns');
     if (!NUMERIC.test(type)) throw new DataError(`feature column "${f}" is ${type}, not numeric`, { where: 'anomaly.metrics.feature_columns', hint: 'list numeric columns only' });
   }
   if (featureColumns.length === 0) throw new DataError('the metrics table has no numeric columns to use as node features', { where: 'anomaly.metrics', hint: 'add numeric columns (request_rate, error_rate, latency, …) or list them in feature_columns' });
-  const edgeFeatureColumns = fixed?.edgeFeatureColumns ?? c.feature_columns ?? ['latency_ms', 'error_rate'].filter((k) => NUMERIC.test(ccols.get(k) ?? ''));
-  for (const f of edgeFeatureColumns) requireColumn(ccols, f, 'anomaly.calls', 'feature_columns');
+  // One row per (snapshot, service): pods of one service (replicas, or a replaced pod in the same
+  // minute) and scrapes within one snapshot interval are averaged. A table, not a view: the queries below
+  // read it three times, and a glob of CSV files costs seconds per scan.
+  const svc = serviceSql(`${q(m.service_column)}::VARCHAR`, m.service_from);
+  await conn.run(`CREATE OR REPLACE TEMP TABLE anomaly_metrics_snap AS
+    SELECT ${mt} AS t, ${svc} AS service, ${featureColumns.map((f, k) => `avg(${q(f)}::DOUBLE) AS f${k}`).join(', ')}
+    FROM anomaly_metrics WHERE ${q(m.service_column)} IS NOT NULL GROUP BY 1, 2`);
+
+  let spans: SpanCalls | undefined;
+  let ccols: Map<string, string>;
+  if (a.spans) {
+    await openSource(conn, cfg, 'spans');
+    spans = await buildSpanCalls(conn, a, new Map(await describe(conn, 'anomaly_spans')), range, `anomaly_metrics_snap ${rangeSql('t', range)}`);
+    ccols = new Map(await describe(conn, 'anomaly_calls'));
+  } else {
+    ccols = await openSource(conn, cfg, 'calls');
+  }
+  const ctRaw = epochSql(c.ts, requireColumn(ccols, c.ts, c.where, 'ts_column'));
+  const ct = a.snapshot_seconds && a.calls ? `(floor(${ctRaw} / ${a.snapshot_seconds}) * ${a.snapshot_seconds})` : ctRaw;
+  requireColumn(ccols, c.source, c.where, 'source_column');
+  requireColumn(ccols, c.destination, c.where, 'destination_column');
+  requireColumn(ccols, c.rate, c.where, 'rate_column');
+  const edgeFeatureColumns = fixed?.edgeFeatureColumns ?? c.features ?? (spans ? spans.edgeColumns : ['latency_ms', 'error_rate'].filter((k) => NUMERIC.test(ccols.get(k) ?? '')));
+  for (const f of edgeFeatureColumns) requireColumn(ccols, f, c.where, 'feature_columns');
 
   const num = (col: string): string => `coalesce(${q(col)}::DOUBLE, 'NaN'::DOUBLE)`;
-  const mWhere = rangeSql(mt, range);
-  const mSql = `SELECT ${mt} AS t, ${featureColumns.map(num).join(', ')} FROM anomaly_metrics ${mWhere} ORDER BY t, ${q(m.service_column)}`;
-  const nM = Number((await queryRows<{ n: bigint }>(conn, `SELECT count(*) AS n FROM anomaly_metrics ${mWhere}`))[0]!.n);
+  const mWhere = rangeSql('t', range);
+  const mSql = `SELECT t, ${featureColumns.map((_, k) => num(`f${k}`)).join(', ')} FROM anomaly_metrics_snap ${mWhere} ORDER BY t, service`;
+  const nM = Number((await queryRows<{ n: bigint }>(conn, `SELECT count(*) AS n FROM anomaly_metrics_snap ${mWhere}`))[0]!.n);
   const mNum = await readColumns(conn, mSql, nM, ['f64', ...featureColumns.map(() => 'f32' as const)]);
-  const mSvc = await readStrings(conn, `SELECT ${q(m.service_column)}::VARCHAR FROM anomaly_metrics ${mWhere} ORDER BY ${mt}, ${q(m.service_column)}`);
+  const mSvc = await readStrings(conn, `SELECT service FROM anomaly_metrics_snap ${mWhere} ORDER BY t, service`);
 
   const cWhere = rangeSql(ct, range);
   const nC = Number((await queryRows<{ n: bigint }>(conn, `SELECT count(*) AS n FROM anomaly_calls ${cWhere}`))[0]!.n);
-  const order = `ORDER BY t, ${q(c.source_column)}, ${q(c.destination_column)}`;
-  const cSelect = [`${ct} AS t`, num(c.rate_column), ...edgeFeatureColumns.map(num)].join(', ');
+  const order = `ORDER BY t, ${q(c.source)}, ${q(c.destination)}`;
+  const cSelect = [`${ct} AS t`, num(c.rate), ...edgeFeatureColumns.map(num)].join(', ');
   const cNum = await readColumns(conn, `SELECT ${cSelect} FROM anomaly_calls ${cWhere} ${order}`, nC, ['f64', 'f32', ...edgeFeatureColumns.map(() => 'f32' as const)]);
-  const cSrc = await readStrings(conn, `SELECT ${q(c.source_column)}::VARCHAR, ${ct} AS t FROM anomaly_calls ${cWhere} ${order}`);
-  const cDst = await readStrings(conn, `SELECT ${q(c.destination_column)}::VARCHAR, ${ct} AS t, ${q(c.source_column)} FROM anomaly_calls ${cWhere} ${order}`);
+  const cSrc = await readStrings(conn, `SELECT ${q(c.source)}::VARCHAR, ${ct} AS t FROM anomaly_calls ${cWhere} ${order}`);
+  const cDst = await readStrings(conn, `SELECT ${q(c.destination)}::VARCHAR, ${ct} AS t, ${q(c.source)} FROM anomaly_calls ${cWhere} ${order}`);
 
   const F = featureColumns.length;
   const Fe = edgeFeatureColumns.length;
@@ -230,7 +272,8 @@ export async function loadSnapshots(conn: DuckDBConnection, cfg: Config, range: 
     i = j;
   }
   dropped += nC - ci;
-  return { snapshots, featureColumns, edgeFeatureColumns, droppedEdges: dropped };
+  const emptySnapshots = snapshots.filter((x) => x.src.length === 0).length;
+  return { snapshots, featureColumns, edgeFeatureColumns, droppedEdges: dropped, emptySnapshots, ...(spans ? { spans } : {}) };
 }
 
 /** Planned events in a range (the kinds the config lets suppress), ascending by time. */

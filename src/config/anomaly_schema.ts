@@ -20,10 +20,21 @@ const sourceFields = {
 const hasSource = (s: { path?: unknown; database?: unknown; table?: unknown }): boolean => (s.path === undefined) !== (s.database === undefined) && (s.table === undefined || s.database !== undefined);
 const sourceRule = { message: 'give exactly one of `path:` (CSV/Parquet) or `database:` (+ `table:`)' };
 
+/**
+ * How a pod (or instance) name in a service column maps to its service: `strip_replica` drops a
+ * Kubernetes replica suffix (`frontend-579b9bff58-t2dbm` → `frontend`, `redis-0` → `redis`); a pattern's
+ * first capture group is the service (a name that does not match stays as it is).
+ */
+const serviceFromSchema = z.union([
+  z.literal('strip_replica'),
+  z.object({ pattern: z.string().min(1).describe('regular expression (RE2); its first capture group is the service') }).strict(),
+]);
+
 const metricsSource = z
   .object({
     ...sourceFields,
-    service_column: z.string().default('service').describe('service name column'),
+    service_column: z.string().default('service').describe('service name column (or pod name, with service_from)'),
+    service_from: serviceFromSchema.optional().describe('map pod names to services: strip_replica or {pattern: …}; rows of one service at one snapshot are averaged'),
     feature_columns: z.array(z.string()).min(1).optional().describe('node features (default: every numeric column other than the time and service columns)'),
   })
   .strict()
@@ -36,6 +47,29 @@ const callsSource = z
     destination_column: z.string().default('destination').describe('called service'),
     rate_column: z.string().default('requests_per_second').describe('call rate; the edge weight is its share of the source\'s outgoing traffic'),
     feature_columns: z.array(z.string()).optional().describe('further edge features (default: latency_ms and error_rate when present)'),
+  })
+  .strict()
+  .refine(hasSource, sourceRule);
+
+const spansSource = z
+  .object({
+    path: sourceFields.path,
+    format: sourceFields.format,
+    database: sourceFields.database,
+    table: sourceFields.table,
+    csv: sourceFields.csv,
+    trace_id_column: z.string().default('trace_id').describe('trace id'),
+    span_id_column: z.string().default('span_id').describe('span id'),
+    parent_span_id_column: z.string().default('parent_span_id').describe('parent span id (null, empty or a non-matching value such as "root" for a root span)'),
+    service_column: z.string().default('service_name').describe('service (or pod, with service_from) that emitted the span'),
+    start_column: z.string().default('start_time_unix_nano').describe('span start: unix nanoseconds, or a timestamp'),
+    end_column: z.string().default('end_time_unix_nano').describe('span end: unix nanoseconds, or a timestamp'),
+    status_column: z.string().nullable().default('status_code').describe('status: error when it is 2, ERROR or STATUS_CODE_ERROR (null, or a missing column: no error share)'),
+    service_from: serviceFromSchema.optional().describe('map pod names to services: strip_replica or {pattern: …}'),
+    service_map: z
+      .union([z.boolean(), z.object({ from: isoTimeSchema.optional(), until: isoTimeSchema.optional() }).strict()])
+      .default(false)
+      .describe('when traces are sampled or missing: every snapshot gets the edges seen in the spans (over [from, until) when given); unseen edges carry rate 0'),
   })
   .strict()
   .refine(hasSource, sourceRule);
@@ -60,6 +94,8 @@ const labelsSource = z
     start_column: z.string().default('start').describe('incident start (ISO time)'),
     end_column: z.string().default('end').describe('incident end (exclusive)'),
     kind_column: z.string().default('kind').describe('incident kind: metrics are reported per kind'),
+    root_cause_column: z.string().optional().describe('the root-cause service: AC@1, AC@3 and Avg@5 of each ranking are reported'),
+    service_from: serviceFromSchema.optional().describe('map the root-cause column\'s pod names to services'),
   })
   .strict()
   .refine(hasSource, sourceRule);
@@ -78,7 +114,9 @@ const prometheusSchema = z
 export const anomalySchema = z
   .object({
     metrics: metricsSource.describe('one row per (ts, service) scrape; numeric columns are the node features'),
-    calls: callsSource.describe('one row per (ts, source, destination)'),
+    calls: callsSource.optional().describe('one row per (ts, source, destination); or give `spans`'),
+    spans: spansSource.optional().describe('raw trace spans (OpenTelemetry column names by default): each snapshot\'s call graph is built from them'),
+    snapshot_seconds: z.number().int().min(1).optional().describe('floor metric and call times to this interval (scrapes of one minute that differ by seconds become one snapshot); required with spans'),
     events: eventsSource.optional().describe('planned changes (ts, service, kind): deploys, pods/services added or terminating'),
     labels: labelsSource.optional().describe('labelled incidents (start, end, kind) for precision/recall in score reports'),
     prometheus: prometheusSchema.optional().describe('`anomaly watch --prometheus URL`: how snapshots are read from a Prometheus HTTP API'),
@@ -101,6 +139,8 @@ export const anomalySchema = z
     top_k: z.number().int().min(1).max(100).default(5).describe('services and edges listed with each score and alert'),
   })
   .strict()
-  .refine((a) => a.embedding_dim % 2 === 0, { message: 'embedding_dim must be even (source and destination halves)', path: ['embedding_dim'] });
+  .refine((a) => a.embedding_dim % 2 === 0, { message: 'embedding_dim must be even (source and destination halves)', path: ['embedding_dim'] })
+  .refine((a) => (a.calls === undefined) !== (a.spans === undefined), { message: 'give exactly one of `calls:` (per-snapshot call table) or `spans:` (raw trace spans)', path: ['calls'] })
+  .refine((a) => a.spans === undefined || a.snapshot_seconds !== undefined, { message: 'spans need `snapshot_seconds:` (the interval each call graph aggregates), e.g. 60', path: ['snapshot_seconds'] });
 
 export type AnomalyConfig = z.infer<typeof anomalySchema>;

@@ -53,6 +53,7 @@ export async function anomalyFitCommand(opts: AnomalyCommandOptions): Promise<Co
   const text = [
     `anomaly run ${r.run_id}${r.init_from ? ` (fine-tuned from ${r.init_from})` : ''}: fitted on ${r.train_snapshots} snapshots (${r.fit_from} .. ${r.fit_until}), warm-up ${r.warmup_snapshots}`,
     `  ${r.services} services, ${r.mean_edges} calls per snapshot; features ${r.feature_columns.join(', ')}`,
+    ...(r.snapshots_without_edges > 0 ? [`  ${r.snapshots_without_edges} snapshots without call edges: ${r.empty_graph_action}`] : []),
     `  loss ${r.loss.map((l) => l.toFixed(4)).join(' → ')}; threshold τ = ${r.threshold.toFixed(3)} (flat baseline ${r.flat_threshold.toFixed(3)})`,
     `  ${r.run_dir} (${r.backend}, ${r.seconds} s)`,
   ].join('\n');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BinMapper, GbdtModel, MISSING_BIN, type GbdtData } from '../../../src/model/gbdt/index.js';
-import { BinaryLogLoss, L1Loss, L2Loss, LambdaRankLoss, meanNdcg } from '../../../src/model/gbdt/losses.js';
+import { BinaryLogLoss, L1Loss, L2Loss, LambdaRankLoss, meanNdcg, type GbdtLoss } from '../../../src/model/gbdt/losses.js';
 import { findBestSplit } from '../../../src/model/gbdt/split.js';
 import { FEATURE_SLOTS } from '../../../src/model/gbdt/histogram.js';
 import { Rng } from '../../../src/core/rng.js';
@@ -103,10 +103,10 @@ describe('losses', () => {
     return ((f(a) - f(b)) / (2 * e)) * raw.length;
   };
 
-  it.each([
+  it.each<[string, GbdtLoss]>([
     ['binary', new BinaryLogLoss()],
     ['l2', new L2Loss()],
-  ] as const)('%s gradients and hessians match finite differences of the loss', (_name, loss) => {
+  ])('%s gradients and hessians match finite differences of the loss', (_name, loss) => {
     const g = new Float32Array(5);
     const h = new Float32Array(5);
     loss.gradients(y, raw, g, h);

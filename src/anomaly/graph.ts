@@ -96,8 +96,8 @@ export function buildGraph(s: Snapshot, stats: FeatureStats, previous?: Snapshot
     mpDst[k] = i;
     mpAttr[k * D + 2] = 1;
   }
-  // Built on first use (events, new services, exporting the state): n arrays per snapshot were 40% of
-  // a scrape's garbage at 500 services, and most snapshots need none of them.
+  // Built on first use (events, new services, exporting the state): n arrays per snapshot would be 40%
+  // of a scrape's garbage at 500 services, and most snapshots need none of them.
   let neighbours: number[][] | undefined;
   return {
     ts: s.ts,

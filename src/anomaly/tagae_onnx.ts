@@ -199,7 +199,7 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
   }
   const u = g.op('MatMul', [z, g.floats('temporal.w_qk', qk, [D, D])]); // [n, D]
   // summed over the embedding axis by a MatMul with a [D, 1] ones column (a ReduceSum over the last axis
-  // was several times slower in onnxruntime); the scores stay [W, n, 1].
+  // is several times slower in onnxruntime); the scores stay [W, n, 1].
   const scores = g.op('MatMul', [g.op('Mul', [stacked, u]), g.floats('sum_d', new Array<number>(D).fill(1), [D, 1])]); // [W, n, 1]
   const mask = g.op('Mul', [g.op('Sub', [g.floats('one', [1], []), g.op('Reshape', ['lag_mask', g.ints('shape_w11', [W, 1, 1])])]), g.floats('masked', [MASKED], [])]);
   const logits = g.op('Add', [g.op('Add', [scores, g.floats('temporal.lag_bias', w('temporal.lag_bias'), [W, 1, 1])]), mask]);

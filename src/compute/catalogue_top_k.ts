@@ -8,8 +8,8 @@
  *
  * Why onnxruntime and not TF.js: its MatMul runs on every core (≈ 220 GFLOP/s on this kind of 2-core
  * machine against ≈ 29 for single-threaded tfjs-wasm, docs/architecture.md) and its TopK scans the score
- * matrix natively, while TF.js had to copy each [1,024 × items] block into JS and scan it there; for
- * 100,000 users × 10,000 items the two JS-side steps cost about the same as the matmul itself.
+ * matrix natively, where TF.js would copy each [1,024 × items] block into JS and scan it there (for
+ * 100,000 users × 10,000 items, as costly as the matmul itself).
  *
  * The model is a three-node graph (MatMul → ScatterElements(add) → TopK) built with the ONNX writer of
  * `artifacts/onnx`. Unused slots of `index`/`value` must hold (0, 0): adding 0 changes no score.

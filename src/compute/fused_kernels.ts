@@ -441,8 +441,8 @@ export function dropoutThreshold16(rate: number): number {
  * probability is within 2⁻¹⁶ of 1 − rate (the scale stays exactly 1 / (1 − rate)), and a seed fixes the
  * mask on every backend. The generator (SplitMix32 seeding, xoshiro128**) is `Rng`'s, inlined over
  * int32 locals, and the keep test is branch-free: `Rng.nextU32` keeps unsigned state in object fields,
- * which V8 boxes as doubles, and one 32-bit draw per element with a branch took 0.8–1 ms for 192k
- * elements here; this takes ~0.3 ms. A test pins the stream to `Rng`'s.
+ * which V8 boxes as doubles, and one 32-bit draw per element with a branch costs ~3× as much (0.8–1 ms
+ * for 192k elements here). A test pins the stream to `Rng`'s.
  */
 export function dropoutDraws(mask: Float32Array, rate: number, seed: number): void {
   let z = seed >>> 0;

@@ -15,13 +15,12 @@
  * replaced for the 2-D (and batched 2-D) permutations, which also speeds up reductions over leading axes
  * (`Sum` transposes first).
  *
- * Since then, weight gradients (Aᵀ·B) and large bias-gradient sums (1ᵀ·X) go to onnxruntime's MLAS
- * (ort_gemm.ts: transposes included, 55–95 GFLOP/s on one thread against XNNPACK's ≈ 25 here), and inside
- * a training step (`withRowDependentProducts`) so do the other 2-D products, in blocks of rows that keep
- * each output within `ORT_GEMM_MAX_OUTPUT`. On a training step of the bench model (churn, `medium`, 256
- * rows on one thread) that took the step from 20.4 to 14.2 ms. XNNPACK, through the transposing path
- * above, keeps the products whose rows must round the same in any chunk (inference), batched products, and
- * everything when onnxruntime is off (`GNNCTL_ORT_MATMUL=0`) or unavailable.
+ * Weight gradients (Aᵀ·B) and large bias-gradient sums (1ᵀ·X) go to onnxruntime's MLAS instead (ort_gemm.ts:
+ * transposes included, 55–95 GFLOP/s on one thread against XNNPACK's ≈ 25 here), and inside a training step
+ * (`withRowDependentProducts`) so do the other 2-D products, in blocks of rows that keep each output within
+ * `ORT_GEMM_MAX_OUTPUT`. XNNPACK, through the transposing path above, keeps the products whose rows must
+ * round the same in any chunk (inference), batched products, and everything when onnxruntime is off
+ * (`GNNCTL_ORT_MATMUL=0`) or unavailable.
  */
 import { tf } from '../core/tf.js';
 import type { BackendWasm } from '@tensorflow/tfjs-backend-wasm';

@@ -233,7 +233,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   const epochs = opts.epochs ?? d.epochs;
   const ablationEpochs = Math.max(1, Math.ceil(epochs * 0.67));
   // The ablations say what each input contributes; on a sample of the rows they say it at a fraction of
-  // the cost (at medium they were 185 of the run's 306 s). Same sample for all three, so they compare.
+  // the cost (on all rows, 185 s of a 306 s medium run). Same sample for all three, so they compare.
   const ablationRows = sampleRange(ranges.train, d.ablation_max_train_examples, seed);
   const jobs: StudentJob[] = [
     { name: 'student', variant: {}, epochs, kdWeight: sameTask && objective.softTargets ? d.kd_weight : 0 },

@@ -1,7 +1,7 @@
 /**
  * The distillation's students over worker threads. A student trains on one thread (TF.js's wasm backend
  * computes on one), and `distill` trains four: the main student and the three ablations. One after
- * another they were 170 of the 392 seconds of the bundled distillation at `large`, with a core idle.
+ * another on one thread they take 170 of 392 seconds of the bundled distillation at `large`.
  * Here each worker holds its own TF.js instance and reads the examples, their as-of embeddings and RTI
  * lists and the graph through SharedArrayBuffers (no copy: they are allocated shared, see
  * core/shared_memory.ts); the students are handed out longest first to whichever worker is free.

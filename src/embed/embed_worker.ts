@@ -20,8 +20,8 @@ let model: DeepModel | null = null;
 const streams = new Map<number, { rng: Rng; next: number }>();
 /**
  * Per (table, depth): the sampling tree and the static encodings (`DeepModel.staticEncodings`). A worker's
- * weights never change, so the encodings are computed once, for the first job, not once per chunk: at
- * `large` that was the 105k articles encoded again for each of the 21 chunks of 65,536 customers.
+ * weights never change, so the encodings are computed once, for the first job, not once per chunk (at
+ * `large`, 21 chunks of 65,536 customers would each encode the 105k articles again).
  */
 const trees = new Map<string, { tree: ReturnType<DeepModel['samplingTree']>; encoded: Map<string, tf.Tensor2D> }>();
 

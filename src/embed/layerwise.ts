@@ -344,9 +344,8 @@ const scratches = new Map<string, Int32Array>();
 
 /**
  * A table's node → row map as a dense array (−1 = none), kept for the process and reused by every call;
- * callers reset what they set. One per table: a single cached array, replaced whenever another table's
- * size was asked for, re-allocated (and page-faulted in) 128 MB for the transactions at `large` on every
- * call — ~0.5 s each, which made distillation's many small snapshots run at 1.5–3k entities/s.
+ * callers reset what they set. One per table, because distillation asks for many small snapshots of
+ * alternating tables, and re-allocating the transactions' map (128 MB at `large`) costs ~0.5 s a call.
  */
 function scratch(table: string, size: number): Int32Array {
   let a = scratches.get(table);

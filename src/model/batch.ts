@@ -195,10 +195,9 @@ class TypeBuilder {
  * (node, seed) → row of one node type's batch rows: open addressing with linear probing over typed arrays,
  * at most half full (twice the type's positions in the batch, the most rows it can get), kept from batch to
  * batch per node type and thread. An entry counts only if it carries the current batch's stamp, so starting
- * a batch clears nothing. Its size follows the batch, not the table: the head-per-node index it replaces
- * was 8 MB per thread for the 2M transactions at `medium` (128 MB at `large`), whose pages every thread's
- * first batches faulted in (~2k faults, ~15 µs each on this VM), with one random cache line per lookup.
- * A JS Map keyed by node · B + seed cost ~7% of a sampled embedding pass in hashing.
+ * a batch clears nothing. Its size follows the batch, not the table: a head per table row would be 8 MB per
+ * thread for the 2M transactions at `medium`, pages each thread's first batches would fault in (~15 µs
+ * each on this VM). A JS Map keyed by node · B + seed spends ~7% of a sampled embedding pass hashing.
  */
 class RowIndex {
   private nodes = new Int32Array(0);

@@ -1,12 +1,12 @@
 /**
- * The no-graph baseline fitted beside the deep model instead of after it. Its fit is sequential
- * (one TF.js thread) and used to run alone after the epochs with the second core idle: at `medium`,
- * 710 s after a 263 s fraud epoch (docs/scale.md). Started on a worker thread as soon as the training
+ * The no-graph baseline fitted beside the deep model, not after it. Its fit is sequential (one TF.js
+ * thread): run after the epochs it would leave the second core idle for longer than an epoch (at `medium`,
+ * 710 s against a 263 s fraud epoch; docs/scale.md). Started on a worker thread as soon as the training
  * tables exist, it shares the cores with the epochs (which slow by its share of CPU) and is usually done
  * when they end; the trainer then waits only for what is left.
  *
  * Without the compiled worker script (tests running from src without a build), it fits on this thread
- * when awaited, as before. Results are identical either way: same code, seed and backend.
+ * when awaited. Results are identical either way: same code, seed and backend.
  */
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';

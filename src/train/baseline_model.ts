@@ -18,10 +18,10 @@ export function evaluate(kind: ObjectiveKind, labels: Float32Array, preds: Float
 
 /**
  * Rows of the training split the baseline fits on: all of them up to `max`, else a seeded uniform sample
- * of `max` (ascending). Fitting on every row was the largest single-threaded part of a run (710 s of a
- * medium fraud run, docs/scale.md); the sample bounds that at large sizes. It is not free: at 250k of
- * medium fraud's 1.86M rows the baseline's test AUROC fell 0.0145 (its validation curve was still
- * rising: fewer optimizer steps, not too few rows), hence a default of 1M, reported in metrics.json
+ * of `max` (ascending). Fitting on every row is the largest single-threaded part of a large run
+ * (docs/scale.md); the sample bounds it. It is not free: at 250k of medium fraud's 1.86M rows the
+ * baseline's test AUROC falls 0.0145 (its validation curve still rising: fewer optimizer steps, not too
+ * few rows), hence a default of 1M, reported in metrics.json
  * (`baseline.train_rows`) and the report. Validation and test are always scored in full, so the lift
  * compares the same examples.
  */

@@ -6,8 +6,8 @@
  * the next step starts. The weights reach the workers through one SharedArrayBuffer (copied in once per
  * step, read by each worker before it computes), the gradients come back as transferred buffers, and the
  * row shares travel as copies of their few hundred ids: a message never carries more than it needs (a
- * subarray of the shuffled order posts its whole buffer, a plain weight blob is cloned per worker; at
- * medium that was ~4 MB per step, 7% of the main thread's time in postMessage).
+ * subarray of the shuffled order posts its whole buffer, a plain weight blob is cloned per worker: ~4 MB
+ * per step at medium).
  *
  * Results are deterministic for a given number of workers (each share is sampled with a seed derived
  * from the step and the worker index); they differ between worker counts, as batch splits do anywhere.

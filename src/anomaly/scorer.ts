@@ -45,9 +45,9 @@ export class TfjsScorer implements SnapshotScorer {
  *
  * It fetches Â as the decoder's factors H plus Â's row/column reductions, not the dense matrix:
  * onnxruntime-node copies every fetched output into a new ArrayBuffer (a pre-allocated output tensor is
- * written and then copied all the same), so a 1 MB Â per 500-service scrape was 1 MB of fresh external
- * memory per snapshot and a garbage collection every ~30 — in the p99. A model fitted before those
- * outputs existed still gets the dense Â. The returned arrays are the caller's (the ring keeps z).
+ * written and then copied all the same), so fetching a 1 MB Â per 500-service scrape would cost a garbage
+ * collection every ~30 snapshots, in the p99. A model without those outputs still gets the dense Â. The
+ * returned arrays are the caller's (the ring keeps z).
  */
 export class OnnxScorer implements SnapshotScorer {
   readonly runtime = 'onnx' as const;

@@ -3,3 +3,4 @@ export { GbdtModel, type GbdtFitInput, type GbdtHistory, type GbdtModelJSON } fr
 export { BinMapper, MISSING_BIN, type FeatureKind, type GbdtData } from './bin_mapper.js';
 export { DEFAULT_GBDT_PARAMS, resolveGbdtParams, type GbdtParams, type GbdtLossName } from './params.js';
 export { Tree } from './tree.js';
+export { gbdtToOnnx, gbdtOnnxGraph, type GbdtOnnxOptions } from './onnx_export.js';

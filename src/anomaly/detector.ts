@@ -67,6 +67,13 @@ export function emptyState(runId: string, warmupScores: number[]): WindowState {
   return { version: 1, run_id: runId, last_ts: null, snapshots_scored: 0, ring: [], threshold_history: [...warmupScores], suppressed: {}, previous_neighbours: {}, alert: false };
 }
 
+/**
+ * A service's baseline error is floored at this fraction of the median service's: a service with no calls
+ * reconstructs its (empty) structure almost exactly, and dividing by that ~0 turned a tiny error into a
+ * score of 5e7 that named the idle service first in 317 of 336 alerting snapshots on real data.
+ */
+export const SCALE_FLOOR_FRACTION = 0.1;
+
 export class Detector {
   private readonly ring: PastEmbedding[];
   private readonly threshold: SlidingThreshold;
@@ -88,7 +95,12 @@ export class Detector {
   ) {
     this.ring = state.ring.map((r) => ({ ts: r.ts, services: r.services, index: new Map(r.services.map((s, i) => [s, i])), n: r.services.length, z: Float32Array.from(r.z) }));
     this.threshold = new SlidingThreshold(cfg.threshold_quantile, cfg.threshold_window, state.threshold_history);
+    const [ms, mf] = baselines?.median ?? UNIT_BASELINE;
+    this.scaleFloor = [Math.max(SCALE_FLOOR_FRACTION * ms, 1e-6), Math.max(SCALE_FLOOR_FRACTION * mf, 1e-6)];
   }
+
+  /** the smallest baseline a service's error is divided by: a fraction of the median service's */
+  private readonly scaleFloor: [number, number];
 
   /** Scores one snapshot (newer than the last); `events` are the planned changes since the last one. */
   async step(snapshot: Snapshot, events: PlannedEvent[], opts: { keepRaw?: boolean; prime?: boolean } = {}): Promise<SnapshotScore> {
@@ -113,10 +125,11 @@ export class Detector {
     const r = this.arrays.float64('detector.r', g.n);
     const unsuppressed = this.arrays.uint8('detector.unsuppressed', g.n);
     let suppressedServices = 0;
+    const [floorS, floorF] = this.scaleFloor;
     for (let i = 0; i < g.n; i++) {
       const name = g.services[i]!;
       const [bs, bf] = this.baselines ? (this.baselines.services[name] ?? this.baselines.median) : UNIT_BASELINE;
-      r[i] = (a * structure[i]!) / Math.max(bs, 1e-9) + ((1 - a) * feature[i]!) / Math.max(bf, 1e-9);
+      r[i] = (a * structure[i]!) / Math.max(bs, floorS) + ((1 - a) * feature[i]!) / Math.max(bf, floorF);
       if (name in sup) suppressedServices++;
       else unsuppressed[i] = 1;
     }

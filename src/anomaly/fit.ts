@@ -69,7 +69,8 @@ export interface FitResult {
   loss: number[];
   threshold: number;
   flat_threshold: number;
-  static_baseline: boolean;
+  /** the latency/error columns the static baseline watches (empty: none found, no static baseline) */
+  static_baseline_columns: string[];
   backend: string;
   seconds: number;
 }
@@ -213,8 +214,8 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     let tagaeBaselines: ServiceBaselines;
     try {
       const first = await pass(null);
-      if (!(scorer.maxAbsDiff <= ONNX_PARITY_TOLERANCE)) {
-        throw new ArtifactError(`the ONNX scorer disagrees with the trained model (max |Δ| ${scorer.maxAbsDiff} over ${scorer.checked} snapshots, tolerance ${ONNX_PARITY_TOLERANCE})`, {
+      if (!(scorer.maxRelDiff <= ONNX_PARITY_TOLERANCE)) {
+        throw new ArtifactError(`the ONNX scorer disagrees with the trained model (max |Δ|/max(1, |value|) ${scorer.maxRelDiff}, max |Δ| ${scorer.maxAbsDiff} over ${scorer.checked} snapshots, tolerance ${ONNX_PARITY_TOLERANCE})`, {
           hint: 'this is a bug in gnnctl; please report it with the config',
         });
       }
@@ -281,7 +282,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
       model: modelSpec(args),
       inputs: { ...(await inputHashes(cfg)), ...(base ? { init_from: base.manifest.id } : {}) },
       timings,
-      metrics: { final_loss: losses[losses.length - 1], onnx_parity: { snapshots: scorer.checked, max_abs_diff: scorer.maxAbsDiff, tolerance: ONNX_PARITY_TOLERANCE }, threshold, flat_threshold: flatThreshold, flat_loss: flatLoss, services: nServices, mean_edges: meanEdges },
+      metrics: { final_loss: losses[losses.length - 1], onnx_parity: { snapshots: scorer.checked, skipped_without_edges: scorer.skippedEmpty, max_abs_diff: scorer.maxAbsDiff, max_rel_diff: scorer.maxRelDiff, tolerance: ONNX_PARITY_TOLERANCE, relative_to: 'max(1, |value|)' }, threshold, flat_threshold: flatThreshold, flat_loss: flatLoss, services: nServices, mean_edges: meanEdges },
     };
     state.run_id = runId;
     await produceAtomically(runDir, async (tmp) => writeRun(tmp, { manifest, stats, baselines, state, model, flat, onnx: onnxModel }));
@@ -304,7 +305,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
       loss: losses,
       threshold,
       flat_threshold: flatThreshold,
-      static_baseline: staticThresholds !== null,
+      static_baseline_columns: staticThresholds?.columns ?? [],
       backend: backend.name,
       seconds: Math.round(timings.total_seconds * 10) / 10,
     };
@@ -322,7 +323,7 @@ function emptyGraphAction(empty: number, cfg: Config): string | null {
   return `kept: their structure error covers self-loops only and their node features carry the score; ${fix}`;
 }
 
-/** TF.js and onnxruntime must agree this closely on Â, X̂ and Z before a run is written. */
+/** TF.js and onnxruntime must agree this closely on Â, X̂ and Z (relative to max(1, |value|)) before a run is written. */
 const ONNX_PARITY_TOLERANCE = 1e-4;
 /** Snapshots of the first warm-up pass scored by both runtimes (the window fills in the first W). */
 const ONNX_PARITY_SNAPSHOTS = 24;
@@ -331,19 +332,22 @@ function median(xs: number[]): number {
   return xs.sort((x, y) => x - y)[Math.floor(xs.length / 2)] ?? 1;
 }
 
-/** Each service's mean structure and feature errors over the warm-up snapshots (pass 1). */
+/**
+ * Each service's median structure and feature errors over the warm-up snapshots (pass 1): the median, not
+ * the mean, so a few noisy warm-up minutes (an unlabelled blip in the normal period) do not inflate the
+ * scale every later error is divided by.
+ */
 function serviceBaselines(scores: SnapshotScore[]): ServiceBaselines {
-  const sums = new Map<string, [number, number, number]>();
+  const values = new Map<string, [number[], number[]]>();
   for (const sc of scores) {
     sc.raw!.services.forEach((name, i) => {
-      const v = sums.get(name) ?? [0, 0, 0];
-      v[0] += sc.raw!.structure[i]!;
-      v[1] += sc.raw!.feature[i]!;
-      v[2]++;
-      sums.set(name, v);
+      let v = values.get(name);
+      if (!v) values.set(name, (v = [[], []]));
+      v[0].push(sc.raw!.structure[i]!);
+      v[1].push(sc.raw!.feature[i]!);
     });
   }
-  const services = Object.fromEntries([...sums].map(([k, [s, f, n]]) => [k, [s / n, f / n] as [number, number]]));
+  const services = Object.fromEntries([...values].map(([k, [s, f]]) => [k, [median(s), median(f)] as [number, number]]));
   return { services, median: [median(Object.values(services).map((v) => v[0])), median(Object.values(services).map((v) => v[1]))] };
 }
 

@@ -116,7 +116,7 @@ export async function scoreAnomaly(cfg: Config, opts: ScoreOptions): Promise<Sco
       scale_out_alerts: scaleOut,
       seconds: 0,
     };
-    if (incidents) report.evaluation = evaluation(res, incidents, snaps, W * medianStep(snaps));
+    if (incidents) report.evaluation = evaluation(res, incidents, snaps, a.evaluation_grace_seconds);
     report.seconds = Math.round((performance.now() - t0) / 100) / 10;
     return report;
   } finally {
@@ -186,7 +186,7 @@ function evaluation(res: Replay, incidents: Incident[], snaps: Snapshot[], grace
   const step = medianStep(snaps);
   const days = (snaps[snaps.length - 1]!.ts - snaps[0]!.ts + step) / 86400;
   const tagae = evaluate(res.tagaeSeries, incidents, grace, days);
-  const stat = res.staticSeries ? evaluatePerService(res.staticSeries.ts, res.staticByService, incidents, grace, days) : null;
+  const stat = res.staticSeries ? evaluatePerService(res.staticSeries.ts, res.staticByService, incidents, grace, days, res.staticSeries.score) : null;
   const flat = evaluate(res.flatSeries, incidents, grace, days);
   let atRecall: NonNullable<ScoreReport['evaluation']>['at_static_recall'] = null;
   if (stat && stat.recall !== null && stat.recall > 0) {

@@ -156,7 +156,12 @@ export class CheckedScorer implements SnapshotScorer {
   readonly runtime = 'onnx' as const;
   /** largest |Δ| of Â, X̂ and Z over the checked snapshots */
   maxAbsDiff = 0;
+  /** largest |Δ| / max(1, |TF.js value|): the figure the parity tolerance applies to (fp32 sums of
+   * large activations differ in their last bits in proportion to their size) */
+  maxRelDiff = 0;
   checked = 0;
+  /** snapshots without call edges passed over: nothing of the graph path is exercised by them */
+  skippedEmpty = 0;
 
   constructor(
     private readonly onnx: OnnxScorer,
@@ -166,10 +171,15 @@ export class CheckedScorer implements SnapshotScorer {
 
   async reconstruct(now: SnapshotGraph, past: PastEmbedding[]): Promise<Reconstruction> {
     const b = await this.onnx.reconstruct(now, past);
-    if (this.checked < this.checks) {
+    if (this.checked < this.checks && now.src.length === 0) this.skippedEmpty++;
+    else if (this.checked < this.checks) {
       const a = await this.tfjs.reconstruct(now, past);
       for (const [x, y] of [[denseAdjacency(a.adjacency, now.n), denseAdjacency(b.adjacency, now.n)], [a.features, b.features], [a.z, b.z]] as const) {
-        for (let i = 0; i < x.length; i++) this.maxAbsDiff = Math.max(this.maxAbsDiff, Math.abs(x[i]! - y[i]!) || (Number.isNaN(y[i]!) ? Infinity : 0));
+        for (let i = 0; i < x.length; i++) {
+          const d = Math.abs(x[i]! - y[i]!) || (Number.isNaN(y[i]!) ? Infinity : 0);
+          this.maxAbsDiff = Math.max(this.maxAbsDiff, d);
+          this.maxRelDiff = Math.max(this.maxRelDiff, d / Math.max(1, Math.abs(x[i]!)));
+        }
       }
       this.checked++;
     }

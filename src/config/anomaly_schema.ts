@@ -136,6 +136,7 @@ export const anomalySchema = z
     all_pairs_max_nodes: z.number().int().min(2).default(64).describe('snapshots with at most this many services use every pair instead of sampled non-edges'),
     structure_weight: z.number().min(0).max(1).default(0.5).describe('weight of the edge reconstruction error against the node-feature reconstruction error'),
     score_services: z.number().int().min(1).max(100).default(1).describe('the snapshot score is the mean of this many largest service errors (1: the largest)'),
+    evaluation_grace_seconds: z.number().min(0).default(0).describe('an alert up to this long after a labelled incident\'s end still counts as catching it (default 0: only alerts inside the window count)'),
     top_k: z.number().int().min(1).max(100).default(5).describe('services and edges listed with each score and alert'),
   })
   .strict()

@@ -79,7 +79,7 @@ describe('anomaly fit', () => {
     expect(m.inputs.metrics[0]).toMatchObject({ path: mesh.files.metrics, sha256: expect.stringMatching(/^[0-9a-f]{64}$/) });
     const b = JSON.parse(readFileSync(join(dir, 'model', 'baselines.json'), 'utf8'));
     expect(b.warmup_scores).toHaveLength(8);
-    expect(b.static.latency_column).toBe('p99_latency_ms');
+    expect(b.static.columns).toEqual(['error_rate', 'p50_latency_ms', 'p99_latency_ms']);
     // The ONNX scorer was held to the trained model before the run was written.
     expect(m.metrics.onnx_parity).toMatchObject({ snapshots: 24, tolerance: 1e-4 });
     expect(m.metrics.onnx_parity.max_abs_diff).toBeLessThanOrEqual(1e-4);

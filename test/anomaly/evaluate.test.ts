@@ -2,7 +2,7 @@
  * Threshold and detection-quality arithmetic on hand-made series whose every count can be checked by eye.
  */
 import { describe, expect, it } from 'vitest';
-import { evaluate, evaluatePerService, falseAlarmsAtRecall } from '../../src/anomaly/evaluate.js';
+import { auroc, chanceRecall, evaluate, evaluatePerService, falseAlarmsAtRecall } from '../../src/anomaly/evaluate.js';
 import { quantile, SlidingThreshold } from '../../src/anomaly/threshold.js';
 
 describe('SlidingThreshold', () => {
@@ -52,5 +52,28 @@ describe('evaluate', () => {
     const score = ts.map((_, k) => (k === 6 ? 5 : k === 15 ? 3 : k === 10 ? 4 : k === 11 ? 2 : 1));
     expect(falseAlarmsAtRecall({ ts, score, alert: [] }, incidents, 60, 0.5)).toEqual({ threshold: 5, false_alarms: 0, recall: 0.5 });
     expect(falseAlarmsAtRecall({ ts, score, alert: [] }, incidents, 60, 1)).toEqual({ threshold: 3, false_alarms: 1, recall: 1 });
+  });
+});
+
+describe('chance level and AUROC', () => {
+  it('AUROC counts score pairs in the right order, ties as half', () => {
+    expect(auroc([0.1, 0.4, 0.35, 0.8], [false, false, true, true])).toBeCloseTo(0.75);
+    expect(auroc([1, 1, 1], [true, false, false])).toBe(0.5);
+    expect(auroc([1, 2], [true, true])).toBeNull();
+  });
+
+  it('alerts that hit every incident lose that recall once shifted away from it', () => {
+    const ts = Array.from({ length: 100 }, (_, k) => k * 60);
+    const incidents = [
+      { start: 600, end: 720, kind: 'a' },
+      { start: 3000, end: 3120, kind: 'b' },
+    ];
+    const alert = ts.map((t) => incidents.some((i) => t >= i.start && t < i.end));
+    const q = evaluate({ ts, score: alert.map(Number), alert }, incidents, 0, 1);
+    expect(q.recall).toBe(1);
+    expect(q.auroc).toBe(1);
+    // 4 alerting snapshots of 100 shifted by 20 offsets: each shift lands on an incident's 2 snapshots rarely
+    expect(q.chance_recall).toBeLessThan(0.2);
+    expect(chanceRecall({ ts, score: [], alert: ts.map(() => true) }, incidents, 0)).toBe(1);
   });
 });

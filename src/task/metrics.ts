@@ -85,11 +85,18 @@ export function rankingMetrics(labels: { offsets: Int32Array; items: Int32Array 
   return { map_at_k: round(map / d, 5), recall_at_k: round(recall / d, 5), ndcg_at_k: round(ndcg / d, 5), k, n };
 }
 
-/** Indices sorted by descending score (stable). */
+/**
+ * Indices sorted by descending score (stable). Scores already in that order (a bootstrap resample laid out
+ * in prediction order, task/intervals.ts) skip the sort: one pass instead of n log n comparator calls.
+ */
 function orderDesc(scores: ArrayLike<number>): Uint32Array {
   const idx = new Uint32Array(scores.length);
-  for (let i = 0; i < idx.length; i++) idx[i] = i;
-  return idx.sort((a, b) => scores[b]! - scores[a]! || a - b);
+  let sorted = true;
+  for (let i = 0; i < idx.length; i++) {
+    idx[i] = i;
+    if (i > 0 && scores[i]! > scores[i - 1]!) sorted = false;
+  }
+  return sorted ? idx : idx.sort((a, b) => scores[b]! - scores[a]! || a - b);
 }
 
 export function auroc(labels: ArrayLike<number>, scores: ArrayLike<number>): number {
@@ -162,6 +169,78 @@ export function binaryMetrics(labels: ArrayLike<number>, probs: ArrayLike<number
     f1: round(tp + fp + fn > 0 ? (2 * tp) / (2 * tp + fp + fn) : 0, 4),
     positive_rate: round(n ? pos / n : Number.NaN, 4),
     ...atFalsePositiveRates(labels, probs),
+    n,
+  };
+}
+
+/**
+ * Binary metrics of a weighted sample, for the bootstrap (task/intervals.ts): `labels` and `probs` sorted by
+ * descending probability, `groups` the start of each run of equal probabilities (plus n at the end), and
+ * `weights[i]` how many times example i is drawn. The same definitions as `binaryMetrics` (ties averaged in
+ * AUROC, grouped in AP and at the false-positive rates; a test checks they agree on the expanded sample),
+ * in two passes over the groups and no sort, so a thousand resamples of 60,000 examples take seconds.
+ */
+export function weightedBinaryMetrics(labels: Float32Array, probs: Float32Array, groups: Uint32Array, weights: Uint32Array): BinaryMetrics {
+  let pos = 0;
+  let n = 0;
+  let tp5 = 0;
+  let fp5 = 0;
+  let fn5 = 0;
+  let correct = 0;
+  for (let i = 0; i < labels.length; i++) {
+    const w = weights[i]!;
+    if (w === 0) continue;
+    const y = labels[i]! > 0.5;
+    const p = probs[i]! >= 0.5;
+    n += w;
+    if (y) pos += w;
+    if (y === p) correct += w;
+    if (p && y) tp5 += w;
+    else if (p && !y) fp5 += w;
+    else if (!p && y) fn5 += w;
+  }
+  const neg = n - pos;
+  let tp = 0;
+  let fp = 0;
+  let aucPairs = 0;
+  let ap = 0;
+  let prevRecall = 0;
+  const at = { 1: [0, Number.NaN], 5: [0, Number.NaN] } as Record<1 | 5, [number, number]>;
+  const open = { 1: true, 5: true };
+  for (let g = 0; g + 1 < groups.length; g++) {
+    let gp = 0;
+    let gn = 0;
+    for (let i = groups[g]!; i < groups[g + 1]!; i++) {
+      const w = weights[i]!;
+      if (labels[i]! > 0.5) gp += w;
+      else gn += w;
+    }
+    if (gp + gn === 0) continue;
+    for (const f of [1, 5] as const) {
+      if (!open[f]) continue;
+      if (neg > 0 && (fp + gn) / neg > f / 100) open[f] = false;
+      else at[f] = [pos ? (tp + gp) / pos : Number.NaN, (tp + gp) / (tp + gp + fp + gn)];
+    }
+    // positives of this group rank above every negative below it, and tie half of the group's negatives
+    aucPairs += gp * (neg - fp - gn) + 0.5 * gp * gn;
+    tp += gp;
+    fp += gn;
+    if (pos > 0) {
+      const recall = tp / pos;
+      ap += (recall - prevRecall) * (tp / (tp + fp));
+      prevRecall = recall;
+    }
+  }
+  return {
+    auroc: round(pos && neg ? aucPairs / (pos * neg) : Number.NaN, 4),
+    ap: round(pos ? ap : Number.NaN, 4),
+    accuracy: round(n ? correct / n : Number.NaN, 4),
+    f1: round(tp5 + fp5 + fn5 > 0 ? (2 * tp5) / (2 * tp5 + fp5 + fn5) : 0, 4),
+    positive_rate: round(n ? pos / n : Number.NaN, 4),
+    recall_at_fpr_1: round(at[1][0], 4),
+    precision_at_fpr_1: round(at[1][1], 4),
+    recall_at_fpr_5: round(at[5][0], 4),
+    precision_at_fpr_5: round(at[5][1], 4),
     n,
   };
 }

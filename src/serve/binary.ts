@@ -20,6 +20,7 @@
  * The default Python client (`tritonclient.http`, `binary_data=True`) sends every input and asks for
  * every output this way.
  */
+import { isUtf8 } from 'node:buffer';
 import type { HostTensor, TensorValues, V2Datatype } from './datatypes.js';
 import { badRequest } from './http_error.js';
 
@@ -67,7 +68,7 @@ export type SplitBody =
  * undefined when absent). Throws 400 for a malformed or impossible length.
  */
 export function splitBody(body: Buffer, headerLength: string | string[] | undefined): SplitBody {
-  if (headerLength === undefined) return { json: body.toString('utf8') };
+  if (headerLength === undefined) return { json: jsonText(body) };
   const text = Array.isArray(headerLength) ? headerLength.join(',') : headerLength;
   if (!/^\s*\d+\s*$/.test(text)) {
     throw badRequest(`the Inference-Header-Content-Length header must be the JSON header's length in bytes (got "${text}")`);
@@ -77,7 +78,16 @@ export function splitBody(body: Buffer, headerLength: string | string[] | undefi
   if (n > body.length) {
     throw badRequest(`Inference-Header-Content-Length is ${n} bytes, but the whole request body has only ${body.length}`);
   }
-  return { json: body.subarray(0, n).toString('utf8'), binary: body.subarray(n) };
+  return { json: jsonText(body.subarray(0, n)), binary: body.subarray(n) };
+}
+
+/**
+ * The JSON header as text. Invalid UTF-8 is refused (as Triton's parser does) rather than decoded to
+ * U+FFFD, which would silently change a string input such as a key.
+ */
+function jsonText(bytes: Buffer): string {
+  if (!isUtf8(bytes)) throw badRequest('the JSON request body is not valid UTF-8');
+  return bytes.toString('utf8');
 }
 
 /**

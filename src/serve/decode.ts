@@ -274,6 +274,9 @@ function decodeData(data: unknown, shape: number[], ts: TensorSpec): TensorValue
  * Typed elements from JSON values; one tight loop per type. With a missing value (`missing_value:<input>`),
  * `null` elements take it: replaced up front, so the loops stay as they are.
  */
+/** What `json_body.ts` turns into a string: an integer literal of 16 or more digits. */
+const LONG_INTEGER = /^-?\d{16,}$/;
+
 function convert(a: unknown[], d: V2Datatype, name: string, missingValue?: PadValue): TensorValues {
   const n = a.length;
   if (missingValue !== undefined) {
@@ -295,8 +298,11 @@ function convert(a: unknown[], d: V2Datatype, name: string, missingValue?: PadVa
       const out = d === 'FP32' ? new Float32Array(n) : new Float64Array(n);
       for (let i = 0; i < n; i++) {
         const v = a[i];
-        if (typeof v !== 'number') throw bad(i, 'a number');
-        out[i] = v;
+        // An integer literal of 16+ digits arrives as a string (`json_body.ts` keeps int64s exact); as
+        // Triton does, a float input takes its nearest value.
+        if (typeof v === 'number') out[i] = v;
+        else if (typeof v === 'string' && LONG_INTEGER.test(v)) out[i] = Number(v);
+        else throw bad(i, 'a number');
       }
       return out;
     }

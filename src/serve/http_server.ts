@@ -26,6 +26,7 @@ import { gunzipSync, inflateSync } from 'node:zlib';
 import { VERSION } from '../core/version.js';
 import { HEADER_LENGTH_HEADER, splitBody } from './binary.js';
 import type { BearerAuth } from './auth.js';
+import { ConnectionGuard, type ConnectionLimits } from './connection_guard.js';
 import type { HostTensor } from './datatypes.js';
 import { decodeInferRequest, decodeRawBinaryRequest, type InferRequest } from './decode.js';
 import { encodeInferResponse, type EncodedResponse } from './encode.js';
@@ -58,6 +59,10 @@ export interface HttpServerOptions {
   authOpenMetrics?: boolean;
   /** PEM certificate chain and private key: serve HTTPS instead of HTTP. */
   tls?: { cert: Buffer; key: Buffer };
+  /** Connection cap, per-client cap and headers timeout (`connection_guard.ts`). */
+  connections: ConnectionLimits;
+  /** How long a keep-alive connection may sit idle between requests, in milliseconds. */
+  idleTimeoutMs: number;
   log?: (line: string) => void;
 }
 
@@ -67,6 +72,8 @@ type Route =
   | { kind: 'stats'; model?: string; version?: string };
 
 const JSON_TYPE = 'application/json';
+/** How much of an unwanted request body is drained (× --max-body-size) before the connection is closed instead. */
+const DRAIN_FACTOR = 8;
 const HEALTH_PATHS = new Set(['/v2/health/live', '/v2/health/ready']);
 
 /**
@@ -79,15 +86,24 @@ export const EXTENSIONS = ['binary_tensor_data', 'model_configuration', 'statist
 export class InferenceHttpServer {
   readonly server: Server;
   private readonly opts: HttpServerOptions;
+  readonly guard: ConnectionGuard;
   private active = 0;
-  private idleWaiters: (() => void)[] = [];
   private closing = false;
 
   constructor(options: HttpServerOptions) {
     this.opts = options;
     const handler = (req: IncomingMessage, res: ServerResponse) => this.handle(req, res);
-    const common = { keepAliveTimeout: 30_000, requestTimeout: 60_000 };
+    const { headersTimeoutMs } = options.connections;
+    // Node applies headersTimeout to every request head (the guard only to a connection's first one) and
+    // checks it every connectionsCheckingInterval, 30 s by default: far coarser than the timeout itself.
+    const common = {
+      keepAliveTimeout: options.idleTimeoutMs,
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: Math.max(60_000, headersTimeoutMs),
+      connectionsCheckingInterval: Math.min(1000, headersTimeoutMs),
+    };
     this.server = options.tls ? createTlsServer({ ...common, cert: options.tls.cert, key: options.tls.key }, handler) : createServer(common, handler);
+    this.guard = new ConnectionGuard(this.server, { ...options.connections, openGauge: options.metrics.connections, dropped: options.metrics.connectionsDropped, log: options.log });
   }
 
   /** Requests being handled right now. */
@@ -106,33 +122,33 @@ export class InferenceHttpServer {
   }
 
   /**
-   * Graceful close: stop accepting connections, answer what is in flight (with `Connection: close`),
-   * close idle keep-alive connections, and after `timeoutMs` cut whatever is left.
+   * Graceful close (`ConnectionGuard.drain`): stop accepting connections, answer every request already
+   * received (with `Connection: close`), close keep-alive connections between requests, drop connections
+   * that have not delivered a complete request within the grace period, and after `timeoutMs` cut
+   * whatever is left.
    */
   async close(timeoutMs: number): Promise<{ forced: boolean }> {
     this.closing = true;
-    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    this.server.closeIdleConnections();
-    const drained = this.active === 0 ? Promise.resolve() : new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    const closed = this.guard.drain(this.server);
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
-    const r = await Promise.race([drained.then(() => 'drained' as const), timedOut]);
-    // Answered connections are idle now (or close after their response); close them so 'close' fires.
-    this.server.closeIdleConnections();
-    if (r === 'timeout') this.server.closeAllConnections();
-    const r2 = await Promise.race([closed.then(() => 'closed' as const), timedOut]);
-    if (r2 === 'timeout') this.server.closeAllConnections();
+    const r = await Promise.race([closed.then(() => 'closed' as const), timedOut]);
     clearTimeout(timer);
-    return { forced: r === 'timeout' || r2 === 'timeout' };
+    if (r === 'timeout') {
+      this.server.closeAllConnections();
+      this.guard.destroyAll();
+      await closed;
+    }
+    this.server.close(); // stops http's own connection-checking timer (the listener is closed already)
+    this.guard.dispose();
+    return { forced: r === 'timeout' };
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const t0 = performance.now();
     this.active++;
-    res.once('close', () => {
-      this.active--;
-      if (this.active === 0) for (const w of this.idleWaiters.splice(0)) w();
-    });
+    this.guard.requestStarted(req, res);
+    res.once('close', () => this.active--);
     let route: Route | undefined;
     try {
       // Before routing: without a token a client learns nothing, not even which routes exist.
@@ -148,7 +164,6 @@ export class InferenceHttpServer {
       req.resume();
       this.handleGet(route, req, res);
     } catch (e) {
-      req.resume();
       this.sendError(req, res, e, route?.kind ?? 'unknown');
     }
   }
@@ -316,17 +331,30 @@ export class InferenceHttpServer {
       message = `internal error: ${e instanceof Error ? e.message : String(e)}`;
       this.opts.log?.(`${req.method} ${req.url}: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
     }
-    if (status === 413) {
-      // The rest of the body is not read: close the connection after answering, but keep draining what
-      // arrives until then so the client sees the 413 rather than a reset.
-      headers = { ...headers, Connection: 'close' };
-      req.resume();
-    }
+    if (!req.complete) headers = this.discardBody(req, headers);
     if (res.headersSent) {
       res.destroy();
       return;
     }
     this.send(req, res, status, JSON.stringify({ error: message }), JSON_TYPE, route, headers);
+  }
+
+  /**
+   * The rest of a body answered before it was read (401, 404, 405, 413, …). It is read and dropped, so
+   * the client, still writing, gets the answer instead of a reset and the connection stays usable; past
+   * `DRAIN_FACTOR` × the body limit (declared, or counted as it arrives) the connection is closed
+   * instead, so nobody makes the server read an unbounded body for nothing.
+   */
+  private discardBody(req: IncomingMessage, headers: Record<string, string> | undefined): Record<string, string> | undefined {
+    const cap = DRAIN_FACTOR * this.opts.maxBodyBytes;
+    req.resume();
+    if (Number(req.headers['content-length']) > cap) return { ...headers, Connection: 'close' };
+    let discarded = 0;
+    req.on('data', (chunk: Buffer) => {
+      discarded += chunk.length;
+      if (discarded > cap) req.socket.destroy();
+    });
+    return headers;
   }
 
   /** A JSON response, or the JSON header and binary tensors (application/octet-stream, as Triton answers). */

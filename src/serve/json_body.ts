@@ -20,8 +20,17 @@ const BIG_INT_FAST = /([[,:]\s*)(-?\d{16,})(?=\s*[,\]}])/g;
 /** The same, skipping over JSON strings (group 1 is undefined for strings, which are kept as they are). */
 const BIG_INT_EXACT = /"(?:[^"\\]|\\.)*"|(?<=[[,:]\s*)(-?\d{16,})(?=\s*[,\]}])/g;
 
+/**
+ * Deepest nesting of arrays and objects a request may have. A KServe request nests about 6 deep (an
+ * input's `data` written as nested arrays of its shape); 64 leaves room for any tensor rank, while
+ * thousands of levels would make the recursive work after parsing (error messages, checks) overflow the
+ * stack.
+ */
+export const MAX_JSON_DEPTH = 64;
+
 /** Parses a request body; large integer literals come back as decimal strings. Throws HTTP 400 on bad JSON. */
 export function parseJsonBody(text: string): unknown {
+  checkDepth(text, MAX_JSON_DEPTH);
   const quoted = text.replace(BIG_INT_FAST, '$1"$2"');
   try {
     return JSON.parse(quoted);
@@ -34,5 +43,24 @@ export function parseJsonBody(text: string): unknown {
     }
     if (quoted === text) return plain;
     return JSON.parse(text.replace(BIG_INT_EXACT, (m, digits: string | undefined) => (digits === undefined ? m : `"${digits}"`)));
+  }
+}
+
+/** Throws 400 when `[`/`{` nest deeper than `max` outside strings; one pass, before any parsing work. */
+export function checkDepth(text: string, max: number): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) throw badRequest(`the request JSON nests arrays and objects deeper than ${max} levels (at character ${i})`);
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
+    }
   }
 }

@@ -62,6 +62,8 @@ export class ModelManager {
   private models = new Map<string, ModelEntry>();
   /** `<model>` (config) or `<model>/<version>` → the fingerprint that was refused, and why. */
   private readonly refused = new Map<string, { fingerprint: string; reason: string }>();
+  /** `<model>/<version>` of loaded versions whose files no longer load → the file and why. */
+  private readonly damaged = new Map<string, string>();
   private readonly skippedLogged = new Set<string>();
   private readonly retiring = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
@@ -137,15 +139,29 @@ export class ModelManager {
   index(): IndexEntry[] {
     const out: IndexEntry[] = [];
     for (const m of this.models.values()) {
-      for (const v of m.versions.values()) out.push({ name: m.name, version: String(v.version), state: 'READY' });
+      for (const v of m.versions.values()) {
+        const damage = this.damaged.get(`${m.name}/${v.version}`);
+        out.push({ name: m.name, version: String(v.version), state: 'READY', ...(damage ? { reason: `serving from memory; files damaged: ${damage}` } : {}) });
+      }
       if (m.versions.size === 0) out.push({ name: m.name, state: 'UNAVAILABLE', reason: 'no version loaded' });
     }
     for (const [key, r] of this.refused) {
-      if (key.endsWith('#rollout')) continue;
+      if (key.endsWith('#rollout') || this.damaged.has(key)) continue;
       const [name, version] = key.split('/');
       out.push({ name: name!, ...(version ? { version } : {}), state: 'UNAVAILABLE', reason: r.reason });
     }
     return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : Number(a.version ?? 0) - Number(b.version ?? 0)));
+  }
+
+  /**
+   * Loaded versions whose files no longer load (they keep serving from memory): `{model, version, file}`
+   * where `file` names the model file and the load error.
+   */
+  damagedVersions(): { model: string; version: number; file: string }[] {
+    return [...this.damaged].map(([key, file]) => {
+      const slash = key.lastIndexOf('/');
+      return { model: key.slice(0, slash), version: Number(key.slice(slash + 1)), file };
+    });
   }
 
   /** Rescans the repository now (also what the timer calls). Concurrent calls share one scan. */
@@ -171,6 +187,7 @@ export class ModelManager {
       this.opts.metrics.trafficWeight.remove({ model: v.name, version: String(v.version) });
       this.opts.metrics.modelInfo.remove(infoLabels(v, this.opts.host.kind));
       this.opts.metrics.removeEmbeddingAnchors(v.name, String(v.version));
+      this.setDamaged(v.name, v.version, undefined);
     }
   }
 
@@ -214,7 +231,10 @@ export class ModelManager {
       if (seen.has(name)) continue;
       this.log(`model "${name}" is gone from the repository; unloading it`);
       this.models.delete(name);
-      for (const v of entry.versions.values()) this.retireVersion(v);
+      for (const v of entry.versions.values()) {
+        this.setDamaged(name, v.version, undefined);
+        this.retireVersion(v);
+      }
     }
     for (const key of [...this.refused.keys()]) if (!seen.has(key.split(/[/#]/)[0]!)) this.refused.delete(key);
   }
@@ -223,80 +243,12 @@ export class ModelManager {
     const { name } = folder;
     const current = this.models.get(name);
     const configChanged = !current || current.folder.configFingerprint !== folder.configFingerprint;
-    let spec = current?.spec;
-    if (configChanged) {
-      if (this.refused.get(name)?.fingerprint === folder.configFingerprint) return;
-      try {
-        const text = await readFile(folder.configPath, 'utf8');
-        spec = modelSpecFromConfig(parseModelConfig(text, { file: folder.configPath }), name, folder.configPath);
-        this.refused.delete(name);
-      } catch (e) {
-        const reason = describe(e);
-        this.refused.set(name, { fingerprint: folder.configFingerprint, reason });
-        this.opts.metrics.modelLoads.inc({ model: name, outcome: 'refused' });
-        this.log(`model "${name}": refusing config.pbtxt (${current ? 'the loaded versions keep serving with the previous config' : 'the model is not loaded'}):\n${indent(reason)}`, 'warn');
-        return;
-      }
-    }
-    let rollout = current?.rollout;
+    const spec = configChanged ? await this.readSpec(folder, current) : current.spec;
+    if (!spec) return;
     const rolloutChanged = !current || current.folder.rolloutFingerprint !== folder.rolloutFingerprint;
-    if (rolloutChanged) {
-      const refusedRollout = this.refused.get(`${name}#rollout`);
-      if (folder.rolloutFingerprint === '') {
-        rollout = undefined;
-        this.refused.delete(`${name}#rollout`);
-      } else if (refusedRollout?.fingerprint !== folder.rolloutFingerprint) {
-        try {
-          rollout = parseRollout(await readFile(folder.rolloutPath, 'utf8'), folder.rolloutPath);
-          this.refused.delete(`${name}#rollout`);
-        } catch (e) {
-          const reason = describe(e);
-          this.refused.set(`${name}#rollout`, { fingerprint: folder.rolloutFingerprint, reason });
-          this.log(`model "${name}": refusing ${folder.rolloutPath}, ${current ? 'the current versions keep serving' : 'serving by the version policy'}:\n${indent(reason)}`, 'warn');
-        }
-      }
-    }
-    const folders = await scanVersionFolders(folder.dir, spec!.modelFilename, skipped);
-    const byVersion = new Map(folders.map((f) => [f.version, f]));
-    const next = new Map<number, ModelVersion>();
-    const refusedKey = (f: VersionFolder) => `${f.fingerprint}#${folder.configFingerprint}`;
-    // Choose, load, and choose again without the ones that failed, until every chosen version loaded.
-    for (;;) {
-      const candidates = folders.filter((f) => this.refused.get(`${name}/${f.version}`)?.fingerprint !== refusedKey(f)).map((f) => f.version);
-      // A rollout pins the versions served: its stable one and its canary, whatever the policy says.
-      const wanted = rollout ? [rollout.stable, ...(rollout.canary !== undefined ? [rollout.canary] : [])].filter((v) => candidates.includes(v)) : selectVersions(spec!.versionPolicy, candidates);
-      let failed = false;
-      for (const v of wanted) {
-        if (next.has(v)) continue;
-        const f = byVersion.get(v)!;
-        const existing = current?.versions.get(v);
-        if (existing && !configChanged && existing.folder.fingerprint === f.fingerprint) {
-          next.set(v, existing);
-          continue;
-        }
-        try {
-          const mv = await loadModelVersion(this.opts.host, spec!, f, {
-            sessionOptions: this.opts.sessionOptions,
-            observer: this.opts.metrics.batcherObserver(name, v),
-            observeDuration: this.opts.metrics.requestDuration.child({ model: name, version: String(v) }),
-          });
-          next.set(v, mv);
-          this.refused.delete(`${name}/${v}`);
-          this.opts.metrics.modelLoads.inc({ model: name, outcome: 'loaded' });
-          this.log(`loaded model "${name}" version ${v} in ${mv.loadMs.toFixed(0)} ms (${f.dir})`);
-        } catch (e) {
-          const reason = describe(e);
-          this.refused.set(`${name}/${v}`, { fingerprint: refusedKey(f), reason });
-          this.opts.metrics.modelLoads.inc({ model: name, outcome: 'refused' });
-          this.log(`model "${name}" version ${v}: refused, ${existing || current?.latest ? 'the loaded versions keep serving' : 'nothing to serve yet'}:\n${indent(reason)}`, 'warn');
-          // The files changed in place and broke: keep the old session (never under a new config,
-          // which would serve one version under two configs).
-          if (existing && !configChanged) next.set(v, existing);
-          failed = true;
-        }
-      }
-      if (!failed) break;
-    }
+    const rollout = rolloutChanged ? await this.readRollout(folder, current) : current.rollout;
+    const folders = await scanVersionFolders(folder.dir, spec.modelFilename, skipped);
+    const next = await this.loadWanted({ folder, spec, rollout, current, configChanged, folders });
     if (configChanged && current && current.versions.size > 0 && next.size === 0) {
       // Nothing loads under the new config: refuse the config as a whole, keep serving the old one.
       const reason = 'no version of the model loads with this config (see the refusals above)';
@@ -307,19 +259,120 @@ export class ModelManager {
     if (rollout && current && current.versions.size > 0 && !next.has(rollout.stable)) {
       // Never leave a canary (or nothing) serving all traffic because the stable version is missing.
       this.log(`model "${name}": the rollout's stable version ${rollout.stable} is not available; the current versions keep serving`, 'warn');
-      for (const mv of next.values()) if (current.versions.get(mv.version) !== mv) this.retireVersion(mv);
+      this.retireUnused(next, current);
       return;
     }
-    // Drop versions the policy no longer wants (a failed reload above keeps its old session).
-    const wantedNow = new Set(next.keys());
     if (this.stopped) {
       // Shut down while loading: what was just loaded never serves.
-      for (const mv of next.values()) if (current?.versions.get(mv.version) !== mv) this.retireVersion(mv);
+      this.retireUnused(next, current);
       return;
     }
     const unchanged =
       current !== undefined && !configChanged && !rolloutChanged && current.versions.size === next.size && [...next].every(([v, mv]) => current.versions.get(v) === mv);
-    if (unchanged) return;
+    if (!unchanged) this.swap({ folder, spec, rollout, current, configChanged, rolloutChanged, next });
+  }
+
+  /** The model's spec from its (changed) config.pbtxt, or undefined when it is refused. */
+  private async readSpec(folder: ModelFolder, current: ModelEntry | undefined): Promise<ServedModelSpec | undefined> {
+    const { name } = folder;
+    if (this.refused.get(name)?.fingerprint === folder.configFingerprint) return undefined;
+    try {
+      const text = await readFile(folder.configPath, 'utf8');
+      const spec = modelSpecFromConfig(parseModelConfig(text, { file: folder.configPath }), name, folder.configPath);
+      this.refused.delete(name);
+      return spec;
+    } catch (e) {
+      const reason = describe(e);
+      this.refused.set(name, { fingerprint: folder.configFingerprint, reason });
+      this.opts.metrics.modelLoads.inc({ model: name, outcome: 'refused' });
+      this.log(`model "${name}": refusing config.pbtxt (${current ? 'the loaded versions keep serving with the previous config' : 'the model is not loaded'}):\n${indent(reason)}`, 'warn');
+      return undefined;
+    }
+  }
+
+  /** The rollout of a model whose `rollout.json` changed; a refused file keeps the one in force. */
+  private async readRollout(folder: ModelFolder, current: ModelEntry | undefined): Promise<Rollout | undefined> {
+    const { name } = folder;
+    const key = `${name}#rollout`;
+    if (folder.rolloutFingerprint === '') {
+      this.refused.delete(key);
+      return undefined;
+    }
+    if (this.refused.get(key)?.fingerprint === folder.rolloutFingerprint) return current?.rollout;
+    try {
+      const rollout = parseRollout(await readFile(folder.rolloutPath, 'utf8'), folder.rolloutPath);
+      this.refused.delete(key);
+      return rollout;
+    } catch (e) {
+      const reason = describe(e);
+      this.refused.set(key, { fingerprint: folder.rolloutFingerprint, reason });
+      this.log(`model "${name}": refusing ${folder.rolloutPath}, ${current ? 'the current versions keep serving' : 'serving by the version policy'}:\n${indent(reason)}`, 'warn');
+      return current?.rollout;
+    }
+  }
+
+  /**
+   * Chooses the versions to serve (the rollout, else the version policy), loads the ones not loaded
+   * yet, and chooses again without the ones that failed, until every chosen version is loaded.
+   *
+   * A loaded version stays a candidate even when its files no longer load (damaged in place: a killed
+   * copy, a full disk): it keeps serving from memory and is reported, so the version policy, not the
+   * damage, decides what serves, and an older version never silently takes over.
+   */
+  private async loadWanted(args: { folder: ModelFolder; spec: ServedModelSpec; rollout: Rollout | undefined; current: ModelEntry | undefined; configChanged: boolean; folders: VersionFolder[] }): Promise<Map<number, ModelVersion>> {
+    const { folder, spec, rollout, current, configChanged, folders } = args;
+    const { name } = folder;
+    const byVersion = new Map(folders.map((f) => [f.version, f]));
+    const next = new Map<number, ModelVersion>();
+    const refusedKey = (f: VersionFolder) => `${f.fingerprint}#${folder.configFingerprint}`;
+    const keptFromMemory = (f: VersionFolder) => !configChanged && current?.versions.has(f.version) === true;
+    for (;;) {
+      const candidates = folders.filter((f) => keptFromMemory(f) || this.refused.get(`${name}/${f.version}`)?.fingerprint !== refusedKey(f)).map((f) => f.version);
+      // A rollout pins the versions served: its stable one and its canary, whatever the policy says.
+      const wanted = rollout ? [rollout.stable, ...(rollout.canary !== undefined ? [rollout.canary] : [])].filter((v) => candidates.includes(v)) : selectVersions(spec.versionPolicy, candidates);
+      let failed = false;
+      for (const v of wanted) {
+        if (next.has(v)) continue;
+        const f = byVersion.get(v)!;
+        const existing = configChanged ? undefined : current?.versions.get(v);
+        if (existing && (existing.folder.fingerprint === f.fingerprint || this.refused.get(`${name}/${v}`)?.fingerprint === refusedKey(f))) {
+          next.set(v, existing);
+          continue;
+        }
+        try {
+          const mv = await loadModelVersion(this.opts.host, spec, f, {
+            sessionOptions: this.opts.sessionOptions,
+            observer: this.opts.metrics.batcherObserver(name, v),
+            observeDuration: this.opts.metrics.requestDuration.child({ model: name, version: String(v) }),
+          });
+          next.set(v, mv);
+          this.refused.delete(`${name}/${v}`);
+          this.setDamaged(name, v, undefined);
+          this.opts.metrics.modelLoads.inc({ model: name, outcome: 'loaded' });
+          this.log(`loaded model "${name}" version ${v} in ${mv.loadMs.toFixed(0)} ms (${f.dir})`);
+        } catch (e) {
+          const reason = describe(e);
+          this.refused.set(`${name}/${v}`, { fingerprint: refusedKey(f), reason });
+          this.opts.metrics.modelLoads.inc({ model: name, outcome: 'refused' });
+          if (existing) {
+            // Never under a new config (`existing` is unset then), which would serve one version under two.
+            next.set(v, existing);
+            this.setDamaged(name, v, reason.includes(f.modelPath) ? reason : `${f.modelPath}: ${reason}`);
+            this.log(`model "${name}" version ${v}: files damaged, the loaded version keeps serving from memory until its files load again:\n${indent(reason)}`, 'warn');
+          } else {
+            this.log(`model "${name}" version ${v}: refused, ${current?.latest ? 'the loaded versions keep serving' : 'nothing to serve yet'}:\n${indent(reason)}`, 'warn');
+          }
+          failed = true;
+        }
+      }
+      if (!failed) return next;
+    }
+  }
+
+  /** Installs the model's new version table (one assignment) and retires the versions that left it. */
+  private swap(args: { folder: ModelFolder; spec: ServedModelSpec; rollout: Rollout | undefined; current: ModelEntry | undefined; configChanged: boolean; rolloutChanged: boolean; next: Map<number, ModelVersion> }): void {
+    const { folder, spec, rollout, current, next } = args;
+    const { name } = folder;
     let latest: ModelVersion | undefined;
     for (const mv of next.values()) if (!latest || mv.version > latest.version) latest = mv;
     let canary: ModelEntry['canary'];
@@ -329,24 +382,38 @@ export class ModelManager {
       if (c) canary = { version: c, split: new TrafficSplit(rollout.canary_weight ?? 0) };
       else if (rollout.canary !== undefined) this.log(`model "${name}": the rollout's canary version ${rollout.canary} is not available; version ${latest?.version} takes all traffic`, 'warn');
     }
-    if (rolloutChanged || configChanged) {
+    if ((args.rolloutChanged || args.configChanged) && current) {
       const desc = rollout ? `rollout: version ${latest?.version} stable${canary ? `, version ${canary.version.version} canary at ${+(canary.split.weight * 100).toFixed(2)}%` : ' (pinned)'}` : 'versions chosen by the version policy';
-      if (current) this.log(`model "${name}": ${desc}`);
+      this.log(`model "${name}": ${desc}`);
     }
-    // The swap: one assignment.
-    this.models.set(name, { name, folder, spec: spec!, versions: next, latest, rollout, canary });
+    this.models.set(name, { name, folder, spec, versions: next, latest, rollout, canary });
     this.setTrafficWeights(name, next, latest, canary, current);
     for (const mv of next.values()) {
       this.opts.metrics.modelInfo.set(infoLabels(mv, this.opts.host.kind), 1);
       this.opts.metrics.setEmbeddingAnchors(name, String(mv.version), mv.embeddingAnchors);
     }
-    if (current) {
-      for (const old of current.versions.values()) {
-        if (next.get(old.version) === old) continue;
-        this.log(`model "${name}" version ${old.version}: ${wantedNow.has(old.version) ? 'replaced' : 'unloading'} (${old.inFlight} requests in flight finish first)`);
-        this.retireVersion(old);
-      }
+    for (const old of current?.versions.values() ?? []) {
+      if (next.get(old.version) === old) continue;
+      this.log(`model "${name}" version ${old.version}: ${next.has(old.version) ? 'replaced' : 'unloading'} (${old.inFlight} requests in flight finish first)`);
+      if (!next.has(old.version)) this.setDamaged(name, old.version, undefined);
+      this.retireVersion(old);
     }
+  }
+
+  /** Retires what `loadWanted` loaded that will not serve. */
+  private retireUnused(next: ReadonlyMap<number, ModelVersion>, current: ModelEntry | undefined): void {
+    for (const mv of next.values()) if (current?.versions.get(mv.version) !== mv) this.retireVersion(mv);
+  }
+
+  /** Records (or clears, with `what` undefined) that a loaded version's files no longer load. */
+  private setDamaged(name: string, version: number, what: string | undefined): void {
+    const key = `${name}/${version}`;
+    if (what === undefined) {
+      if (this.damaged.delete(key)) this.opts.metrics.filesDamaged.remove({ model: name, version: String(version) });
+      return;
+    }
+    this.damaged.set(key, what);
+    this.opts.metrics.filesDamaged.set({ model: name, version: String(version) }, 1);
   }
 
   /** `gnnctl_model_traffic_weight`: the share of unversioned requests each loaded version gets. */

@@ -19,6 +19,7 @@ import { createSecureContext } from 'node:tls';
 import { resolve as resolvePath } from 'node:path';
 import { ArtifactError, UsageError } from '../core/errors.js';
 import { BearerAuth } from './auth.js';
+import { defaultMaxConnections, fdHeadroom, openFileLimit } from './fd_limit.js';
 import { InferenceGrpcServer } from './grpc_server.js';
 import { InferenceHttpServer } from './http_server.js';
 import { ModelManager, type IndexEntry } from './model_manager.js';
@@ -67,6 +68,17 @@ export interface ServeOptions {
   authOpenHealth?: boolean;
   /** With `authTokens`: leave `/metrics` open (scrapers discovered without credentials). */
   authOpenMetrics?: boolean;
+  /**
+   * Open connections at most (`connection_guard.ts`): beyond it the oldest connection that has not sent a
+   * request is dropped. Default `defaultMaxConnections()`: below the process's open-file limit.
+   */
+  maxConnections?: number;
+  /** Open connections per client address at most; default 0 (none: clients behind a proxy share one address). */
+  maxConnectionsPerClient?: number;
+  /** How long a new connection (or a request head) may take to arrive. Default 10 s. */
+  headersTimeoutMs?: number;
+  /** How long a keep-alive connection may stay idle between requests. Default 30 s. */
+  idleTimeoutMs?: number;
   /** PEM certificate (chain) and private key: serve HTTPS. See `readTlsFiles`. */
   tls?: { cert: Buffer; key: Buffer };
   /** Event lines: loads at `info`; refusals and errors at `warn`. Default: none. */
@@ -97,6 +109,10 @@ export interface RunningServer {
 export const DEFAULT_MAX_BODY_BYTES = 4 * 2 ** 20;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_SEQUENCE_LENGTH = 1024;
+/** Generous for any client on a working link, and it bounds how long a slowloris connection holds a slot. */
+export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
+/** Above the 5–15 s idle timeouts of common client pools, so the client, not the server, closes idle connections. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
 
 /**
  * Reads `--tls-cert` and `--tls-key` and checks that they make a TLS context (a certificate and the
@@ -138,6 +154,9 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError('--port must be an integer in 0..65535', { value: options.port });
   const host = options.host ?? '127.0.0.1';
   const log = options.log ?? (() => undefined);
+  if (options.maxConnections !== undefined && options.maxConnections > openFileLimit() - fdHeadroom()) {
+    log(`--max-connections ${options.maxConnections} leaves less than ${fdHeadroom()} of the ${openFileLimit()} file descriptors (ulimit -n) for model files and the repository scan; a flood may fail them with EMFILE`, 'warn');
+  }
   const started = performance.now();
 
   // Before any thread or session exists: a bad token file fails without anything to clean up.
@@ -164,6 +183,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     authOpenHealth: options.authOpenHealth,
     authOpenMetrics: options.authOpenMetrics,
     tls: options.tls,
+    connections: {
+      maxConnections: options.maxConnections ?? defaultMaxConnections(),
+      maxConnectionsPerClient: options.maxConnectionsPerClient ?? 0,
+      headersTimeoutMs: options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS,
+    },
+    idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
     isReady: () => loaded && manager.readyModels().length > 0,
     log: (line) => log(line, 'warn'),
   });

@@ -36,6 +36,9 @@ export class ServerMetrics {
   readonly modelInfo: Gauge;
   readonly modelLoads: Counter;
   readonly trafficWeight: Gauge;
+  readonly filesDamaged: Gauge;
+  readonly connections: Gauge;
+  readonly connectionsDropped: Counter;
   /** Per model version statistics (the statistics extension and the `nv_inference_*` counters). */
   readonly stats = new StatsTable();
   /** `model\0version` → the version's embedding anchors, while it is loaded. */
@@ -59,6 +62,9 @@ export class ServerMetrics {
     this.inflight = r.gauge('gnnctl_inflight_requests', 'Inference requests received and not yet answered.');
     this.modelInfo = r.gauge('gnnctl_model_info', 'Loaded model versions (value 1), with platform and the thread their sessions run on.');
     this.trafficWeight = r.gauge('gnnctl_model_traffic_weight', 'Share of the requests without a version that each loaded model version gets (a canary rollout splits it; see rollout.json).');
+    this.filesDamaged = r.gauge('gnnctl_model_files_damaged', 'Loaded model versions whose files no longer load (value 1): they keep serving from memory until the files are repaired; alert on it.');
+    this.connections = r.gauge('gnnctl_http_connections', 'Open client connections (HTTP or HTTPS).');
+    this.connectionsDropped = r.counter('gnnctl_http_connections_dropped_total', 'Connections the server closed without answering a request, by reason: limit (--max-connections reached; the oldest connection without a request goes), per_client, headers_timeout, shutdown.');
     this.modelLoads = r.counter('gnnctl_model_loads_total', 'Model version loads by model and outcome (loaded or refused).');
     this.loopDelay = monitorEventLoopDelay({ resolution: 10 });
     this.loopDelay.enable();

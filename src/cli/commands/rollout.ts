@@ -65,6 +65,13 @@ export async function rolloutCommand(opts: RolloutCommandOptions): Promise<Comma
       break;
   }
   const next = action ? nextRollout(state, action) : state.rollout;
+  // The version that is about to get traffic must load as the server would load it: a damaged canary
+  // would be refused by the server and silently get none.
+  const gaining = opts.action === 'start' ? next?.canary : opts.action === 'promote' || opts.action === 'pin' ? next?.stable : undefined;
+  if (gaining !== undefined) {
+    const { checkVersionLoads } = await import('../../serve/version_check.js');
+    await checkVersionLoads(opts.modelRepository, opts.model, gaining);
+  }
   if (action) writeRollout(state, next);
   const result: RolloutResult = {
     model: state.model,

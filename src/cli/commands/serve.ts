@@ -34,6 +34,14 @@ export interface ServeCommandOptions {
   requestTimeout?: unknown;
   /** `--max-sequence-length N`: cap on variable input dimensions without their own (default 1024; 0: none). */
   maxSequenceLength?: unknown;
+  /** `--max-connections N`: open connections at most (default: below the open-file limit). */
+  maxConnections?: unknown;
+  /** `--max-connections-per-client N`: per client address (default 0: no cap). */
+  maxConnectionsPerClient?: unknown;
+  /** `--headers-timeout T`: how long a request head may take to arrive (default 10 s). */
+  headersTimeout?: unknown;
+  /** `--idle-timeout T`: how long a keep-alive connection may stay idle (default 30 s). */
+  idleTimeout?: unknown;
   /** `--auth-token-file FILE`: bearer tokens, one per line; every request must send one. */
   authTokenFile?: unknown;
   /** `--auth-open-health`: leave /v2/health/live and /v2/health/ready open (probes). */
@@ -77,6 +85,11 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
   const intraOpThreads = integer(opts.ortThreads, '--ort-threads', 1, 1, 64);
   const requestTimeoutMs = seconds(opts.requestTimeout, '--request-timeout', 10) * 1000;
   const maxSequenceLength = integer(opts.maxSequenceLength, '--max-sequence-length', 1024, 0, 2 ** 31 - 1);
+  const maxConnections = opts.maxConnections === undefined ? undefined : integer(opts.maxConnections, '--max-connections', 0, 1, 10_000_000);
+  const maxConnectionsPerClient = integer(opts.maxConnectionsPerClient, '--max-connections-per-client', 0, 0, 10_000_000);
+  const headersTimeoutMs = seconds(opts.headersTimeout, '--headers-timeout', 10) * 1000;
+  const idleTimeoutMs = seconds(opts.idleTimeout, '--idle-timeout', 30) * 1000;
+  if (headersTimeoutMs <= 0) throw new UsageError('--headers-timeout must be more than 0', { value: opts.headersTimeout, hint: 'e.g. 10 (seconds)' });
   for (const [flag, set] of [['--auth-open-health', opts.authOpenHealth], ['--auth-open-metrics', opts.authOpenMetrics]] as const) {
     if (set && opts.authTokenFile === undefined) throw new UsageError(`${flag} needs --auth-token-file`, { hint: 'without tokens every route is open already' });
   }
@@ -88,7 +101,7 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
     // Refusals and errors print even with --quiet/--json: an operator must see a refused export.
     if (level === 'warn' || !isQuiet()) process.stderr.write(`[${new Date().toISOString()}] ${line}\n`);
   };
-  const server = await startServer({ modelRepository: opts.modelRepository, port, grpcPort, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, authTokenFile, authOpenHealth: Boolean(opts.authOpenHealth), authOpenMetrics: Boolean(opts.authOpenMetrics), tls, log });
+  const server = await startServer({ modelRepository: opts.modelRepository, port, grpcPort, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, maxConnections, maxConnectionsPerClient, headersTimeoutMs, idleTimeoutMs, authTokenFile, authOpenHealth: Boolean(opts.authOpenHealth), authOpenMetrics: Boolean(opts.authOpenMetrics), tls, log });
   const models = server.manager.index();
   const grpcAddress = server.grpc ? `${server.host.includes(':') ? `[${server.host}]` : server.host}:${server.grpc.port}` : undefined;
   info(`gnnctl serve: listening on ${server.url}${grpcAddress ? ` and gRPC ${grpcAddress}` : ''} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'}; ${authTokenFile ? `bearer-token auth${opts.authOpenHealth ? ', health probes open' : ''}${opts.authOpenMetrics ? ', /metrics open' : ''}` : 'no auth'})`);

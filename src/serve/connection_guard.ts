@@ -1,0 +1,219 @@
+/**
+ * The connections of `gnnctl serve`: a cap on how many are open, a deadline for a new connection's
+ * first request head, an optional cap per client address, and the connection side of graceful shutdown.
+ *
+ * Under a flood of connections that never finish a request (slowloris, a port scan, a misbehaving
+ * proxy) the server must keep answering probes and the clients it already serves. So when the cap is
+ * reached the guard does not refuse the newcomer: it drops the OLDEST connection that has not sent a
+ * request head yet. A probe sends its request at once and is the newest connection, so it is answered;
+ * a connection that has completed a request (an established client) is never dropped for a newcomer.
+ * Only when every open connection has completed a request is the newcomer refused. Each dropped
+ * connection costs one accept and one close: no file descriptor is held beyond the cap.
+ *
+ * Graceful shutdown (`drain`): the listener closes (the kernel refuses new connections, so a load
+ * balancer moves on), every request already received is answered with `Connection: close`, keep-alive
+ * connections are closed only between requests (after their next answer, or once idle for
+ * `SHUTDOWN_GRACE_MS`), and connections that have not delivered a complete request within
+ * `SHUTDOWN_GRACE_MS` of the signal are dropped, so a stalled client cannot hold a rolling update.
+ */
+import type { Server } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Server as NetServer, type Socket } from 'node:net';
+import type { Counter, Gauge } from './metrics.js';
+
+export interface ConnectionLimits {
+  /** Open connections at most; beyond it the oldest connection without a request head is dropped. */
+  maxConnections: number;
+  /** Open connections per client address at most; 0: no per-client cap (clients behind one proxy share an address). */
+  maxConnectionsPerClient: number;
+  /** A new connection must deliver its first request head within this many milliseconds. */
+  headersTimeoutMs: number;
+}
+
+/**
+ * How long shutdown lets a connection finish sending a request (or an idle keep-alive connection send
+ * one more) before dropping it. 1 s: a request on the wire arrives in well under that on a working link.
+ */
+export const SHUTDOWN_GRACE_MS = 1000;
+
+/** How often the guard checks deadlines: the resolution of the headers timeout. */
+const SWEEP_MS = 250;
+
+export type DropReason = 'limit' | 'per_client' | 'headers_timeout' | 'shutdown';
+
+interface Conn {
+  key: string;
+  socket: Socket;
+  client: string;
+  openedAt: number;
+  /** Request heads received on this connection. */
+  requests: number;
+  /** A request is being answered. */
+  busy: boolean;
+  /** The current request's body has not fully arrived. */
+  receiving: boolean;
+  /** When the connection last finished an answer (or opened). */
+  idleSince: number;
+}
+
+export interface ConnectionGuardOptions extends ConnectionLimits {
+  /** `gnnctl_http_connections`: open connections. */
+  openGauge: Gauge;
+  /** `gnnctl_http_connections_dropped_total{reason}`. */
+  dropped: Counter;
+  log?: (line: string) => void;
+}
+
+export class ConnectionGuard {
+  private readonly opts: ConnectionGuardOptions;
+  /** Keyed by the remote address and port, the same for a TLS socket and the TCP socket under it. */
+  private readonly conns = new Map<string, Conn>();
+  /** Connections without a request head yet, oldest first (Map keeps insertion order). */
+  private readonly fresh = new Map<string, Conn>();
+  private readonly perClient = new Map<string, number>();
+  private readonly sweeper: NodeJS.Timeout;
+  private draining: { since: number } | undefined;
+  private lastLimitLog = 0;
+  private droppedSinceLog = 0;
+
+  constructor(server: Server, options: ConnectionGuardOptions) {
+    this.opts = options;
+    // A listener of the TCP server's 'connection': for HTTPS it sees the socket before the TLS handshake,
+    // so a flood of unfinished handshakes counts too.
+    server.on('connection', (socket: Socket) => this.onConnection(socket));
+    this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
+    this.sweeper.unref();
+    options.openGauge.set({}, 0);
+  }
+
+  /** Open connections. */
+  get open(): number {
+    return this.conns.size;
+  }
+
+  /** Marks the request's connection as serving a request; call on every request. */
+  requestStarted(req: IncomingMessage, res: ServerResponse): void {
+    const c = this.conns.get(keyOf(req.socket));
+    if (!c) return;
+    c.requests++;
+    c.busy = true;
+    c.receiving = !req.complete;
+    this.fresh.delete(c.key);
+    if (c.receiving) req.once('end', () => (c.receiving = false));
+    res.once('close', () => {
+      c.busy = false;
+      c.receiving = false;
+      c.idleSince = performance.now();
+    });
+  }
+
+  /**
+   * Shutdown: closes the listener and, until every connection is gone, drops connections without a
+   * complete request after `SHUTDOWN_GRACE_MS` and idle keep-alive connections once idle that long.
+   * Resolves when no connection is left.
+   */
+  drain(server: Server): Promise<void> {
+    this.draining ??= { since: performance.now() };
+    // net.Server's close, not http.Server's: the latter also closes idle keep-alive connections at once,
+    // under a request the client may be writing at that moment.
+    const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
+    this.sweep();
+    return closed;
+  }
+
+  /** Forced shutdown: destroys every connection left. */
+  destroyAll(): void {
+    for (const c of [...this.conns.values()]) {
+      this.forget(c);
+      this.drop(c, 'shutdown');
+    }
+  }
+
+  /** Stops the deadline checks (after the server has closed). */
+  dispose(): void {
+    clearInterval(this.sweeper);
+  }
+
+  private onConnection(socket: Socket): void {
+    const key = keyOf(socket);
+    const now = performance.now();
+    const client = socket.remoteAddress ?? '';
+    const c: Conn = { key, socket, client, openedAt: now, requests: 0, busy: false, receiving: false, idleSince: now };
+    if (this.draining) {
+      this.drop(c, 'shutdown');
+      return;
+    }
+    const { maxConnections, maxConnectionsPerClient } = this.opts;
+    const fromClient = (this.perClient.get(client) ?? 0) + 1;
+    if (maxConnectionsPerClient > 0 && fromClient > maxConnectionsPerClient) {
+      this.drop(c, 'per_client');
+      return;
+    }
+    if (this.conns.size >= maxConnections) {
+      const oldest = this.fresh.values().next();
+      if (oldest.done) {
+        // Every open connection has completed a request: those are clients being served; refuse the newcomer.
+        this.drop(c, 'limit');
+        return;
+      }
+      this.forget(oldest.value);
+      this.drop(oldest.value, 'limit');
+    }
+    this.conns.set(key, c);
+    this.fresh.set(key, c);
+    this.perClient.set(client, fromClient);
+    this.opts.openGauge.set({}, this.conns.size);
+    socket.once('close', () => {
+      if (this.conns.get(key) === c) this.forget(c);
+    });
+  }
+
+  private forget(c: Conn): void {
+    this.conns.delete(c.key);
+    this.fresh.delete(c.key);
+    const n = (this.perClient.get(c.client) ?? 1) - 1;
+    if (n <= 0) this.perClient.delete(c.client);
+    else this.perClient.set(c.client, n);
+    this.opts.openGauge.set({}, this.conns.size);
+  }
+
+  private drop(c: Conn, reason: DropReason): void {
+    c.socket.destroy();
+    this.opts.dropped.inc({ reason });
+    if (reason !== 'limit' && reason !== 'per_client') return;
+    // One line per 10 s at most: a flood must not flood the log too.
+    this.droppedSinceLog++;
+    const now = performance.now();
+    if (now - this.lastLimitLog >= 10_000) {
+      this.lastLimitLog = now;
+      const cap = reason === 'limit' ? `--max-connections ${this.opts.maxConnections}` : `--max-connections-per-client ${this.opts.maxConnectionsPerClient}`;
+      this.opts.log?.(`connection limit reached (${cap}): dropped ${this.droppedSinceLog} connection(s) that had not sent a request, oldest first; established clients and new requests keep being served`);
+      this.droppedSinceLog = 0;
+    }
+  }
+
+  private sweep(): void {
+    const now = performance.now();
+    const deadline = now - this.opts.headersTimeoutMs;
+    for (const c of this.fresh.values()) {
+      if (c.openedAt > deadline) break;
+      this.forget(c);
+      this.drop(c, 'headers_timeout');
+    }
+    if (!this.draining) return;
+    const graceOver = now - this.draining.since >= SHUTDOWN_GRACE_MS;
+    for (const c of [...this.conns.values()]) {
+      // A request being answered keeps its connection; its answer carries `Connection: close`.
+      if (c.busy && !c.receiving) continue;
+      const stalled = c.busy ? graceOver : c.requests === 0 ? graceOver : graceOver && now - c.idleSince >= SHUTDOWN_GRACE_MS;
+      if (!stalled) continue;
+      this.forget(c);
+      if (c.busy || c.requests === 0) this.drop(c, 'shutdown');
+      else c.socket.destroy(); // an idle keep-alive connection: closing it is no drop
+    }
+  }
+}
+
+function keyOf(socket: Socket): string {
+  return `${socket.remoteAddress ?? ''}|${socket.remotePort ?? ''}`;
+}

@@ -5,11 +5,15 @@
  */
 import { tf } from '../core/tf.js';
 import { Rng } from '../core/rng.js';
+import { EarlyStopping } from '../core/early_stopping.js';
 import { objectiveFor, predictValues, type ObjectiveKind } from '../task/objective/objective.js';
 import { ParamStore } from './params.js';
 
 /** fewest optimizer steps per epoch (batches shrink for small training sets, never below 32 rows) */
 const MIN_STEPS = 16;
+
+/** Smallest gain (absolute) in the baseline's validation score that counts as an improvement. */
+const MLP_MIN_DELTA = 1e-5;
 
 export interface MlpOptions {
   kind: ObjectiveKind;
@@ -103,10 +107,8 @@ export function fitMlp(
   const order = Uint32Array.from({ length: n }, (_, i) => i);
   const xb = new Float32Array(batchSize * d);
   const yb = new Float32Array(batchSize);
-  let best = -Infinity;
-  let bestEpoch = -1;
+  const stopping = new EarlyStopping({ monitor: `val ${objective.mainMetric.name}`, patience, min_delta: MLP_MIN_DELTA });
   let bestSnap = params.snapshot();
-  let stale = 0;
   let steps = 0;
   let seen = 0;
   let note = '';
@@ -133,14 +135,14 @@ export function fitMlp(
       const v = evalVal();
       note = `epoch ${epoch + 1}, val ${objective.mainMetric.name} ${Math.abs(v).toFixed(4)}`;
       opts.onProgress?.(seen, epochs * n, note);
-      if (v > best + 1e-5) {
-        best = v;
-        bestEpoch = epoch;
-        bestSnap = params.snapshot();
-        stale = 0;
-      } else if (++stale >= patience) break;
+      const step = stopping.update(v)!;
+      if (step.improved) bestSnap = params.snapshot();
+      else if (step.should_stop) break;
     }
     params.restore(bestSnap);
+    const best = stopping.bestValue;
+    // 0-based, −1 when no epoch scored
+    const bestEpoch = stopping.bestEpoch - 1;
     // valMetric in the metric's own sign (score() negates lower-is-better metrics).
     return { predictions: predict.map(predictAll), bestEpoch, steps, valMetric: objective.mainMetric.higherIsBetter ? best : -best };
   } finally {

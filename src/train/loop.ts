@@ -9,6 +9,7 @@
  * own; the loop holds the last h + 1 epochs' weights until their window is complete.
  */
 import { saveWeights } from '../artifacts/run_store.js';
+import { EarlyStopping, SCORE_NOISE_DELTA, type EarlyStoppingStep } from '../core/early_stopping.js';
 import { info } from '../core/log.js';
 import { round } from '../core/number.js';
 import { Progress, formatRate } from '../core/progress.js';
@@ -95,15 +96,6 @@ export interface LoopOptions {
   checkpointDir?: string;
 }
 
-/** Mean of scores[c − h … c + h] clipped to the epochs that exist (0-based c). */
-export function smoothedScore(scores: readonly number[], c: number, h: number): number {
-  const lo = Math.max(0, c - h);
-  const hi = Math.min(scores.length - 1, c + h);
-  let sum = 0;
-  for (let i = lo; i <= hi; i++) sum += scores[i]!;
-  return sum / (hi - lo + 1);
-}
-
 export async function trainLoop(
   model: DeepModel,
   engine: GradientEngine,
@@ -124,37 +116,28 @@ export async function trainLoop(
   const save = (w: Float32Array): void => saveWeights(mc.checkpointDir ?? runDir, index, w);
   const records: EpochRecord[] = [];
   const h = Math.max(0, Math.floor(((mc.smoothing ?? 1) - 1) / 2));
-  const scores: number[] = [];
-  // weights of the epochs whose smoothing window is not complete yet, by 0-based epoch
-  const pending = new Map<number, Float32Array<ArrayBuffer>>();
-  /** each pending epoch's raw validation outputs, kept until its smoothed score is judged */
-  const pendingValRaw = new Map<number, Float32Array>();
-  let decided = 0;
+  const stopping = new EarlyStopping({
+    monitor: `val ${mm.name}`,
+    patience: mc.patience,
+    min_delta: SCORE_NOISE_DELTA,
+    smoothing: h > 0 ? { kind: 'window', size: 2 * h + 1 } : { kind: 'none' },
+  });
+  // weights and raw validation outputs of the epochs not judged yet (window smoothing), by 1-based epoch
+  const pending = new Map<number, { weights: Float32Array<ArrayBuffer>; valRaw: Float32Array }>();
   let best = weights.slice();
-  let bestScore = -Infinity;
-  let bestEpoch = -1;
   let bestValRaw: Float32Array | null = null;
-  let stale = 0;
   let stopped: LoopResult['stopped'] = null;
-  /** Judges epoch c on its smoothed score; true when early stopping should end training. */
-  const decide = (c: number): boolean => {
-    const smooth = smoothedScore(scores, c, h);
-    if (h > 0) records[c]!.val_smoothed = round(smooth, 4);
-    const w = pending.get(c)!;
-    const raw = pendingValRaw.get(c)!;
-    pending.delete(c);
-    pendingValRaw.delete(c);
-    decided = c + 1;
-    if (smooth > bestScore + 1e-6) {
-      bestScore = smooth;
-      bestEpoch = c + 1;
-      best = w;
-      bestValRaw = raw;
+  /** Keeps a judged epoch's weights when it is the new best; true when early stopping should end training. */
+  const judged = (s: EarlyStoppingStep): boolean => {
+    if (h > 0) records[s.epoch - 1]!.val_smoothed = round(s.value, 4);
+    const p = pending.get(s.epoch)!;
+    pending.delete(s.epoch);
+    if (s.improved) {
+      best = p.weights;
+      bestValRaw = p.valRaw;
       save(best);
-      stale = 0;
-      return false;
     }
-    return ++stale >= mc.patience;
+    return s.should_stop;
   };
   const progress = new Progress();
   for (let epoch = 0; epoch < mc.epochs && !stop.requested; epoch++) {
@@ -188,14 +171,12 @@ export async function trainLoop(
     const score = objective.score(val);
     const record = tally.record(epoch + 1, val, seconds);
     records.push(record);
-    scores.push(score);
-    pending.set(epoch, weights.slice());
-    pendingValRaw.set(epoch, valRaw);
-    const before = bestEpoch;
-    const stopNow = epoch - h >= 0 && decide(epoch - h);
+    pending.set(epoch + 1, { weights: weights.slice(), valRaw });
+    const step = stopping.update(score);
+    const stopNow = step !== null && judged(step);
     progress.end(
       `epoch ${epoch + 1}/${mc.epochs}: loss ${record.loss.toFixed(4)}, val ${mm.name} ${(val as unknown as Record<string, number>)[mm.name]!.toFixed(4)}` +
-        `${bestEpoch !== before ? (h > 0 ? ` (epoch ${bestEpoch} best, smoothed ${bestScore.toFixed(4)})` : ' (best)') : ''}, ` +
+        `${step?.improved ? (h > 0 ? ` (epoch ${step.best_epoch} best, smoothed ${step.best_value.toFixed(4)})` : ' (best)') : ''}, ` +
         `${formatRate(record.seeds_per_s)} seeds/s, ${record.seconds.toFixed(1)}s`,
     );
     if (stopNow) {
@@ -206,8 +187,9 @@ export async function trainLoop(
   }
   if (stop.requested && stopped === null) stopped = 'interrupt';
   // The last epochs' windows end with training: judge them on what there is (they were trained anyway).
-  for (let c = decided; c < scores.length; c++) decide(c);
+  for (const s of stopping.finish()) judged(s);
   // Interrupted before the first epoch ended: keep the current weights so the run is still loadable.
+  const bestEpoch = stopping.bestEpoch > 0 ? stopping.bestEpoch : -1;
   if (bestEpoch < 0) save((best = weights.slice()));
   return { best, bestEpoch, epochs: records, bestValRaw, stopped };
 }

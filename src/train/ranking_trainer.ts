@@ -13,6 +13,7 @@ import { saveWeights } from '../artifacts/run_store.js';
 import { info } from '../core/log.js';
 import { Progress, formatRate } from '../core/progress.js';
 import { Rng } from '../core/rng.js';
+import { EarlyStopping, SCORE_NOISE_DELTA } from '../core/early_stopping.js';
 import type { DeepModel } from '../model/deep_model.js';
 import { FlatAdam } from '../model/optim.js';
 import { catalogueKernel, popularityCache, rankCatalogueOnnx, userHistories, type RankingSpec } from '../model/recommender.js';
@@ -65,11 +66,9 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   const byAnchor = groups(data.train);
   const records: EpochRecord[] = [];
   let best = weights.slice();
-  let bestScore = -Infinity;
-  let bestEpoch = -1;
+  const stopping = new EarlyStopping({ monitor: `val map@${k}`, patience: mc.patience, min_delta: SCORE_NOISE_DELTA });
   /** the best epoch's validation metrics: the final evaluation reuses them (same weights, deterministic trees) */
   let bestVal: RankingMetrics | null = null;
-  let stale = 0;
   const progress = new Progress();
   const engine = (mc.workers ?? 1) > 1 ? await ItemSplitEngine.start(mc.workers!, model, data.train, nItems, pop, mc.backend ?? 'auto') : null;
   if (engine) info(`train: each step's item tower split over ${engine.workers} worker threads`);
@@ -103,16 +102,13 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
       const val = await evaluate(model, data.val, k, pop, `epoch ${epoch + 1}/${mc.epochs} validation`);
       const record = tally.record(epoch + 1, val, seconds);
       records.push(record);
-      const improved = val.map_at_k > bestScore + 1e-6;
-      progress.end(`epoch ${epoch + 1}/${mc.epochs}: loss ${record.loss.toFixed(4)}, val map@${k} ${val.map_at_k.toFixed(4)}${improved ? ' (best)' : ''}, ${formatRate(record.seeds_per_s)} users/s, ${record.seconds.toFixed(1)}s`);
-      if (improved) {
-        bestScore = val.map_at_k;
-        bestEpoch = epoch + 1;
+      const step = stopping.update(val.map_at_k)!;
+      progress.end(`epoch ${epoch + 1}/${mc.epochs}: loss ${record.loss.toFixed(4)}, val map@${k} ${val.map_at_k.toFixed(4)}${step.improved ? ' (best)' : ''}, ${formatRate(record.seeds_per_s)} users/s, ${record.seconds.toFixed(1)}s`);
+      if (step.improved) {
         bestVal = val;
         best = weights.slice();
         saveWeights(runDir, index, best);
-        stale = 0;
-      } else if (++stale >= mc.patience) {
+      } else if (step.should_stop) {
         info(`early stopping: no val improvement for ${mc.patience} epoch(s)`);
         break;
       }
@@ -120,6 +116,7 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   } finally {
     await engine?.close();
   }
+  const bestEpoch = stopping.bestEpoch > 0 ? stopping.bestEpoch : -1;
   if (bestEpoch < 0) saveWeights(runDir, index, (best = weights.slice()));
 
   model.params.assignBlob(best);

@@ -3,25 +3,25 @@
  * decides val anchors and smoothing, and the batch that gives a tiny training set enough steps.
  */
 import { describe, expect, it } from 'vitest';
-import { smoothedScore } from '../../src/train/loop.js';
+import { windowMean } from '../../src/core/early_stopping.js';
 import { effectiveBatchSize } from '../../src/train/trainer.js';
 import { isSmallValidation, planValidation, SMALL_VALIDATION_ANCHORS, SMALL_VALIDATION_SMOOTHING } from '../../src/train/validation.js';
 
-describe('smoothedScore: the centered moving average an epoch is judged by', () => {
+describe('windowMean: the centered moving average an epoch is judged by', () => {
   const noisy = [0.6, 0.8, 0.62, 0.7, 0.72, 0.71, 0.69];
   it('window 1 is the score itself', () => {
-    noisy.forEach((s, c) => expect(smoothedScore(noisy, c, 0)).toBe(s));
+    noisy.forEach((s, c) => expect(windowMean(noisy, c, 0)).toBe(s));
   });
 
   it('window 3 averages the neighbours, partial at both ends', () => {
-    expect(smoothedScore(noisy, 0, 1)).toBeCloseTo((0.6 + 0.8) / 2, 10);
-    expect(smoothedScore(noisy, 1, 1)).toBeCloseTo((0.6 + 0.8 + 0.62) / 3, 10);
-    expect(smoothedScore(noisy, 6, 1)).toBeCloseTo((0.71 + 0.69) / 2, 10);
+    expect(windowMean(noisy, 0, 1)).toBeCloseTo((0.6 + 0.8) / 2, 10);
+    expect(windowMean(noisy, 1, 1)).toBeCloseTo((0.6 + 0.8 + 0.62) / 3, 10);
+    expect(windowMean(noisy, 6, 1)).toBeCloseTo((0.71 + 0.69) / 2, 10);
   });
 
   it('a single lucky epoch no longer wins: the steady stretch does', () => {
-    const raw = noisy.map((_, c) => smoothedScore(noisy, c, 0));
-    const smooth = noisy.map((_, c) => smoothedScore(noisy, c, 1));
+    const raw = noisy.map((_, c) => windowMean(noisy, c, 0));
+    const smooth = noisy.map((_, c) => windowMean(noisy, c, 1));
     expect(raw.indexOf(Math.max(...raw))).toBe(1);
     expect(smooth.indexOf(Math.max(...smooth))).toBe(4);
   });

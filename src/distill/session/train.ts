@@ -16,6 +16,7 @@
 import { tf } from '../../core/tf.js';
 import { round } from '../../core/number.js';
 import { Progress } from '../../core/progress.js';
+import { EarlyStopping, SCORE_NOISE_DELTA } from '../../core/early_stopping.js';
 import { Rng } from '../../core/rng.js';
 import { Adam } from '../../model/optim.js';
 import { SessionModel } from '../../model/student/session_model.js';
@@ -91,10 +92,8 @@ export function trainSessionModel(spec: SessionSpec, data: SessionData, ex: Rank
   const nTrain = ex.ranges.train[1] - ex.ranges.train[0];
   const target = new Float32Array(o.batchSize * spec.items);
   let best = model.params.snapshot();
-  let bestScore = -Infinity;
-  let bestEpoch = 0;
+  const stopping = new EarlyStopping({ monitor: `val MAP@${spec.k}`, patience: o.patience, min_delta: SCORE_NOISE_DELTA });
   let bestVal: RankingMetrics | null = null;
-  let stale = 0;
   const epochs: TrainedSessionModel['epochs'] = [];
   const progress = new Progress();
   try {
@@ -134,19 +133,16 @@ export function trainSessionModel(spec: SessionSpec, data: SessionData, ex: Rank
       }
       const val = rankingMetrics(ex, valRows, predictLists(model, spec, data, tables, valRows), spec.k);
       epochs.push({ epoch, loss: round(lossSum / nTrain, 4), val_map: val.map });
-      const improved = val.map > bestScore + 1e-6;
-      progress.end(`recommender epoch ${epoch}/${o.epochs}: loss ${(lossSum / nTrain).toFixed(4)}, val MAP@${spec.k} ${val.map.toFixed(4)}${improved ? ' (best)' : ''}`);
-      if (improved) {
-        bestScore = val.map;
+      const step = stopping.update(val.map)!;
+      progress.end(`recommender epoch ${epoch}/${o.epochs}: loss ${(lossSum / nTrain).toFixed(4)}, val MAP@${spec.k} ${val.map.toFixed(4)}${step.improved ? ' (best)' : ''}`);
+      if (step.improved) {
         best = model.params.snapshot();
-        bestEpoch = epoch;
         bestVal = val;
-        stale = 0;
-      } else if (++stale >= o.patience) break;
+      } else if (step.should_stop) break;
     }
     model.params.restore(best);
     const testLists = predictLists(model, spec, data, tables, testRows);
-    return { model, best, val: bestVal!, test: rankingMetrics(ex, testRows, testLists, spec.k), testLists, bestEpoch, epochs };
+    return { model, best, val: bestVal!, test: rankingMetrics(ex, testRows, testLists, spec.k), testLists, bestEpoch: stopping.bestEpoch, epochs };
   } finally {
     for (const t of tables) t.dispose();
   }

@@ -63,6 +63,7 @@ const EXAMPLES: Record<string, string[]> = {
   'rollout end': ['gnnctl rollout end --model-repository artifacts/model_repository --model online-model'],
   'bench serve': [
     'gnnctl bench serve --url http://127.0.0.1:8000 --model online-model --rate 1000 --duration 30',
+    'gnnctl bench serve --url http://127.0.0.1:8000 --protocol grpc --grpc-address 127.0.0.1:8001 --model online-model --rate 1000 --duration 30',
     'gnnctl bench serve --url http://127.0.0.1:8000 --model online-model --sequence-lengths 4,8,16,32 --pool 128 --write-payloads payloads/ --duration 1',
     'gnnctl bench serve --url http://127.0.0.1:8000 --model online-model --payloads payloads/ --sweep 500,1000,2000,3000,4000 --duration 60',
   ],
@@ -463,6 +464,8 @@ export function buildProgram(): Command {
     .addOption(typed('--known-key-rate <r>', 'share of requests with a known key (with --keys)', numberFlag('--known-key-rate', { min: 0, max: 1 })).default(0.9))
     .addOption(typed('--seed <n>', 'random seed', intFlag('--seed', 0)).default(1))
     .addOption(new Option('--client <kind>', 'the generator\'s HTTP client: raw (lean keep-alive HTTP/1.1) or node (http.Agent)').choices(['raw', 'node']).default('raw'))
+    .addOption(new Option('--protocol <p>', 'send the requests over KServe V2 HTTP or gRPC (ModelInfer with raw contents; metadata and /metrics still come from --url)').choices(['http', 'grpc']).default('http'))
+    .option('--grpc-address <host:port>', 'with --protocol grpc: the gRPC endpoint (default: the --url host, port 8001)')
     .option('--sequence-lengths <list>', 'RTI lengths of the generated requests, e.g. 4,8,16,32 (Kumo\'s benchmark), instead of 0..--max-sequence')
     .option('--write-payloads <dir>', 'write the generated requests as files (one JSON request each) and exit without load')
     .option('--payloads <dir>', 'send these pre-generated request files (*.json) instead of generating requests')

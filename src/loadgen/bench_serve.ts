@@ -6,7 +6,8 @@
 import { request } from 'node:http';
 import { readFile } from 'node:fs/promises';
 import { ArtifactError, UsageError } from '../core/errors.js';
-import { runOpenLoop, type OpenLoopResult } from './open_loop.js';
+import { grpcRequestBytes, grpcTransport } from './grpc_requests.js';
+import { runOpenLoop, type OpenLoopResult, type Transport } from './open_loop.js';
 import { buildRequestPool, readPayloads, type ModelMetadata } from './request_pool.js';
 import { breakdown, scrapeMetrics, type ServerBreakdown } from './server_stats.js';
 
@@ -42,10 +43,18 @@ export interface BenchServeOptions {
   onStart?: () => void;
   /** HTTP client of the generator: `raw` (default) or `node` (see `open_loop.ts`). */
   client?: 'raw' | 'node';
+  /**
+   * `grpc`: send the same requests as KServe V2 gRPC `ModelInfer` calls to `grpcAddress` (metadata and
+   * /metrics still come from `url`). Default `http`.
+   */
+  protocol?: 'http' | 'grpc';
+  /** `host:port` of the gRPC endpoint (default: the URL's host, port 8001). */
+  grpcAddress?: string;
 }
 
 export interface BenchServeResult extends OpenLoopResult {
   url: string;
+  protocol: 'http' | 'grpc';
   model: string;
   pool: { size: number; mean_bytes: number; min_bytes: number; max_bytes: number; known_key_share: number; mean_sequence: number; from: 'generated' | 'payloads' };
   /** From the server's /metrics when it is a gnnctl server. */
@@ -58,6 +67,8 @@ export interface PreparedLoad {
   modelPath: string;
   bodies: Buffer[];
   pool: BenchServeResult['pool'];
+  /** The bodies as serialized gRPC requests, made on first use by a gRPC run. */
+  grpcBodies?: Buffer[];
 }
 
 export async function benchServe(options: BenchServeOptions): Promise<BenchServeResult> {
@@ -172,6 +183,11 @@ export async function prepareLoad(options: BenchServeOptions): Promise<PreparedL
 /** One open-loop run of the prepared requests at `rate`, with the server's breakdown when it has one. */
 async function runPrepared(prepared: PreparedLoad, options: BenchServeOptions, rate: number): Promise<BenchServeResult> {
   const { base, modelPath } = prepared;
+  let transport: Transport | undefined;
+  if (options.protocol === 'grpc') {
+    prepared.grpcBodies ??= prepared.bodies.map((b) => grpcRequestBytes(b, options.model, options.version));
+    transport = grpcTransport(options.grpcAddress ?? `${new URL(base).hostname}:8001`, prepared.grpcBodies, { timeoutMs: options.timeoutMs });
+  }
   // Scraped again when the warm-up ends, so the server's breakdown covers the measured window only.
   let before = await scrapeMetrics(base);
   let windowScrape: Promise<void> | undefined;
@@ -189,11 +205,13 @@ async function runPrepared(prepared: PreparedLoad, options: BenchServeOptions, r
       if (before && (options.warmupS ?? 0) > 0) windowScrape = scrapeMetrics(base).then((s) => void (before = s ?? before));
     },
     client: options.client,
+    transport,
   });
   await windowScrape;
   const after = before ? await scrapeMetrics(base) : undefined;
   return {
     url: base,
+    protocol: options.protocol ?? 'http',
     model: options.model,
     ...result,
     pool: prepared.pool,

@@ -36,6 +36,14 @@ export interface OpenLoopOptions {
   onWindowStart?: () => void;
   /** HTTP client: `raw` (default, lean keep-alive HTTP/1.1) or `node` (`http.Agent`). */
   client?: 'raw' | 'node';
+  /** Sends request `i` some other way than HTTP (the gRPC transport, `grpc_requests.ts`); `bodies` then only count requests. */
+  transport?: Transport;
+}
+
+/** A non-HTTP way to send request `i`; `done` gets undefined on success, else an error kind. */
+export interface Transport {
+  send(i: number, done: (error: string | undefined) => void): void;
+  close(): void;
 }
 
 export interface LatencySummary {
@@ -73,8 +81,9 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<OpenLoopRes
   const timeoutMs = options.timeoutMs ?? 10_000;
   const target = new URL(options.url);
   const port = Number(target.port || 80);
-  const raw = (options.client ?? 'raw') === 'raw';
-  const agent = raw ? undefined : new Agent({ keepAlive: true, maxSockets: connections, maxFreeSockets: connections });
+  const transport = options.transport;
+  const raw = !transport && (options.client ?? 'raw') === 'raw';
+  const agent = raw || transport ? undefined : new Agent({ keepAlive: true, maxSockets: connections, maxFreeSockets: connections });
   const pool = raw ? new ConnectionPool(target.hostname, port, connections, timeoutMs) : undefined;
   const requests = raw ? bodies.map((b) => buildPost(target.hostname, port, options.path, b)) : [];
   const total = Math.round((warmup + options.durationS) * rate);
@@ -110,6 +119,10 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<OpenLoopRes
 
   const send = (i: number, due: number): void => {
     outstanding++;
+    if (transport) {
+      transport.send(i, (error) => finish(i, due, error));
+      return;
+    }
     if (pool) {
       pool.send(requests[i % requests.length]!, (status, error) => finish(i, due, error ?? (status === 200 ? undefined : `http_${status}`)));
       return;
@@ -170,6 +183,7 @@ export async function runOpenLoop(options: OpenLoopOptions): Promise<OpenLoopRes
   }
   agent?.destroy();
   pool?.close();
+  transport?.close();
   // Anything still outstanding after the timeout counts as timed out.
   if (outstanding > 0) {
     errors += outstanding;

@@ -19,15 +19,25 @@ export const GRPC_SERVICE_NAME = 'inference.GRPCInferenceService';
 export const GRPC_LOADER_OPTIONS = { keepCase: true, longs: String, enums: String, bytes: Buffer, defaults: true, oneofs: true } as const;
 
 let definition: PackageDefinition | undefined;
+let root: protobuf.Root | undefined;
 
-export function grpcPackageDefinition(): PackageDefinition {
-  if (!definition) {
-    const root = new protobuf.Root();
+function grpcRoot(): protobuf.Root {
+  if (!root) {
+    root = new protobuf.Root();
     // One root holds both files: the `import "model_config.proto"` resolves to the types parsed first.
     protobuf.parse(MODEL_CONFIG_PROTO, root, { keepCase: true });
     protobuf.parse(GRPC_SERVICE_PROTO, root, { keepCase: true });
     root.resolveAll();
-    definition = fromJSON(root.toJSON() as Parameters<typeof fromJSON>[0], GRPC_LOADER_OPTIONS);
   }
+  return root;
+}
+
+export function grpcPackageDefinition(): PackageDefinition {
+  definition ??= fromJSON(grpcRoot().toJSON() as Parameters<typeof fromJSON>[0], GRPC_LOADER_OPTIONS);
   return definition;
+}
+
+/** A message type of the service (e.g. `ModelInferRequest`), for clients that serialize messages once up front. */
+export function grpcMessageType(name: string): protobuf.Type {
+  return grpcRoot().lookupType(`inference.${name}`);
 }

@@ -38,6 +38,10 @@ export interface BenchServeCommandOptions {
   seed?: unknown;
   /** `--client raw|node`: the generator's HTTP client (default raw, the lean one; node = http.Agent). */
   client?: unknown;
+  /** `--protocol http|grpc` (default http). */
+  protocol?: unknown;
+  /** `--grpc-address HOST:PORT`: with --protocol grpc (default: the --url host, port 8001). */
+  grpcAddress?: unknown;
   /** `--payloads DIR`: pre-generated request files (*.json) to send instead of a generated pool. */
   payloads?: unknown;
   /** `--sequence-lengths 4,8,16,32`: RTI lengths of the generated pool, instead of 0..--max-sequence. */
@@ -64,6 +68,10 @@ export async function benchServeCommand(opts: BenchServeCommandOptions): Promise
   if (!(durationS > 0)) throw new UsageError('--duration is required and must be > 0', { value: opts.duration });
   const client = opts.client === undefined ? 'raw' : String(opts.client);
   if (client !== 'raw' && client !== 'node') throw new UsageError('--client must be "raw" or "node"', { value: opts.client });
+  const protocol = opts.protocol === undefined ? 'http' : String(opts.protocol);
+  if (protocol !== 'http' && protocol !== 'grpc') throw new UsageError('--protocol must be "http" or "grpc"', { value: opts.protocol });
+  if (opts.grpcAddress !== undefined && protocol !== 'grpc') throw new UsageError('--grpc-address goes with --protocol grpc', { value: opts.grpcAddress });
+  if (opts.grpcAddress !== undefined && !/^[^:]+:\d+$|^\[[^\]]+\]:\d+$/.test(String(opts.grpcAddress))) throw new UsageError('--grpc-address must be host:port, e.g. 127.0.0.1:8001', { value: opts.grpcAddress });
   const sequenceLengths = opts.sequenceLengths === undefined ? undefined : lengthList(opts.sequenceLengths);
   if (opts.payloads !== undefined && (sequenceLengths !== undefined || opts.keys !== undefined)) {
     throw new UsageError('--payloads sends the files as they are; --sequence-lengths and --keys shape a generated pool', { hint: 'leave those out, or drop --payloads' });
@@ -82,6 +90,8 @@ export async function benchServeCommand(opts: BenchServeCommandOptions): Promise
     knownKeyRate: opts.knownKeyRate === undefined ? undefined : fraction(opts.knownKeyRate, '--known-key-rate'),
     seed: opts.seed === undefined ? undefined : Math.round(nonNegative(opts.seed, '--seed')),
     client,
+    protocol,
+    grpcAddress: opts.grpcAddress === undefined ? undefined : String(opts.grpcAddress),
     sequenceLengths,
     payloadsDir: opts.payloads === undefined ? undefined : String(opts.payloads),
   } as const;
@@ -154,7 +164,7 @@ export function formatBench(r: BenchServeResult): string {
   const ms = (v: number) => (Number.isFinite(v) ? (v < 10 ? v.toFixed(2) : v.toFixed(1)) : '-');
   const l = r.latency_ms;
   const lines = [
-    `gnnctl bench serve: model "${r.model}" at ${r.url}`,
+    `gnnctl bench serve: model "${r.model}" at ${r.url}${r.protocol === 'grpc' ? ' (requests over gRPC)' : ''}`,
     `  offered    ${r.offered_qps} req/s for ${r.duration_s.toFixed(1)} s (${r.sent} requests, up to ${r.connections} connections; pool of ${r.pool.size}, ${r.pool.mean_bytes} B, mean RTI length ${r.pool.mean_sequence.toFixed(1)}, ${(r.pool.known_key_share * 100).toFixed(0)}% known keys)`,
     `  achieved   ${r.achieved_qps.toFixed(1)} req/s: ${r.ok} ok, ${r.errors} errors${r.errors > 0 ? ` (${Object.entries(r.error_kinds).map(([k, n]) => `${k} ${n}`).join(', ')})` : ''}`,
     `  latency    p50 ${ms(l.p50)} ms  p90 ${ms(l.p90)} ms  p99 ${ms(l.p99)} ms  p99.9 ${ms(l.p999)} ms  max ${ms(l.max)} ms  (from the scheduled send time)`,

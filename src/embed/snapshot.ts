@@ -68,6 +68,8 @@ export interface SnapshotLayout {
   done: string;
   /** refuses a table this command cannot write for this model (a UsageError naming --table) */
   checkTable?: (table: string, model: DeepModel, run: { id: string; manifest: TrainManifest }) => void;
+  /** the time `--anchor-time latest` means (default: the newest time in any table) */
+  latest?: (graph: Graph, run: { id: string; manifest: TrainManifest }) => number;
 }
 
 export interface Snapshot {
@@ -133,7 +135,8 @@ export async function openSnapshot(opts: SnapshotOptions, layout: SnapshotLayout
     if (!pk) throw new DataError(`table ${table} has no primary key, so its rows could not be joined back to anything`, { hint: `declare data.tables.${table}.primary_key` });
 
     const range = graph.manifest.time_range;
-    const anchor = !opts.anchorTime || opts.anchorTime === 'latest' ? (range ? range[1] : Date.now() / 1000) : parseTime(opts.anchorTime, '--anchor-time');
+    const latest = (): number => layout.latest?.(graph, { id: run.id, manifest }) ?? (range ? range[1] : Date.now() / 1000);
+    const anchor = !opts.anchorTime || opts.anchorTime === 'latest' ? latest() : parseTime(opts.anchorTime, '--anchor-time');
     // Entities that exist at the anchor: every row, or (tables with a time column, node ids in time order) a prefix.
     const existing = existingAt(graph, table, anchor);
     const lo = opts.shard ? Math.floor((existing * opts.shard.index) / opts.shard.count) : 0;

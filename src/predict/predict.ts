@@ -18,6 +18,7 @@ import { VERSION } from '../core/version.js';
 import { openSnapshot, representations, snapshotMetadata, writeSnapshot, type RepresentationChunk, type Snapshot, type SnapshotFigures, type SnapshotOptions } from '../embed/snapshot.js';
 import type { EmbeddingChunk, EntityColumn } from '../embed/writer.js';
 import { objectiveFor, type ObjectiveKind } from '../task/objective/objective.js';
+import { targetTable } from '../task/split.js';
 import { predictTopK, type TopKResult } from './top_k.js';
 
 export interface PredictOptions extends SnapshotOptions {
@@ -45,7 +46,7 @@ export interface PredictionMetadata extends ReturnType<typeof snapshotMetadata> 
 
 export async function predict(opts: PredictOptions): Promise<PredictResult | TopKResult> {
   const t0 = performance.now();
-  const s = await openSnapshot(opts, { verb: 'predict', done: 'predicted', folder: 'predictions', file: 'predictions.parquet', checkTable: checkEntityTable(opts) });
+  const s = await openSnapshot(opts, { verb: 'predict', done: 'predicted', folder: 'predictions', file: 'predictions.parquet', checkTable: checkEntityTable(opts), latest: latestTargetTime(opts) });
   try {
     // Ranking runs write top-k lists (predict/top_k.ts), not one value per entity.
     if (s.model.spec.ranking) return await predictTopK(opts, s, t0);
@@ -97,6 +98,18 @@ function checkEntityTable(opts: PredictOptions): NonNullable<Parameters<typeof o
         hint: `leave --table out (or pass --table ${model.spec.root}); for representations of ${table} use gnnctl embed --table ${table}`,
       });
     }
+  };
+}
+
+/**
+ * `--anchor-time latest`: the newest time of the task's target table (the table its labels come from), not
+ * of any table: a calendar of future-dated rows elsewhere would put the anchor past every known event.
+ */
+function latestTargetTime(opts: PredictOptions): NonNullable<Parameters<typeof openSnapshot>[1]['latest']> {
+  return (graph, run) => {
+    const task = opts.cfg.taskSpecs[run.manifest.task];
+    const range = task ? graph.manifest.tables[targetTable(task)]?.time_range : null;
+    return range ? range[1] : graph.manifest.time_range?.[1] ?? Date.now() / 1000;
   };
 }
 

@@ -10,16 +10,17 @@ export const FEW_TRAINING_EXAMPLES = 1000;
 export const FEW_CLASS_EXAMPLES = 50;
 
 export interface SplitCounts {
-  train: number;
-  /** labels of the validation and test examples (binary tasks count their classes) */
-  val: ArrayLike<number>;
-  test: ArrayLike<number>;
+  /** training examples (left out: not judged) */
+  train?: number;
+  /** labels of the validation and test examples (binary tasks count their classes; left out: not judged) */
+  val?: ArrayLike<number>;
+  test?: ArrayLike<number>;
 }
 
-/** Warnings naming the counts; empty when the data is large enough. `setting` names where to add more. */
+/** Warnings naming the counts and the setting that adds more; empty when the data is large enough. */
 export function smallDataWarnings(task: string, kind: ObjectiveKind, counts: SplitCounts): string[] {
   const out: string[] = [];
-  if (counts.train < FEW_TRAINING_EXAMPLES) {
+  if (counts.train !== undefined && counts.train < FEW_TRAINING_EXAMPLES) {
     out.push(
       `task ${task}: only ${counts.train.toLocaleString('en-US')} training examples (fewer than ${FEW_TRAINING_EXAMPLES.toLocaleString('en-US')}); ` +
         `add anchors (tasks.${task}.split.train_anchors: all) or data`,
@@ -27,6 +28,7 @@ export function smallDataWarnings(task: string, kind: ObjectiveKind, counts: Spl
   }
   if (kind !== 'binary') return out;
   for (const [split, labels] of [['val', counts.val], ['test', counts.test]] as const) {
+    if (!labels) continue;
     let pos = 0;
     for (let i = 0; i < labels.length; i++) if (labels[i]! > 0.5) pos++;
     const neg = labels.length - pos;

@@ -20,6 +20,7 @@ export const LAYERS: string[][] = [
   ['train'],
   ['embed'],
   ['predict'],
+  ['evaluate'],
   ['distill'],
   ['report', 'export', 'anomaly'],
   ['serve'],

@@ -38,6 +38,7 @@ const EXAMPLES: Record<string, string[]> = {
     'gnnctl predict --config configs/retail.yaml --run latest:churn',
     'gnnctl predict --config configs/retail.yaml --run latest:item_sales --anchor-time 2020-09-01 --shard 0/4 --with-embeddings --json',
   ],
+  evaluate: ['gnnctl evaluate --config configs/retail.yaml --run latest:churn', 'gnnctl evaluate --config configs/retail.yaml --run latest:churn --from 2020-06-01 --to 2020-09-23 --fail-under test.auroc=0.6 --json'],
   distill: ['gnnctl distill --config configs/retail.yaml', 'gnnctl distill --config configs/retail.yaml --base latest:fraud --epochs 10 --json'],
   'recommender distill': ['gnnctl recommender distill --config configs/retail.yaml', 'gnnctl recommender distill --config configs/retail.yaml --user-base latest:churn --item-base latest:item_sales --epochs 10 --json'],
   'recommender export': ['gnnctl recommender export --config configs/retail.yaml --run latest:next_purchases-session', 'gnnctl recommender export --config configs/retail.yaml --run latest:next_purchases-session --version 3 --json'],
@@ -204,7 +205,7 @@ export function buildProgram(): Command {
     .addOption(opt.config())
     .requiredOption('-r, --run <run>', 'trained run of an entity task (id, folder, or latest:<task>)')
     .option('--table <name>', 'the task\'s entity table (the only one a run predicts; default)')
-    .addOption(typed('--anchor-time <time>', 'ISO time or "latest" (the newest time in the data)', timeFlag('--anchor-time', ['latest'])).default('latest'))
+    .addOption(typed('--anchor-time <time>', 'ISO time or "latest" (the newest time of the task\'s target table)', timeFlag('--anchor-time', ['latest'])).default('latest'))
     .option('--out <path>', 'output file (default: artifacts/predictions/<run>/<anchor>/<table>/predictions.parquet)')
     .addOption(typed('--shard <i/n>', 'predict the i-th of n disjoint parts into a part file (e.g. $JOB_COMPLETION_INDEX/N)', shardFlag('--shard')))
     .option('--with-embeddings', 'also write each entity\'s embedding (column `embedding`)')
@@ -216,6 +217,22 @@ export function buildProgram(): Command {
     .addOption(opt.json())
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/predict.js')).predictCommand as never));
+
+  program
+    .command('evaluate')
+    .description('score a trained run at any anchors from the labels its query defines (default: the run\'s own test anchors) → metrics with 95% intervals, per anchor')
+    .addOption(opt.config())
+    .requiredOption('-r, --run <run>', 'trained run of an entity task (id, folder, or latest:<task>)')
+    .addOption(typed('--from <time>', 'first anchor; anchors step one window at a time while the window ends by --to', timeFlag('--from')))
+    .addOption(typed('--to <time>', 'the last anchor\'s window ends by this time', timeFlag('--to')))
+    .option('--anchors <times...>', 'explicit anchor times (ISO, comma- or space-separated)')
+    .addOption(opt.failUnder())
+    .option('--allow-schema-drift', 'evaluate even when the data\'s schema differs from the run\'s')
+    .addOption(opt.backend())
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .addOption(opt.quiet())
+    .action(action(async () => (await import('./commands/evaluate.js')).evaluateCommand as never));
 
   program
     .command('distill')

@@ -1,0 +1,144 @@
+/**
+ * Relational aggregates (src/graph/aggregates.ts): the planned features, their values against a
+ * hand computation from the CSV, the `max` cap, and the leakage property — appending rows dated after
+ * the anchors changes no aggregate of an example at or before them.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { buildGraph } from '../../src/graph/build.js';
+import { computeAggregates, planAggregates, readAggregates, type AggregatePlan } from '../../src/graph/aggregates.js';
+import { readColumns, withDuck } from '../../src/data/duck.js';
+import type { GraphManifest } from '../../src/artifacts/graph_manifest.js';
+import { nodeKeys } from '../helpers/graph.js';
+import { appendFutureRows, copyFixture, synthConfig, tinySynth, type SynthFixture } from '../helpers/synth.js';
+
+const T = '2020-07-15T00:00:00Z';
+const T_S = Date.parse(T) / 1000;
+const DAY = 86400;
+const CONFIG = synthConfig('', `  fit_until: "${T}"\n`);
+
+interface Side {
+  dir: string;
+  manifest: GraphManifest;
+  ids: Record<string, Map<string, number>>;
+}
+
+let before: SynthFixture;
+let after: SynthFixture;
+let A: Side;
+let B: Side;
+
+async function side(fx: SynthFixture): Promise<Side> {
+  const built = await buildGraph(loadConfig(fx.config, { cwd: fx.dir, artifacts: fx.artifacts }));
+  const ids: Record<string, Map<string, number>> = {};
+  for (const t of ['customers', 'transactions']) ids[t] = new Map((await nodeKeys(built.dir, built.manifest, t)).map((k, i) => [k, i]));
+  return { dir: built.dir, manifest: built.manifest, ids };
+}
+
+beforeAll(async () => {
+  before = await tinySynth(CONFIG);
+  after = copyFixture(before, 'data-with-future');
+  appendFutureRows(after.dir, T, { transactions: 600, customers: 25, articles: 10, seed: 3, days: 60 });
+  A = await side(before);
+  B = await side(after);
+});
+afterAll(() => before?.cleanup());
+
+/** Aggregates of (key, anchor) examples, keyed `key@anchor` → values (NaN kept). */
+async function aggregatesOf(s: Side, plan: AggregatePlan, table: string, examples: [string, number][]): Promise<Map<string, number[]>> {
+  return withDuck(async ({ conn }) => {
+    const values = examples.map(([k, a]) => `(${a}, ${s.ids[table]!.get(k)!})`).join(', ');
+    await conn.run(`CREATE TEMP TABLE examples AS SELECT * FROM (VALUES ${values}) v(anchor, node)`);
+    await computeAggregates(conn, s.dir, s.manifest, plan);
+    const r = await readAggregates(conn, plan);
+    const keyOf = new Map([...s.ids[table]!].map(([k, id]) => [id, k]));
+    const out = new Map<string, number[]>();
+    for (let i = 0; i < r.rows; i++) out.set(`${keyOf.get(r.node[i]!)}@${r.anchor[i]}`, r.columns.map((c) => c[i]!));
+    return out;
+  });
+}
+
+function customerExamples(): [string, number][] {
+  const keys = [...A.ids.customers!.keys()];
+  return keys.slice(0, 60).map((k, i): [string, number] => [k, [T_S, T_S - 10 * DAY, T_S - 45 * DAY][i % 3]!]);
+}
+
+describe('relational aggregates', () => {
+  it('plans counts, recency, numeric windows, category shares and two-hop features, each with a reason', () => {
+    const plan = planAggregates(A.manifest, 'customers', 'entity', { max: 10_000 });
+    const names = plan.features.map((f) => f.name);
+    expect(plan.features.length).toBe(plan.candidates);
+    for (const n of [
+      'transactions.customer_id:count_7d',
+      'transactions.customer_id:count_all',
+      'transactions.customer_id:days_since_last',
+      'transactions.customer_id:price_mean_30d',
+      'transactions.customer_id:price_sum_365d',
+      'transactions.customer_id:price_last',
+    ]) {
+      expect(names).toContain(n);
+    }
+    expect(names.some((n) => n.startsWith('transactions.customer_id:sales_channel_id=') || n.includes('_share_'))).toBe(true);
+    expect(names.some((n) => n.startsWith('transactions.customer_id->articles:'))).toBe(true);
+    expect(new Set(names).size).toBe(names.length);
+    for (const f of plan.features) expect(f.reason.length).toBeGreaterThan(20);
+  });
+
+  it('caps the count at max, keeping counts and recency first', () => {
+    const plan = planAggregates(A.manifest, 'customers', 'entity', { max: 3 });
+    expect(plan.candidates).toBeGreaterThan(3);
+    expect(plan.features.map((f) => f.name)).toEqual(['transactions.customer_id:count_30d', 'transactions.customer_id:count_all', 'transactions.customer_id:days_since_last']);
+  });
+
+  it('computes values from rows strictly before the anchor (checked against the CSV)', async () => {
+    const plan = planAggregates(A.manifest, 'customers', 'entity', { max: 10_000 });
+    const examples = customerExamples();
+    const got = await aggregatesOf(A, plan, 'customers', examples);
+    const tx = readFileSync(join(before.dir, 'transactions.csv'), 'utf8')
+      .trimEnd()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(','))
+      .map((f) => ({ t: Date.parse(`${f[1]!.replace(' ', 'T')}Z`) / 1000, customer: f[2]!, price: Number(f[4]) }));
+    const idx = (n: string): number => plan.features.findIndex((f) => f.name === `transactions.customer_id:${n}`);
+    let withHistory = 0;
+    for (const [key, anchor] of examples) {
+      const v = got.get(`${key}@${anchor}`)!;
+      const rows = tx.filter((r) => r.customer === key && r.t < anchor);
+      const recent = rows.filter((r) => r.t >= anchor - 30 * DAY);
+      expect(v[idx('count_all')]).toBe(rows.length);
+      expect(v[idx('count_30d')]).toBe(recent.length);
+      if (recent.length) expect(v[idx('price_mean_30d')]!).toBeCloseTo(recent.reduce((s, r) => s + r.price, 0) / recent.length, 9);
+      else expect(v[idx('price_mean_30d')]).toBeNaN();
+      if (rows.length) {
+        withHistory++;
+        const last = Math.max(...rows.map((r) => r.t));
+        expect(v[idx('days_since_last')]!).toBeCloseTo((anchor - last) / DAY, 9);
+      } else expect(v[idx('days_since_last')]).toBeNaN();
+    }
+    expect(withHistory).toBeGreaterThan(10);
+  });
+
+  it('appending rows dated after the anchors changes no aggregate (entity and fact-row examples)', async () => {
+    const entity = planAggregates(A.manifest, 'customers', 'entity', { max: 10_000 });
+    const ex = customerExamples();
+    expect(await aggregatesOf(B, entity, 'customers', ex)).toEqual(await aggregatesOf(A, entity, 'customers', ex));
+
+    // Fact rows at their own time, the newest before T included; the task's label column is never read.
+    const fact = planAggregates(A.manifest, 'transactions', 'fact', { max: 10_000, excluded: new Set(['transactions.fraud']) });
+    expect(fact.features.some((f) => f.name.includes('fraud'))).toBe(false);
+    expect(fact.features.some((f) => f.name.startsWith('transactions.customer_id->transactions.customer_id:'))).toBe(true);
+    const txKeys = [...A.ids.transactions!.keys()];
+    const [t] = await withDuck(async ({ conn }) =>
+      readColumns(conn, `SELECT __t::DOUBLE FROM read_parquet('${join(A.dir, A.manifest.tables.transactions!.rows_file)}') ORDER BY __node`, txKeys.length, ['f64']),
+    );
+    const times = Array.from(t!);
+    const visible = times.findIndex((t) => t > T_S);
+    const fx: [string, number][] = Array.from({ length: 40 }, (_, i) => visible - 1 - i * 37).map((n) => [txKeys[n]!, times[n]!]);
+    const fa = await aggregatesOf(A, fact, 'transactions', fx);
+    expect(await aggregatesOf(B, fact, 'transactions', fx)).toEqual(fa);
+    expect([...fa.values()].some((v) => v.some((x) => x > 0))).toBe(true);
+  });
+});

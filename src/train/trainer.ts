@@ -13,8 +13,8 @@ import { ArtifactError, ConfigError, DataError, NotImplementedError, suggest } f
 import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
 import { diffSchemas } from '../graph/schema_diff.js';
-import { createRunDir, newRunId, readManifest, readModelJson, resolveRun, writeManifest, writeModelJson, loadWeights, saveWeights, type RunManifestBase } from '../artifacts/run_store.js';
-import { writeJsonAtomic } from '../core/atomic.js';
+import { newRunId, readManifest, readModelJson, resolveRun, writeModelJson, loadWeights, saveWeights, type RunManifestBase } from '../artifacts/run_store.js';
+import { RunLifecycle } from '../artifacts/run_lifecycle.js';
 import { hashValue } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
 import { info, warn } from '../core/log.js';
@@ -131,72 +131,136 @@ export interface TrainResult {
   seconds: number;
 }
 
+/**
+ * Trains one task: each step below is a named function, and the run's ending (finish or fail) is written
+ * once, by the run lifecycle.
+ */
 export async function train(opts: TrainOptions): Promise<TrainResult> {
   const t0 = performance.now();
+  const ctx = await trainContext(opts);
+  const examples = await trainingExamples(ctx);
+  const encoders = featureEncoders(ctx);
+  const setup = modelSetup(ctx, examples, encoders);
+  const run = startTrainRun(ctx, examples, setup, t0);
+  return run.guard(async () => {
+    const metrics = setup.ranking ? await trainRankingRun(ctx, examples, setup, run) : await trainGraphRun(ctx, examples, setup, run);
+    const ending = run.finish(metrics, { val: metrics.val, test: metrics.test, baseline_test: metrics.baseline?.test ?? null, lift: metrics.lift });
+    return { runId: run.id, runDir: run.dir, status: ending.status, metrics, seconds: ending.seconds };
+  });
+}
+
+/** What every step of a training run reads: the options, the task, its model settings, the backend and the graph. */
+interface TrainContext {
+  opts: TrainOptions;
+  cfg: Config;
+  task: TaskSpec;
+  mc: TaskSpec['model'];
+  seed: number;
+  backend: BackendInfo;
+  search: { budget_seconds: number } | null;
+  built: { dir: string };
+  graph: Graph;
+  /** the task's target columns, which no encoder may read */
+  exclusions: ReturnType<typeof targetExclusions>;
+}
+
+/** The examples a run trains, validates and tests on, and how it validates. */
+interface TrainExamples {
+  split: TaskSplit;
+  validation: ValidationPlan;
+  tables: TrainingTables;
+  seconds: number;
+}
+
+/** Feature encoders: fitted by the graph build, or inherited from the run being fine-tuned. */
+interface TrainEncoders {
+  featureSpec: FeatureSpec;
+  init: { dir: string; id: string } | null;
+}
+
+/** The model(s) to train: the spec of each variant, and how they train. */
+interface TrainSetup extends TrainEncoders {
+  objective: ReturnType<typeof objectiveFor>;
+  ranking: RankingSpec | undefined;
+  specFor: (v: Pick<Variant, 'encoder' | 'layers' | 'sampling' | 'num_neighbors'>) => ModelSpec;
+  variants: Variant[];
+  skipped: ReturnType<typeof searchVariants>['skipped'];
+  workers: number;
+  batchSize: number;
+}
+
+type TrainRun = RunLifecycle<TrainManifest>;
+
+/** Step 1: the task, the backend, the search request, and the graph (built or reused). */
+async function trainContext(opts: TrainOptions): Promise<TrainContext> {
   const { cfg } = opts;
   const task = cfg.taskSpecs[opts.task];
   if (!task) throw new ConfigError(`unknown task "${opts.task}"`, [], { where: '--task', hint: suggest(opts.task, Object.keys(cfg.taskSpecs)) });
   const mc = task.model;
-  const seed = mc.seed ?? cfg.seed;
   const backend = await selectBackend(opts.backend ?? 'auto');
   info(`train: task ${task.name} on the ${backend.name} backend`);
-
   const search = opts.search ?? (mc.search ? { budget_seconds: mc.search_budget } : null);
   if (search && opts.init_from) {
     throw new ConfigError('a variant search trains every variant from scratch, so it cannot fine-tune', [], { where: opts.search ? '--search' : `tasks.${task.name}.model.search`, hint: 'drop --init-from, or train without the search (omit --search; model.search: false)' });
   }
   const built = await buildGraph(cfg);
   const graph = Graph.load(built.dir);
+  return { opts, cfg, task, mc, seed: mc.seed ?? cfg.seed, backend, search, built, graph, exclusions: targetExclusions(task) };
+}
+
+/** Step 2: the split (with its validation anchors) and the training tables at its anchors. */
+async function trainingExamples(ctx: TrainContext): Promise<TrainExamples> {
+  const { task, mc, built, graph, opts } = ctx;
   const range = graph.manifest.time_range;
   if (!range) throw new DataError('no table has a time_column, so there are no anchor times to train at', { hint: 'declare time_column on the fact tables' });
-  const timeRange = { min: range[0], max: range[1] };
-  const exclusions = targetExclusions(task);
-  const excludedSet = new Set(exclusions.map((e) => `${e.table}.${e.column}`));
-
-  let tStage = performance.now();
-  const { split, validation } = await validationSplit(task, mc, timeRange, built.dir, graph);
+  const t = performance.now();
+  const { split, validation } = await validationSplit(task, mc, { min: range[0], max: range[1] }, built.dir, graph);
+  const excludedSet = new Set(ctx.exclusions.map((e) => `${e.table}.${e.column}`));
   const tables: TrainingTables = await withHeartbeat(`training tables for ${task.name}`, () =>
-    buildTrainingTables(built.dir, graph.manifest, task, split, { seed, baselineExcluding: opts.skip_baseline || kindOf(task) === 'ranking' ? undefined : excludedSet }),
+    buildTrainingTables(built.dir, graph.manifest, task, split, { seed: ctx.seed, baselineExcluding: opts.skip_baseline || kindOf(task) === 'ranking' ? undefined : excludedSet }),
   );
-  const tablesSeconds = (performance.now() - tStage) / 1000;
+  const seconds = (performance.now() - t) / 1000;
   checkTables(task, tables, split);
-  const kind = task.query.taskType;
-  info(`train: ${tables.train.nodes.length} train / ${tables.val.nodes.length} val / ${tables.test.nodes.length} test examples (${tablesSeconds.toFixed(1)}s)`);
+  info(`train: ${tables.train.nodes.length} train / ${tables.val.nodes.length} val / ${tables.test.nodes.length} test examples (${seconds.toFixed(1)}s)`);
+  return { split, validation, tables, seconds };
+}
 
-  // Encoders: fitted by the graph build, or inherited (and grown) from the run we fine-tune.
-  let featureSpec: FeatureSpec;
-  let init: { dir: string; id: string } | null = null;
-  if (opts.init_from) {
-    const prev = resolveRun(cfg.artifactsDir, opts.init_from, { kind: 'train' });
-    const prevManifest = readManifest<TrainManifest>(prev.dir);
-    const prevGraph = readGraphSchema(prevManifest);
-    const diff = diffSchemas(prevGraph, graph.manifest.schema);
-    const breaking = diff.filter((d) => !/column \S+ was added$/.test(d));
-    if (breaking.length) {
-      throw new ArtifactError(`cannot fine-tune from ${prev.id}: the data's schema changed`, { hint: `${breaking.join('; ')}. Train from scratch instead (omit --init-from).` });
-    }
-    for (const d of diff) warn(`fine-tuning: ${d}; the new column is not used by the fine-tuned model`);
-    featureSpec = growVocabularies(readModelJson<FeatureSpec>(prev.dir, 'features.json'), graph);
-    // The inherited encoders were fitted for the previous run's task: they may read this task's target.
-    const leaked = exclusions.filter((e) => {
-      const t = featureSpec.tables[e.table];
-      return t !== undefined && [...t.numeric.map((c) => c.name), ...t.categorical.map((c) => c.name), ...t.timestamps].includes(e.column);
-    });
-    if (leaked.length) {
-      const cols = leaked.map((e) => `${e.table}.${e.column}`).join(', ');
-      throw new ArtifactError(`cannot fine-tune from ${prev.id}: its encoders read ${cols}, the target of task ${task.name}`, { hint: `fine-tune from a run of task ${task.name}, or train from scratch (omit --init-from)` });
-    }
-    const prevRoot = readModelJson<ModelSpec>(prev.dir, 'spec.json').root;
-    if (prevRoot !== task.query.entity.table) {
-      throw new ArtifactError(`cannot fine-tune from ${prev.id}: it predicts per ${prevRoot}, task ${task.name} per ${task.query.entity.table}`, { hint: `fine-tune from a run of task ${task.name}, or train from scratch (omit --init-from)` });
-    }
-    init = { dir: prev.dir, id: prev.id };
-  } else {
-    featureSpec = featureSpecFromGraph(graph, exclusions, task.query.entity.table);
+/** Step 3: the encoders, from the graph build or inherited (and grown) from the run being fine-tuned. */
+function featureEncoders(ctx: TrainContext): TrainEncoders {
+  const { cfg, task, graph, exclusions, opts } = ctx;
+  if (!opts.init_from) return { featureSpec: featureSpecFromGraph(graph, exclusions, task.query.entity.table), init: null };
+  const prev = resolveRun(cfg.artifactsDir, opts.init_from, { kind: 'train' });
+  const prevManifest = readManifest<TrainManifest>(prev.dir);
+  const diff = diffSchemas(readGraphSchema(prevManifest), graph.manifest.schema);
+  const breaking = diff.filter((d) => !/column \S+ was added$/.test(d));
+  if (breaking.length) {
+    throw new ArtifactError(`cannot fine-tune from ${prev.id}: the data's schema changed`, { hint: `${breaking.join('; ')}. Train from scratch instead (omit --init-from).` });
   }
+  for (const d of diff) warn(`fine-tuning: ${d}; the new column is not used by the fine-tuned model`);
+  const featureSpec = growVocabularies(readModelJson<FeatureSpec>(prev.dir, 'features.json'), graph);
+  // The inherited encoders were fitted for the previous run's task: they may read this task's target.
+  const leaked = exclusions.filter((e) => {
+    const t = featureSpec.tables[e.table];
+    return t !== undefined && [...t.numeric.map((c) => c.name), ...t.categorical.map((c) => c.name), ...t.timestamps].includes(e.column);
+  });
+  if (leaked.length) {
+    const cols = leaked.map((e) => `${e.table}.${e.column}`).join(', ');
+    throw new ArtifactError(`cannot fine-tune from ${prev.id}: its encoders read ${cols}, the target of task ${task.name}`, { hint: `fine-tune from a run of task ${task.name}, or train from scratch (omit --init-from)` });
+  }
+  const prevRoot = readModelJson<ModelSpec>(prev.dir, 'spec.json').root;
+  if (prevRoot !== task.query.entity.table) {
+    throw new ArtifactError(`cannot fine-tune from ${prev.id}: it predicts per ${prevRoot}, task ${task.name} per ${task.query.entity.table}`, { hint: `fine-tune from a run of task ${task.name}, or train from scratch (omit --init-from)` });
+  }
+  return { featureSpec, init: { dir: prev.dir, id: prev.id } };
+}
 
-  const objective = objectiveFor(kind);
-  const ranking = kind === 'ranking' ? rankingSpec(graph, task, buildPlan(graph, task.query.entity.table, mc.num_neighbors)) : undefined;
+/** Step 4: the model spec of each variant to train, the worker count and the batch size. */
+function modelSetup(ctx: TrainContext, examples: TrainExamples, encoders: TrainEncoders): TrainSetup {
+  const { task, mc, graph, search, backend } = ctx;
+  const { tables } = examples;
+  const { featureSpec } = encoders;
+  const objective = objectiveFor(task.query.taskType);
+  const ranking = objective.kind === 'ranking' ? rankingSpec(graph, task, buildPlan(graph, task.query.entity.table, mc.num_neighbors)) : undefined;
   if (ranking && search) throw new NotImplementedError('the variant search does not cover ranking tasks yet', { hint: `train task ${task.name} without --search / model.search` });
   const specFor = (v: Pick<Variant, 'encoder' | 'layers' | 'sampling' | 'num_neighbors'>): ModelSpec => ({
     encoder: v.encoder,
@@ -221,11 +285,16 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     ...(ranking ? { ranking } : {}),
   });
   const { variants, skipped } = search ? searchVariants(mc) : { variants: [searchVariants(mc).variants[0]!], skipped: [] };
+  const workers = mc.workers === 'auto' ? (availableParallelism() >= 2 && (backend.name === 'wasm' || backend.name === 'cpu') ? 2 : 1) : mc.workers;
+  const batchSize = effectiveBatchSize(tables.train.nodes.length, mc.batch_size, mc.min_steps_per_epoch);
+  if (batchSize < mc.batch_size) info(`train: batch ${batchSize} (not ${mc.batch_size}) so that ${tables.train.nodes.length} training examples give ≥ ${mc.min_steps_per_epoch} steps an epoch (model.min_steps_per_epoch)`);
+  return { ...encoders, objective, ranking, specFor, variants, skipped, workers, batchSize };
+}
 
+/** Step 5: the run folder, its `running` manifest, the first variant's spec and the encoders; Ctrl-C stops after a step. */
+function startTrainRun(ctx: TrainContext, examples: TrainExamples, setup: TrainSetup, t0: number): TrainRun {
+  const { cfg, task, mc, graph, built, backend, seed, opts } = ctx;
   const runId = newRunId(task.name);
-  const runDir = createRunDir(cfg.artifactsDir, runId);
-  writeModelJson(runDir, 'spec.json', specFor(variants[0]!));
-  writeModelJson(runDir, 'features.json', featureSpec);
   const manifest: TrainManifest = {
     kind: 'train',
     id: runId,
@@ -239,134 +308,143 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
     backend_info: backend,
     seed,
     config: { name: cfg.name, path: cfg.path, task: { query: task.query.text, split: task.split }, model: mc, data: cfg.data },
-    split: splitRecord(split),
-    init_from: init?.id ?? null,
+    split: splitRecord(examples.split),
+    init_from: setup.init?.id ?? null,
     run_key: trainRunKey(cfg, task, graph.manifest.fingerprint, opts),
-    timings: { training_tables: round(tablesSeconds, 2) },
+    timings: { training_tables: round(examples.seconds, 2) },
   };
-  writeManifest(runDir, manifest);
+  const run = RunLifecycle.start(cfg.artifactsDir, manifest, { interruptible: true, t0 });
+  writeModelJson(run.dir, 'spec.json', setup.specFor(setup.variants[0]!));
+  writeModelJson(run.dir, 'features.json', setup.featureSpec);
+  return run;
+}
 
-  // Ctrl-C: finish the current step, keep the best checkpoint, evaluate it and mark the run interrupted.
-  const stop = { requested: false };
-  const onSigint = (): void => {
-    if (stop.requested) process.exit(130);
-    stop.requested = true;
-    warn('interrupt: stopping after this step; the best checkpoint is kept (Ctrl-C again to quit now)');
-  };
-  process.on('SIGINT', onSigint);
-  const finish = (metrics: TrainMetrics): TrainResult => {
-    writeJsonAtomic(join(runDir, 'metrics.json'), metrics);
-    const status = stop.requested ? 'interrupted' : 'complete';
-    manifest.status = status;
-    manifest.finished_at = new Date().toISOString();
-    manifest.timings.total = round((performance.now() - t0) / 1000, 2);
-    manifest.metrics = { val: metrics.val, test: metrics.test, baseline_test: metrics.baseline?.test ?? null, lift: metrics.lift };
-    writeManifest(runDir, manifest);
-    return { runId, runDir, status, metrics, seconds: (performance.now() - t0) / 1000 };
-  };
-  const workers = mc.workers === 'auto' ? (availableParallelism() >= 2 && (backend.name === 'wasm' || backend.name === 'cpu') ? 2 : 1) : mc.workers;
-  const data = { train: tables.train, val: tables.val, test: tables.test };
-  const batchSize = effectiveBatchSize(tables.train.nodes.length, mc.batch_size, mc.min_steps_per_epoch);
-  if (batchSize < mc.batch_size) info(`train: batch ${batchSize} (not ${mc.batch_size}) so that ${tables.train.nodes.length} training examples give ≥ ${mc.min_steps_per_epoch} steps an epoch (model.min_steps_per_epoch)`);
-  const mm = objective.mainMetric;
-  const mainOf = (m: Metrics): number => (m as unknown as Record<string, number>)[mm.name]!;
-  /** Trains one variant to its best epoch and evaluates it; its model stays open for the caller. */
-  const fit = async (spec: ModelSpec, checkpointDir: string, deadline: number | undefined) => {
-    const model = new DeepModel(graph, spec, featureSpec, seed);
-    let engine: GradientEngine | null = null;
-    try {
-      if (init) {
-        const w = loadWeights(init.dir);
-        model.params.load(w.index, w.blob, { allowGrow: true });
-        info(`train: fine-tuning from ${init.id}`);
-      }
-      engine = workers > 1 ? await WorkerEngine.start(workers, graph, spec, featureSpec, data, opts.backend ?? 'auto') : null;
-      engine ??= new LocalEngine(model, data);
-      manifest.workers = engine.workers;
-      if (engine.workers > 1) info(`train: data parallel over ${engine.workers} worker threads`);
-      const t = performance.now();
-      const loop = await trainLoop(
-        model,
-        engine,
-        tables,
-        { epochs: opts.epochs ?? mc.epochs, batchSize, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr, smoothing: validation.smoothing, deadline, checkpointDir },
-        seed,
-        stop,
-        runDir,
-      );
-      const trainingSeconds = (performance.now() - t) / 1000;
-      const tEval = performance.now();
-      model.params.assignBlob(loop.best);
-      const evalProgress = new Progress();
-      // The best epoch's validation outputs were computed with the same weights and seed: no second pass.
-      let valRaw = loop.bestValRaw;
-      if (!valRaw) {
-        evalProgress.begin('evaluation: validation', tables.val.nodes.length);
-        valRaw = await engine.predict(loop.best, 'val', EVAL_SEED, (done) => evalProgress.update(done));
-      }
-      evalProgress.begin('evaluation: test', tables.test.nodes.length);
-      const testRaw = await engine.predict(loop.best, 'test', EVAL_SEED, (done) => evalProgress.update(done));
-      const valPred = model.toOutput(valRaw);
-      const testPred = model.toOutput(testRaw);
-      const evaluationSeconds = (performance.now() - tEval) / 1000;
-      evalProgress.end(`evaluation: ${tables.test.nodes.length.toLocaleString('en-US')} test examples in ${evaluationSeconds.toFixed(1)}s`);
-      return { model, loop, trainingSeconds, evaluationSeconds, valPred, testPred, val: objective.metrics(tables.val.labels, valPred), test: objective.metrics(tables.test.labels, testPred) };
-    } catch (e) {
-      model.dispose();
-      throw e;
-    } finally {
-      await engine?.close();
-    }
-  };
-  if (ranking) {
-    // The recommender trains on its own loop (train/ranking_trainer.ts), its item tower split over the workers, without the search.
-    const model = new DeepModel(graph, specFor(variants[0]!), featureSpec, seed);
-    try {
-      if (init) {
-        const w = loadWeights(init.dir);
-        model.params.load(w.index, w.blob, { allowGrow: true });
-        info(`train: fine-tuning from ${init.id}`);
-      }
-      return finish(await trainRankingRun(model, tables, task, mc, seed, stop, runDir, opts, manifest, split, validation, workers));
-    } catch (e) {
-      manifest.status = 'failed';
-      manifest.error = e instanceof Error ? e.message : String(e);
-      writeManifest(runDir, manifest);
-      throw e;
-    } finally {
-      process.off('SIGINT', onSigint);
-      model.dispose();
-    }
-  }
-
-  let chosen: Awaited<ReturnType<typeof fit>> | null = null;
-  let baselineJob: BaselineJob | null = null;
-  let baselineRowCount = 0;
+/** A fresh deep model for `spec`, with the fine-tuned run's weights loaded when there is one. */
+function newModel(ctx: TrainContext, setup: TrainSetup, spec: ModelSpec): DeepModel {
+  const model = new DeepModel(ctx.graph, spec, setup.featureSpec, ctx.seed);
   try {
-    // The no-graph baseline fits on a worker thread beside the epochs (and the search's variants).
-    if (tables.baseline) {
-      const inputs = baselineInputs(tables, task.split.baseline_max_train_examples, seed);
-      baselineRowCount = inputs.train.nodes.length;
-      const entity = task.query.entity.table;
-      baselineJob = BaselineJob.start({ featureSpec, table: entity, inputs, kind, seed, backend: opts.backend ?? 'auto' }, graph, bindFeatures(graph, featureSpec)[entity]!);
+    if (setup.init) {
+      const w = loadWeights(setup.init.dir);
+      model.params.load(w.index, w.blob, { allowGrow: true });
+      info(`train: fine-tuning from ${setup.init.id}`);
     }
-    tStage = performance.now();
-    const records: SearchVariantRecord[] = [];
-    const durations: number[] = [];
-    const deadline = search ? tStage + search.budget_seconds * 1000 : undefined;
-    let chosenIndex = -1;
+    return model;
+  } catch (e) {
+    model.dispose();
+    throw e;
+  }
+}
+
+/** One variant trained to its best epoch and evaluated on val and test. */
+interface FittedVariant {
+  model: DeepModel;
+  loop: LoopResult;
+  trainingSeconds: number;
+  evaluationSeconds: number;
+  valPred: Float32Array;
+  testPred: Float32Array;
+  val: Metrics;
+  test: Metrics;
+}
+
+/** Trains one variant to its best epoch and evaluates it; its model stays open for the caller. */
+async function fitVariant(ctx: TrainContext, examples: TrainExamples, setup: TrainSetup, run: TrainRun, spec: ModelSpec, checkpointDir: string, deadline: number | undefined): Promise<FittedVariant> {
+  const { mc, graph, opts, seed } = ctx;
+  const { tables } = examples;
+  const data = { train: tables.train, val: tables.val, test: tables.test };
+  const model = newModel(ctx, setup, spec);
+  let engine: GradientEngine | null = null;
+  try {
+    engine = setup.workers > 1 ? await WorkerEngine.start(setup.workers, graph, spec, setup.featureSpec, data, opts.backend ?? 'auto') : null;
+    engine ??= new LocalEngine(model, data);
+    run.manifest.workers = engine.workers;
+    if (engine.workers > 1) info(`train: data parallel over ${engine.workers} worker threads`);
+    const t = performance.now();
+    const loop = await trainLoop(
+      model,
+      engine,
+      tables,
+      { epochs: opts.epochs ?? mc.epochs, batchSize: setup.batchSize, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr, smoothing: examples.validation.smoothing, deadline, checkpointDir },
+      seed,
+      run.stop,
+      run.dir,
+    );
+    const trainingSeconds = (performance.now() - t) / 1000;
+    const tEval = performance.now();
+    model.params.assignBlob(loop.best);
+    const evalProgress = new Progress();
+    // The best epoch's validation outputs were computed with the same weights and seed: no second pass.
+    let valRaw = loop.bestValRaw;
+    if (!valRaw) {
+      evalProgress.begin('evaluation: validation', tables.val.nodes.length);
+      valRaw = await engine.predict(loop.best, 'val', EVAL_SEED, (done) => evalProgress.update(done));
+    }
+    evalProgress.begin('evaluation: test', tables.test.nodes.length);
+    const testRaw = await engine.predict(loop.best, 'test', EVAL_SEED, (done) => evalProgress.update(done));
+    const valPred = model.toOutput(valRaw);
+    const testPred = model.toOutput(testRaw);
+    const evaluationSeconds = (performance.now() - tEval) / 1000;
+    evalProgress.end(`evaluation: ${tables.test.nodes.length.toLocaleString('en-US')} test examples in ${evaluationSeconds.toFixed(1)}s`);
+    const { objective } = setup;
+    return { model, loop, trainingSeconds, evaluationSeconds, valPred, testPred, val: objective.metrics(tables.val.labels, valPred), test: objective.metrics(tables.test.labels, testPred) };
+  } catch (e) {
+    model.dispose();
+    throw e;
+  } finally {
+    await engine?.close();
+  }
+}
+
+/** Step 6 (graph tasks): the no-graph baseline beside the variants, the chosen variant, and the metrics. */
+async function trainGraphRun(ctx: TrainContext, examples: TrainExamples, setup: TrainSetup, run: TrainRun): Promise<TrainMetrics> {
+  let chosen: { fitted: FittedVariant; records: SearchVariantRecord[]; chosenIndex: number } | null = null;
+  let baselineJob: { job: BaselineJob; rows: number } | null = null;
+  try {
+    baselineJob = startBaseline(ctx, examples, setup);
+    chosen = await fitVariants(ctx, examples, setup, run);
+    const baseline = baselineJob ? await awaitBaseline(baselineJob.job, baselineJob.rows, examples, run) : null;
+    return graphMetrics(ctx, examples, setup, run, chosen, baseline);
+  } finally {
+    await baselineJob?.job.close();
+    chosen?.fitted.model.dispose();
+  }
+}
+
+/** The no-graph baseline, fitted on a worker thread beside the epochs (and the search's variants); null when skipped. */
+function startBaseline(ctx: TrainContext, examples: TrainExamples, setup: TrainSetup): { job: BaselineJob; rows: number } | null {
+  const { tables } = examples;
+  if (!tables.baseline) return null;
+  const { task, seed, graph, opts } = ctx;
+  const inputs = baselineInputs(tables, task.split.baseline_max_train_examples, seed);
+  const entity = task.query.entity.table;
+  const job = BaselineJob.start({ featureSpec: setup.featureSpec, table: entity, inputs, kind: task.query.taskType, seed, backend: opts.backend ?? 'auto' }, graph, bindFeatures(graph, setup.featureSpec)[entity]!);
+  return { job, rows: inputs.train.nodes.length };
+}
+
+/** Trains each variant (one without a search) and keeps the best on validation. */
+async function fitVariants(ctx: TrainContext, examples: TrainExamples, setup: TrainSetup, run: TrainRun): Promise<{ fitted: FittedVariant; records: SearchVariantRecord[]; chosenIndex: number }> {
+  const { task, search } = ctx;
+  const { objective, variants } = setup;
+  const mm = objective.mainMetric;
+  const tStage = performance.now();
+  const records: SearchVariantRecord[] = [];
+  const durations: number[] = [];
+  const deadline = search ? tStage + search.budget_seconds * 1000 : undefined;
+  let chosen: FittedVariant | null = null;
+  let chosenIndex = -1;
+  try {
     for (const v of variants) {
       const elapsed = (performance.now() - tStage) / 1000;
       const base = { name: v.name, encoder: v.encoder, layers: v.layers, sampling: v.sampling, num_neighbors: v.num_neighbors, configured: v.configured };
-      if (stop.requested || (search && !fitsBudget(elapsed, durations, search.budget_seconds))) {
-        records.push({ ...base, status: 'skipped', reason: stop.requested ? 'interrupted' : `budget: ${Math.round(elapsed)}s of ${search!.budget_seconds}s used, the slowest variant took ${Math.round(Math.max(...durations))}s` });
+      if (run.stop.requested || (search && !fitsBudget(elapsed, durations, search.budget_seconds))) {
+        records.push({ ...base, status: 'skipped', reason: run.stop.requested ? 'interrupted' : `budget: ${Math.round(elapsed)}s of ${search!.budget_seconds}s used, the slowest variant took ${Math.round(Math.max(...durations))}s` });
         continue;
       }
       if (search) info(`search: variant ${records.length + 1}/${variants.length} ${v.name}${v.configured ? ' (configured)' : ''}`);
-      const spec = specFor(v);
+      const spec = setup.specFor(v);
       const tVariant = performance.now();
       // The configured model has no deadline: a search never ends without it.
-      const r = await fit(spec, search ? join(runDir, 'variants', v.name) : runDir, v.configured ? undefined : deadline);
+      const r = await fitVariant(ctx, examples, setup, run, spec, search ? join(run.dir, 'variants', v.name) : run.dir, v.configured ? undefined : deadline);
       durations.push((performance.now() - tVariant) / 1000);
       records.push({
         ...base,
@@ -380,9 +458,8 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
         seconds: round(durations[durations.length - 1]!, 2),
         parameters: r.model.gnn.parameterCount(true),
       });
-      if (search) info(`search: ${v.name}: val ${mm.name} ${mainOf(r.val).toFixed(4)}, test ${mainOf(r.test).toFixed(4)} (best epoch ${r.loop.bestEpoch})`);
-      const scores = records.map((x) => (x.status === 'trained' ? x.val_score! : null));
-      const pick = chooseVariant(scores);
+      if (search) info(`search: ${v.name}: val ${mm.name} ${mainOf(mm.name, r.val).toFixed(4)}, test ${mainOf(mm.name, r.test).toFixed(4)} (best epoch ${r.loop.bestEpoch})`);
+      const pick = chooseVariant(records.map((x) => (x.status === 'trained' ? x.val_score! : null)));
       // A validation set with one class scores NaN: then the first variant stays, as a run without search would.
       if (pick === records.length - 1 || (chosen === null && pick < 0)) {
         chosen?.model.dispose();
@@ -390,82 +467,105 @@ export async function train(opts: TrainOptions): Promise<TrainResult> {
         chosenIndex = records.length - 1;
         if (search) {
           // The run folder always holds the best variant so far: spec and weights agree at every moment.
-          writeModelJson(runDir, 'spec.json', spec);
-          saveWeights(runDir, r.model.params.serialize().index, r.loop.best);
+          writeModelJson(run.dir, 'spec.json', spec);
+          saveWeights(run.dir, r.model.params.serialize().index, r.loop.best);
         }
       } else {
         r.model.dispose();
       }
     }
-    for (const sk of skipped) records.push({ name: sk.name, status: 'skipped', reason: sk.reason, configured: false });
-    if (!chosen) throw new DataError(`task ${task.name}: no variant produced a validation score`, { hint: 'check the validation examples (their labels may be all one class)' });
-    if (search) rmSync(join(runDir, 'variants'), { recursive: true, force: true });
-    const { model, loop, val, test, testPred } = chosen;
-    manifest.timings.training = round((performance.now() - tStage - chosen.evaluationSeconds * 1000) / 1000, 2);
-    manifest.timings.evaluation = round(chosen.evaluationSeconds, 2);
-
-    tStage = performance.now();
-    let baseline: BaselineResult | null = null;
-    if (baselineJob) {
-      const bp = new Progress();
-      const n = baselineRowCount;
-      bp.begin(`baseline fit (${n.toLocaleString('en-US')}${n < tables.train.nodes.length ? ` of ${tables.train.nodes.length.toLocaleString('en-US')}` : ''} rows)`, 0);
-      // At most `epochs × rows` (early stopping usually ends sooner), so the count goes without a total.
-      baselineJob.listen((seen, note) => bp.update(seen, `${seen.toLocaleString('en-US')} rows seen${note ? `, ${note}` : ''}`));
-      try {
-        baseline = await baselineJob.result();
-      } finally {
-        baselineJob.listen(null);
-        bp.stop();
-      }
-      // `baseline`: the fit's own time (beside the epochs when on a worker); `baseline_wait`: what the run waited for it after evaluation.
-      manifest.timings.baseline = round(baseline.seconds, 2);
-      manifest.timings.baseline_wait = round((performance.now() - tStage) / 1000, 2);
-      bp.end(`baseline: no-graph MLP on ${baseline.train_rows.toLocaleString('en-US')} rows in ${baseline.seconds.toFixed(1)}s${baselineJob.onWorker ? ` (beside training; waited ${manifest.timings.baseline_wait.toFixed(1)}s)` : ''}`);
-    }
-
-    const testMain = mainOf(test);
-    const baseMain = baseline ? mainOf(baseline.test) : null;
-    const metrics: TrainMetrics = {
-      task: task.name,
-      kind,
-      main_metric: mm.name,
-      val,
-      test,
-      baseline: baseline ? { val: baseline.val, test: baseline.test, features: baseline.features, train_rows: baseline.train_rows } : null,
-      lift: baseMain === null ? null : round(mm.higherIsBetter ? testMain - baseMain : baseMain - testMain, 4),
-      val_lift: baseline ? round(objective.score(val) - objective.score(baseline.val), 4) : null,
-      best_epoch: loop.bestEpoch,
-      epochs: loop.epochs,
-      stopped: loop.stopped,
-      counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
-      anchors: manifest.split,
-      seeds: { model: seed, evaluation: EVAL_SEED },
-      batch_size: batchSize,
-      validation: { anchors: split.valAnchors.map(isoSeconds), examples: tables.val.nodes.length, smoothing: validation.smoothing, small: validation.small, at_val_anchor: validation.at_val_anchor, reason: validation.reason },
-      search: search ? { budget_seconds: search.budget_seconds, seconds: manifest.timings.training, chosen: records[chosenIndex]!.name, variants: records } : null,
-      parameters: { total: model.gnn.parameterCount(false), without_embeddings: model.gnn.parameterCount(true) },
-    };
-    const curves = objective.curves(tables.test.labels, testPred);
-    if (curves) {
-      metrics.curves = curves;
-      const bc = baseline ? objective.curves(tables.test.labels, baseline.testPred) : null;
-      if (bc) metrics.baseline_curves = { roc: bc.roc, pr: bc.pr };
-    }
-    const behind = baselineWarning(task.name, mm.name, metrics.val_lift, metrics.lift);
-    if (behind) warn(behind);
-    if (search) manifest.search = { chosen: metrics.search!.chosen, budget_seconds: search.budget_seconds };
-    return finish(metrics);
   } catch (e) {
-    manifest.status = 'failed';
-    manifest.error = e instanceof Error ? e.message : String(e);
-    writeManifest(runDir, manifest);
-    throw e;
-  } finally {
-    process.off('SIGINT', onSigint);
-    await baselineJob?.close();
     chosen?.model.dispose();
+    throw e;
   }
+  for (const sk of setup.skipped) records.push({ name: sk.name, status: 'skipped', reason: sk.reason, configured: false });
+  if (!chosen) throw new DataError(`task ${task.name}: no variant produced a validation score`, { hint: 'check the validation examples (their labels may be all one class)' });
+  if (search) rmSync(join(run.dir, 'variants'), { recursive: true, force: true });
+  run.manifest.timings.training = round((performance.now() - tStage - chosen.evaluationSeconds * 1000) / 1000, 2);
+  run.manifest.timings.evaluation = round(chosen.evaluationSeconds, 2);
+  return { fitted: chosen, records, chosenIndex };
+}
+
+/** Waits for the baseline fit, reporting its progress. */
+async function awaitBaseline(job: BaselineJob, n: number, examples: TrainExamples, run: TrainRun): Promise<BaselineResult> {
+  const tStage = performance.now();
+  const bp = new Progress();
+  const all = examples.tables.train.nodes.length;
+  bp.begin(`baseline fit (${n.toLocaleString('en-US')}${n < all ? ` of ${all.toLocaleString('en-US')}` : ''} rows)`, 0);
+  // At most `epochs × rows` (early stopping usually ends sooner), so the count goes without a total.
+  job.listen((seen, note) => bp.update(seen, `${seen.toLocaleString('en-US')} rows seen${note ? `, ${note}` : ''}`));
+  let baseline: BaselineResult;
+  try {
+    baseline = await job.result();
+  } finally {
+    job.listen(null);
+    bp.stop();
+  }
+  // `baseline`: the fit's own time (beside the epochs when on a worker); `baseline_wait`: what the run waited for it after evaluation.
+  const timings = run.manifest.timings;
+  timings.baseline = round(baseline.seconds, 2);
+  timings.baseline_wait = round((performance.now() - tStage) / 1000, 2);
+  bp.end(`baseline: no-graph MLP on ${baseline.train_rows.toLocaleString('en-US')} rows in ${baseline.seconds.toFixed(1)}s${job.onWorker ? ` (beside training; waited ${timings.baseline_wait.toFixed(1)}s)` : ''}`);
+  return baseline;
+}
+
+/** Step 7 (graph tasks): metrics.json of the chosen variant beside its baseline. */
+function graphMetrics(
+  ctx: TrainContext,
+  examples: TrainExamples,
+  setup: TrainSetup,
+  run: TrainRun,
+  chosen: { fitted: FittedVariant; records: SearchVariantRecord[]; chosenIndex: number },
+  baseline: BaselineResult | null,
+): TrainMetrics {
+  const { task, search, seed } = ctx;
+  const { tables } = examples;
+  const { objective } = setup;
+  const { model, loop, val, test, testPred } = chosen.fitted;
+  const mm = objective.mainMetric;
+  const testMain = mainOf(mm.name, test);
+  const baseMain = baseline ? mainOf(mm.name, baseline.test) : null;
+  const metrics: TrainMetrics = {
+    task: task.name,
+    kind: objective.kind,
+    main_metric: mm.name,
+    val,
+    test,
+    baseline: baseline ? { val: baseline.val, test: baseline.test, features: baseline.features, train_rows: baseline.train_rows } : null,
+    lift: baseMain === null ? null : round(mm.higherIsBetter ? testMain - baseMain : baseMain - testMain, 4),
+    val_lift: baseline ? round(objective.score(val) - objective.score(baseline.val), 4) : null,
+    best_epoch: loop.bestEpoch,
+    epochs: loop.epochs,
+    stopped: loop.stopped,
+    counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
+    anchors: run.manifest.split,
+    seeds: { model: seed, evaluation: EVAL_SEED },
+    batch_size: setup.batchSize,
+    validation: validationRecord(examples),
+    search: search ? { budget_seconds: search.budget_seconds, seconds: run.manifest.timings.training, chosen: chosen.records[chosen.chosenIndex]!.name, variants: chosen.records } : null,
+    parameters: { total: model.gnn.parameterCount(false), without_embeddings: model.gnn.parameterCount(true) },
+  };
+  const curves = objective.curves(tables.test.labels, testPred);
+  if (curves) {
+    metrics.curves = curves;
+    const bc = baseline ? objective.curves(tables.test.labels, baseline.testPred) : null;
+    if (bc) metrics.baseline_curves = { roc: bc.roc, pr: bc.pr };
+  }
+  const behind = baselineWarning(task.name, mm.name, metrics.val_lift, metrics.lift);
+  if (behind) warn(behind);
+  if (search) run.manifest.search = { chosen: metrics.search!.chosen, budget_seconds: search.budget_seconds };
+  return metrics;
+}
+
+/** How model choice validated, as metrics.json records it. */
+function validationRecord(examples: TrainExamples): TrainMetrics['validation'] {
+  const { split, validation, tables } = examples;
+  return { anchors: split.valAnchors.map(isoSeconds), examples: tables.val.nodes.length, smoothing: validation.smoothing, small: validation.small, at_val_anchor: validation.at_val_anchor, reason: validation.reason };
+}
+
+/** A metric's value by name. */
+function mainOf(name: string, m: Metrics): number {
+  return (m as unknown as Record<string, number>)[name]!;
 }
 
 /**
@@ -556,58 +656,52 @@ function rankingSpec(graph: Graph, task: TaskSpec, plan: Plan): RankingSpec {
   };
 }
 
-/** Fits the recommender and its baselines; the metrics file of a ranking run. */
-async function trainRankingRun(
-  model: DeepModel,
-  tables: TrainingTables,
-  task: TaskSpec,
-  mc: TaskSpec['model'],
-  seed: number,
-  stop: { requested: boolean },
-  runDir: string,
-  opts: TrainOptions,
-  manifest: TrainManifest,
-  split: TaskSplit,
-  validation: ValidationPlan,
-  workers: number,
-): Promise<TrainMetrics> {
-  const tStage = performance.now();
-  const fit = await fitRanking(
-    model,
-    tables,
-    { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr, workers, backend: opts.backend ?? 'auto' },
-    seed,
-    stop,
-    runDir,
-  );
-  manifest.workers = fit.workers;
-  manifest.timings.training = round((performance.now() - tStage) / 1000, 2);
-  const best = fit.baselines[fit.best_baseline];
-  const metrics: TrainMetrics = {
-    task: task.name,
-    kind: 'ranking',
-    main_metric: 'map_at_k',
-    val: fit.val,
-    test: fit.test,
-    baseline: { val: best.val, test: best.test, features: [fit.best_baseline] },
-    lift: round(fit.test.map_at_k - best.test.map_at_k, 5),
-    val_lift: round(fit.val.map_at_k - best.val.map_at_k, 5),
-    best_epoch: fit.bestEpoch,
-    epochs: fit.epochs,
-    counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
-    anchors: manifest.split,
-    stopped: null,
-    seeds: { model: seed, evaluation: EVAL_SEED },
-    batch_size: mc.batch_size,
-    validation: { anchors: split.valAnchors.map(isoSeconds), examples: tables.val.nodes.length, smoothing: validation.smoothing, small: validation.small, at_val_anchor: validation.at_val_anchor, reason: validation.reason },
-    search: null,
-    parameters: { total: model.gnn.parameterCount(false), without_embeddings: model.gnn.parameterCount(true) },
-    baselines: fit.baselines,
-    best_baseline: fit.best_baseline,
-  };
-  const behind = baselineWarning(task.name, 'map_at_k', metrics.val_lift, metrics.lift);
-  if (behind) warn(behind.replace("the baseline uses only the entity's own columns and past-window aggregates", `the best baseline is ${fit.best_baseline}`));
-  return metrics;
+/** Step 6 (ranking tasks): the recommender on its own loop (train/ranking_trainer.ts), its item tower split over the workers, and its baselines. */
+async function trainRankingRun(ctx: TrainContext, examples: TrainExamples, setup: TrainSetup, run: TrainRun): Promise<TrainMetrics> {
+  const { task, mc, seed, opts } = ctx;
+  const { tables } = examples;
+  const model = newModel(ctx, setup, setup.specFor(setup.variants[0]!));
+  try {
+    const tStage = performance.now();
+    const fit = await fitRanking(
+      model,
+      tables,
+      { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr, workers: setup.workers, backend: opts.backend ?? 'auto' },
+      seed,
+      run.stop,
+      run.dir,
+    );
+    run.manifest.workers = fit.workers;
+    run.manifest.timings.training = round((performance.now() - tStage) / 1000, 2);
+    const best = fit.baselines[fit.best_baseline];
+    const metrics: TrainMetrics = {
+      task: task.name,
+      kind: 'ranking',
+      main_metric: 'map_at_k',
+      val: fit.val,
+      test: fit.test,
+      baseline: { val: best.val, test: best.test, features: [fit.best_baseline] },
+      lift: round(fit.test.map_at_k - best.test.map_at_k, 5),
+      val_lift: round(fit.val.map_at_k - best.val.map_at_k, 5),
+      best_epoch: fit.bestEpoch,
+      epochs: fit.epochs,
+      counts: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
+      anchors: run.manifest.split,
+      stopped: null,
+      seeds: { model: seed, evaluation: EVAL_SEED },
+      batch_size: mc.batch_size,
+      validation: validationRecord(examples),
+      search: null,
+      parameters: { total: model.gnn.parameterCount(false), without_embeddings: model.gnn.parameterCount(true) },
+      baselines: fit.baselines,
+      best_baseline: fit.best_baseline,
+    };
+    const behind = baselineWarning(task.name, 'map_at_k', metrics.val_lift, metrics.lift);
+    if (behind) warn(behind.replace("the baseline uses only the entity's own columns and past-window aggregates", `the best baseline is ${fit.best_baseline}`));
+    return metrics;
+  } finally {
+    model.dispose();
+  }
 }
 
 function checkTables(task: TaskSpec, t: TrainingTables, split: TaskSplit): void {

@@ -306,8 +306,8 @@ function sumLeading(args: KernelArgs, gemm: OrtGemm | null): tf.TensorInfo | nul
   const heap = (backend.wasm as unknown as { HEAPU8: Uint8Array }).HEAPU8;
   const src = new Float32Array(heap.buffer, backend.getMemoryOffset(x.dataId), outer * inner);
   const dst = new Float32Array(heap.buffer, backend.getMemoryOffset(out.dataId), inner);
-  // Large column sums as the product 1ᵀ·X through onnxruntime: 0.11 → 0.04 ms for a [2900, 64] bias
-  // gradient; below ~64k values its per-call cost outweighs the loop.
+  // Large column sums as the product 1ᵀ·X through onnxruntime (0.04 ms against the loop's 0.11 for a
+  // [2900, 64] bias gradient); below ~64k values its per-call cost outweighs the loop.
   if (gemm && outer * inner >= 65536 && inner <= ORT_GEMM_MAX_OUTPUT) {
     gemm.run(ones(outer), 1, outer, false, src, outer, inner, false, dst);
     return out;

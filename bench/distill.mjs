@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Distillation: the bundled `gnnctl distill` end to end (seconds, peak RSS, where the time goes) and the
- * student ablations the README's table reports — AUROC, AP, precision/recall at FPR 1 % and 5 %, for the
+ * student ablations docs/distillation.md's table reports — AUROC, AP, precision/recall at FPR 1 % and 5 %, for the
  * teacher and each student variant, all trained on one prepared data set (same rows, embeddings, RTI).
  * Needs a fraud teacher run in the config's artifacts (`gnnctl train --task fraud`).
  *

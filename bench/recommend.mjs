@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The recommendation targets (README, "Recommendations"): train the bundled `next_purchases` task (MAP@12
+ * The recommendation targets (docs/recommendations.md, docs/performance.md): train the bundled `next_purchases` task (MAP@12
  * of the deep recommender against the popularity, repeat and co-occurrence baselines on the test anchor),
  * then time `predict`'s exact top-12 over the whole catalogue for every customer (median of --repeats).
  *

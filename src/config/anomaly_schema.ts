@@ -1,8 +1,8 @@
 /**
  * The optional top-level `anomaly:` block: graph-autoencoder anomaly detection on a service dependency
  * graph (`gnnctl anomaly fit | score | watch`). It is its own small pipeline beside the relational one, so
- * a config with only `name` and `anomaly` is valid. Column names default to the data contract in the
- * README and can be renamed per source. Relative paths resolve against `data.root` when set, else the
+ * a config with only `name` and `anomaly` is valid. Column names default to the data contract in
+ * docs/anomaly.md and can be renamed per source. Relative paths resolve against `data.root` when set, else the
  * config file's folder (a generated mesh folder works from any working directory).
  */
 import { z } from 'zod';

@@ -214,7 +214,7 @@ function checkTasks(cfg: RawConfig, add: Add, raw: unknown): Record<string, Task
       query = parseQuery(task.query);
     } catch (e) {
       if (e instanceof PqlSyntaxError) {
-        add([...at, 'query'], e.message, 'see the PQL subset in the README (PREDICT … FOR EACH table.key [WHERE …])');
+        add([...at, 'query'], e.message, 'see the PQL subset in docs/tasks.md (PREDICT … FOR EACH table.key [WHERE …])');
         continue;
       }
       throw e;

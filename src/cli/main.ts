@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { ExitCode } from '../core/errors.js';
 import { reportError, runCommand, type CommandOutput } from './run.js';
 import { VERSION } from '../core/version.js';
+import { publishOptions } from './publish_flags.js';
 import { budgetFlag, bytesFlag, choiceFlag, externalDataFlag, forCommander, intFlag, numberFlag, secondsFlag, shardFlag, timeFlag, workersFlag } from './flags.js';
 
 type Opts = Record<string, unknown> & { json?: boolean; quiet?: boolean };
@@ -193,6 +194,9 @@ export function buildProgram(): Command {
     .addOption(new Option('--mode <mode>', 'exact: deterministic layer-wise over the training neighbourhoods; sampled: the training fanouts').choices(['exact', 'sampled']).default('exact'))
     .option('--allow-schema-drift', 'embed even when the data\'s schema differs from the run\'s')
     .addOption(typed('--workers <n>', 'worker threads computing the embeddings ("auto": 2 on wasm/cpu with 2+ cores); the file does not depend on it', workersFlag('--workers')).default('auto'))
+    .addOption(publishOptions()[0]!)
+    .addOption(publishOptions()[1]!)
+    .addOption(publishOptions()[2]!)
     .addOption(opt.backend())
     .addOption(opt.artifacts())
     .addOption(opt.json())
@@ -212,6 +216,9 @@ export function buildProgram(): Command {
     .addOption(typed('--mode <mode>', 'exact: deterministic layer-wise over the training neighbourhoods; sampled: the training fanouts', choiceFlag('--mode', ['exact', 'sampled'] as const)).default('exact'))
     .option('--allow-schema-drift', 'predict even when the data\'s schema differs from the run\'s')
     .addOption(typed('--workers <n>', 'worker threads computing the representations ("auto": 2 on wasm/cpu with 2+ cores); the file does not depend on it', workersFlag('--workers')).default('auto'))
+    .addOption(publishOptions()[0]!)
+    .addOption(publishOptions()[1]!)
+    .addOption(publishOptions()[2]!)
     .addOption(opt.backend())
     .addOption(opt.artifacts())
     .addOption(opt.json())

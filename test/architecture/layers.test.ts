@@ -15,7 +15,7 @@ export const LAYERS: string[][] = [
   ['config'],
   ['artifacts'],
   ['data', 'compute', 'datasets'],
-  ['graph'],
+  ['graph', 'online_store'],
   ['model'],
   ['train'],
   ['embed'],

@@ -2,7 +2,9 @@ import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
 import { predict } from '../../predict/predict.js';
 import type { EmbedMode } from '../../embed/snapshot.js';
+import { NotImplementedError } from '../../core/errors.js';
 import { choiceFlag, optional, shardFlag, timeFlag, workersFlag } from '../flags.js';
+import { publishTarget } from '../publish_flags.js';
 import type { CommandOutput } from '../run.js';
 import type { EmbedCommandOptions } from './embed.js';
 
@@ -15,6 +17,7 @@ export async function predictCommand(opts: PredictCommandOptions): Promise<Comma
   const anchorTime = optional(timeFlag('--anchor-time', ['latest']), opts.anchorTime);
   const shard = optional(shardFlag('--shard'), opts.shard);
   const workers = optional(workersFlag('--workers'), opts.workers);
+  const target = publishTarget(opts);
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
   const r = await predict({
     cfg,
@@ -31,11 +34,15 @@ export async function predictCommand(opts: PredictCommandOptions): Promise<Comma
     cwd: opts.cwd,
   });
   if (r.prediction === 'top_k') {
+    if (target) throw new NotImplementedError('--publish of top-k lists (ranking runs) is not implemented; publish a binary or regression run\'s predictions, or the embeddings with `gnnctl embed --publish`', { value: r.task });
     const text =
       `wrote the top ${r.k} ${r.item_table} of ${(r.rows / r.k).toLocaleString('en-US', { maximumFractionDigits: 0 })} ${r.table} (${r.task}, ${r.mode}, anchor ${r.anchor_time}, ${r.items.toLocaleString('en-US')} items) in ${r.seconds}s: ${r.path}` +
       `\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s${r.workers > 1 ? ` over ${r.workers} worker threads` : ''}${r.item_embeddings ? `\n  item embeddings: ${r.item_embeddings}` : ''}`;
     return { result: r, text };
   }
   const text = `wrote ${r.rows.toLocaleString('en-US')} ${r.table} predictions (${r.task}: ${r.prediction}, ${r.mode}, anchor ${r.anchor_time}${r.with_embeddings ? ', with embeddings' : ''}) in ${r.seconds}s: ${r.path}\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s${r.workers > 1 ? ` over ${r.workers} worker threads` : ''}`;
-  return { result: r, text };
+  if (!target) return { result: r, text };
+  const { publishSnapshot, formatPublished } = await import('../../online_store/publish_snapshot.js');
+  const published = await publishSnapshot({ path: r.path, kind: 'prediction', model: r.task, run_id: r.run_id, anchor_time: r.anchor_time, dim: 0 }, target);
+  return { result: { ...r, published }, text: `${text}\n${formatPublished(published)}` };
 }

@@ -1,0 +1,58 @@
+/**
+ * A throwaway `redis-server` (Debian's) on a free loopback port, without persistence, for the online
+ * store tests; `available` is false where it is not installed (the tests then skip with a message).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+
+export const available = spawnSync('redis-server', ['--version']).status === 0;
+if (!available) console.warn('online store tests: redis-server is not installed (apt-get install redis-server); skipping');
+
+export interface TestRedis {
+  url: string;
+  port: number;
+  /** Stops the server (SIGKILL with `hard`); `start()` brings it back on the same port, empty. */
+  stop(hard?: boolean): Promise<void>;
+  start(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+export async function startRedis(): Promise<TestRedis> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    await new Promise<void>((resolve, reject) => {
+      let out = '';
+      const onData = (d: Buffer) => {
+        out += d.toString();
+        if (out.includes('Ready to accept connections')) resolve();
+      };
+      child!.stdout!.on('data', onData);
+      child!.once('exit', (code) => reject(new Error(`redis-server exited ${code}: ${out}`)));
+    });
+  };
+  await start();
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    port,
+    start,
+    stop: async (hard = false) => {
+      const c = child;
+      if (!c || c.exitCode !== null) return;
+      const exited = new Promise((r) => c.once('exit', r));
+      c.kill(hard ? 'SIGKILL' : 'SIGTERM');
+      await exited;
+    },
+  };
+}

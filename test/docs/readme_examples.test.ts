@@ -155,6 +155,18 @@ describe('README and docs', () => {
     expect([...documented].sort()).toEqual(leaves(program, []).sort());
   });
 
+  it('the layer lists in the README and docs/development.md are the layers of docs/architecture.md, in order', () => {
+    const architecture = readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8');
+    const layers = [...architecture.matchAll(/^\| [0-9–-]+ \| ((?:`[a-z_]+`(?:, )?)+) \|/gm)].map((m) => [...(m[1] ?? '').matchAll(/`([a-z_]+)`/g)].map((f) => f[1]).sort());
+    expect(layers.length).toBeGreaterThan(5);
+    for (const file of ['README.md', 'docs/development.md']) {
+      const text = readFileSync(join(ROOT, file), 'utf8').replace(/\s+/g, ' ');
+      const chain = /`core`(?: \([^)]*\))? <[^.]*?`cli`/.exec(text)?.[0] ?? '';
+      const groups = chain.split(' < ').map((g) => [...g.matchAll(/`([a-z_]+)`/g)].map((f) => f[1]).sort());
+      expect(groups, file).toEqual(layers);
+    }
+  });
+
   it("the README's `runs list` output is what `runs list` prints for those runs", () => {
     const block = /^\$ npx gnnctl runs list\n([\s\S]*?)(?=^\$ |^```)/m.exec(README);
     expect(block, 'a `$ npx gnnctl runs list` example in the README').not.toBeNull();

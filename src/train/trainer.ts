@@ -20,7 +20,8 @@ import { isoSeconds } from '../core/duration.js';
 import { info, warn } from '../core/log.js';
 import { Progress, withHeartbeat } from '../core/progress.js';
 import { VERSION } from '../core/version.js';
-import { taskSplit, type TaskSplit } from '../task/split.js';
+import { taskSplit, targetTimeRange, type TaskSplit } from '../task/split.js';
+import { checkSplits, splitWarnings, testFigures, type TestFigures } from './split_figures.js';
 import { targetExclusions } from '../task/task_spec.js';
 import { DeepModel } from '../model/deep_model.js';
 import { buildTrainingTables, validationSize, type TrainingTables, type ValidationSize } from './examples.js';
@@ -96,7 +97,13 @@ export interface TrainMetrics {
   /** why training ended before model.epochs (null: all epochs ran) */
   stopped: LoopResult['stopped'];
   counts: { train: number; val: number; test: number };
-  anchors: { train: string[]; val: string; val_anchors: string[]; test: string };
+  anchors: TrainManifest['split'];
+  /** binary and regression runs: 95% bootstrap intervals of the test metrics and the lift (docs/evaluation.md) */
+  intervals?: TestFigures['intervals'];
+  /** entity tasks: each test anchor's metrics alone */
+  test_by_anchor?: TestFigures['test_by_anchor'];
+  /** anchors whose label window holds no row of the target table (they contribute no examples) */
+  empty_anchors?: TestFigures['empty_anchors'];
   /** every seed the result depends on: the model's (initialization, shuffling, training sampling, the training subsample) and the evaluation sampling's */
   seeds: { model: number; evaluation: number };
   /** the batch trained with (batch_size, or smaller for model.min_steps_per_epoch) */
@@ -117,7 +124,8 @@ export interface TrainManifest extends RunManifestBase {
   kind: 'train';
   /** identity of what was trained: same key → same model (pipeline re-runs reuse such a run) */
   run_key: string;
-  split: { window: number; train: string[]; val: string; val_anchors: string[]; test: string };
+  /** `test`: the first test anchor; `test_anchors`: all of them; `table`: the target table whose times set them */
+  split: { window: number; train: string[]; val: string; val_anchors: string[]; test: string; test_anchors: string[]; train_from: string | null; table: string };
   init_from: string | null;
   search?: { chosen: string; budget_seconds: number };
   backend_info: BackendInfo;
@@ -211,17 +219,18 @@ async function trainContext(opts: TrainOptions): Promise<TrainContext> {
 /** Step 2: the split (with its validation anchors) and the training tables at its anchors. */
 async function trainingExamples(ctx: TrainContext): Promise<TrainExamples> {
   const { task, mc, built, graph, opts } = ctx;
-  const range = graph.manifest.time_range;
-  if (!range) throw new DataError('no table has a time_column, so there are no anchor times to train at', { hint: 'declare time_column on the fact tables' });
+  if (!graph.manifest.time_range) throw new DataError('no table has a time_column, so there are no anchor times to train at', { hint: 'declare time_column on the fact tables' });
   const t = performance.now();
-  const { split, validation } = await validationSplit(task, mc, { min: range[0], max: range[1] }, built.dir, graph);
+  // Anchors from the target table's times: another table's future-dated rows never move them (docs/evaluation.md).
+  const { split, validation } = await validationSplit(task, mc, targetTimeRange(task, graph.manifest.tables), built.dir, graph);
   const excludedSet = new Set(ctx.exclusions.map((e) => `${e.table}.${e.column}`));
   const tables: TrainingTables = await withHeartbeat(`training tables for ${task.name}`, () =>
     buildTrainingTables(built.dir, graph.manifest, task, split, { seed: ctx.seed, baselineExcluding: opts.skip_baseline || kindOf(task) === 'ranking' ? undefined : excludedSet }),
   );
   const seconds = (performance.now() - t) / 1000;
   checkTables(task, tables, split);
-  info(`train: ${tables.train.nodes.length} train / ${tables.val.nodes.length} val / ${tables.test.nodes.length} test examples (${seconds.toFixed(1)}s)`);
+  info(`train: ${tables.train.nodes.length} train / ${tables.val.nodes.length} val / ${tables.test.nodes.length} test examples at ${split.trainAnchors.length || '-'} / ${split.valAnchors.length} / ${split.testAnchors.length} anchors (${seconds.toFixed(1)}s)`);
+  for (const w of splitWarnings(task, tables)) warn(w);
   return { split, validation, tables, seconds };
 }
 
@@ -551,6 +560,7 @@ function graphMetrics(
     const bc = baseline ? objective.curves(tables.test.labels, baseline.testPred) : null;
     if (bc) metrics.baseline_curves = { roc: bc.roc, pr: bc.pr };
   }
+  Object.assign(metrics, testFigures(task, tables, testPred, baseline?.testPred ?? null, EVAL_SEED));
   const behind = baselineWarning(task.name, mm.name, metrics.val_lift, metrics.lift);
   if (behind) warn(behind);
   if (search) run.manifest.search = { chosen: metrics.search!.chosen, budget_seconds: search.budget_seconds };
@@ -582,14 +592,23 @@ export function effectiveBatchSize(n: number, batchSize: number, minSteps: numbe
 export const EVAL_SEED = 1234;
 
 function splitRecord(split: TaskSplit): TrainManifest['split'] {
-  return { window: split.window, train: split.trainAnchors.map(isoSeconds), val: isoSeconds(split.valAnchor), val_anchors: split.valAnchors.map(isoSeconds), test: isoSeconds(split.testAnchor) };
+  return {
+    window: split.window,
+    train: split.trainAnchors.map(isoSeconds),
+    val: isoSeconds(split.valAnchor),
+    val_anchors: split.valAnchors.map(isoSeconds),
+    test: isoSeconds(split.testAnchor),
+    test_anchors: split.testAnchors.map(isoSeconds),
+    train_from: split.trainFrom === null ? null : isoSeconds(split.trainFrom),
+    table: split.table,
+  };
 }
 
 /**
  * The split with the validation anchors the run uses (`split.val_anchors`, "auto" decided on the size of
  * the validation set at the val anchor), and the smoothing of the validation score (`model.val_smoothing`).
  */
-async function validationSplit(task: TaskSpec, mc: TaskSpec['model'], range: { min: number; max: number }, graphDir: string, graph: Graph): Promise<{ split: TaskSplit; validation: ValidationPlan }> {
+async function validationSplit(task: TaskSpec, mc: TaskSpec['model'], range: { min: number; max: number; table: string }, graphDir: string, graph: Graph): Promise<{ split: TaskSplit; validation: ValidationPlan }> {
   const one = taskSplit(task, range);
   const entityTask = task.query.target.kind === 'entity';
   // Ranking runs train on their own loop (ranking_trainer.ts), which validates at one anchor by the raw score.
@@ -705,13 +724,7 @@ async function trainRankingRun(ctx: TrainContext, examples: TrainExamples, setup
 }
 
 function checkTables(task: TaskSpec, t: TrainingTables, split: TaskSplit): void {
-  for (const [name, ex] of Object.entries({ train: t.train, val: t.val, test: t.test })) {
-    if (ex.nodes.length === 0) {
-      throw new DataError(`task ${task.name} has no ${name} examples`, {
-        hint: `anchors: train ${split.trainAnchors.map(isoSeconds).join(', ') || '-'}, val ${isoSeconds(split.valAnchor)}, test ${isoSeconds(split.testAnchor)}; check the WHERE filter and tasks.${task.name}.split`,
-      });
-    }
-  }
+  checkSplits(task, t, split);
   const degenerate = objectiveFor(task.query.taskType).degenerate(t.train.labels);
   if (degenerate) throw new DataError(`task ${task.name}: ${degenerate}`, { hint: 'check the query\'s comparison and window' });
 }

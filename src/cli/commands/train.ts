@@ -42,6 +42,10 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
     kind: m.kind,
     seconds: Math.round(r.seconds * 10) / 10,
     metrics: { val: m.val, test: m.test, baseline: m.baseline ? { val: m.baseline.val, test: m.baseline.test } : null, lift: m.lift, val_lift: m.val_lift },
+    intervals: m.intervals ?? null,
+    test_by_anchor: m.test_by_anchor ?? [],
+    anchors: { train: m.anchors.train, val: m.anchors.val_anchors, test: m.anchors.test_anchors ?? [m.anchors.test], table: m.anchors.table ?? null },
+    empty_anchors: m.empty_anchors ?? null,
     best_epoch: m.best_epoch,
     stopped: m.stopped,
     counts: m.counts,
@@ -75,7 +79,8 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
   };
   const text = [
     `run ${r.runId} (${r.status}) in ${result.seconds}s: ${r.runDir}`,
-    `  ${mm}: val ${pick(m.val)}  test ${pick(m.test)}  no-graph baseline test ${pick(m.baseline?.test ?? null)}  lift ${m.lift === null ? '-' : m.lift.toFixed(4)}`,
+    `  ${mm}: val ${pick(m.val)}  test ${pick(m.test)}${interval(m.intervals?.test[mm])}  no-graph baseline test ${pick(m.baseline?.test ?? null)}  lift ${m.lift === null ? '-' : m.lift.toFixed(4)}${interval(m.intervals?.lift)}${m.intervals && m.baseline ? ` (${m.intervals.lift_judgement})` : ''}`,
+    `  test: ${m.counts.test.toLocaleString('en-US')} examples at ${(m.anchors.test_anchors ?? [m.anchors.test]).length} anchor(s) from ${m.anchors.test}${m.anchors.table ? ` (anchors from ${m.anchors.table})` : ''}`,
     `  best epoch ${m.best_epoch} of ${m.epochs.length}${m.validation.smoothing > 1 ? ` (${m.validation.smoothing}-epoch moving average)` : ''}; validation ${m.validation.examples} examples at ${m.validation.anchors.length} anchor(s); seed ${m.seeds.model}; ${result.seeds_per_s.toLocaleString('en-US')} seeds/s`,
     ...(m.search
       ? [
@@ -89,6 +94,11 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
       : []),
   ].join('\n');
   return { result, text };
+}
+
+/** " [lo … hi]" of a 95% interval, or nothing when there is none. */
+function interval(iv: [number, number] | null | undefined): string {
+  return iv ? ` [95% ${iv[0].toFixed(4)} … ${iv[1].toFixed(4)}]` : '';
 }
 
 /** The main metric of a metrics record (null when absent, e.g. NaN AUROC serialized). */

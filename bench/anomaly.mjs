@@ -13,12 +13,19 @@
  *   through TF.js; each the median of 3 passes.
  *   `--skip-tfjs` leaves TF.js out.
  *
- *   npm run build && node bench/anomaly.mjs [--services 200] [--hours 72] [--epochs 15] [--iterations 300] [--skip-quality] [--skip-tfjs]
+ * - real data (`--data DIR`, a Nezha-layout folder such as ../shared/data/nezha-onlineboutique): spans
+ *   and per-pod metrics ingested (timed), TAGAE fitted on the calmest stretch (the longest gap between
+ *   labelled faults), every earlier snapshot scored, and the table printed — recall, chance recall,
+ *   false-alarm episodes and AUROC per detector; AC@1, AC@3, Avg@5 per root-cause method; the recommended
+ *   methods. A fault's window is [inject_time, inject_time + --fault-minutes) (default 5), cut at the next.
+ *
+ *   npm run build && node bench/anomaly.mjs [--services 200] [--hours 72] [--epochs 15] [--iterations 300] [--skip-quality] [--skip-tfjs] [--skip-latency]
+ *   npm run build && node bench/anomaly.mjs --data ../shared/data/nezha-onlineboutique [--fault-minutes 5] [--epochs 15] --skip-latency
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { PerformanceObserver } from 'node:perf_hooks';
-import { join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { arg, CACHE, flag, peakRssMb } from './common.mjs';
 
 const { setQuiet } = await import('../dist/core/log.js');
@@ -27,7 +34,10 @@ setQuiet(true);
 const backend = await selectBackend('auto');
 const out = { backend: backend.name };
 
-if (!flag('skip-quality')) {
+const data = arg('data', null);
+if (data !== null) out.real = await realData(data);
+
+if (data === null && !flag('skip-quality')) {
   const services = Number(arg('services', '200'));
   const hours = Number(arg('hours', '72'));
   const dir = join(CACHE, `mesh-${services}-${hours}`);
@@ -63,7 +73,7 @@ if (!flag('skip-quality')) {
 
 // Latency: a random 500-service / 3,000-call snapshot and 5 earlier ones (W = 6), default model sizes.
 // The weights are untrained: the cost of a forward pass does not depend on their values.
-{
+if (!flag('skip-latency')) {
   const { Rng } = await import('../dist/core/rng.js');
   const { Tagae } = await import('../dist/anomaly/model.js');
   const { Detector, emptyState } = await import('../dist/anomaly/detector.js');
@@ -150,6 +160,71 @@ if (!flag('skip-quality')) {
   model.params.dispose();
 }
 out.peak_rss_mb = peakRssMb();
+
+/** Nezha layout: metrics/<date>/<pod>_metric.csv, spans/<date>.parquet, faults/<date>-fault_list.json. */
+async function realData(dir) {
+  const root = resolve(dir);
+  const work = join(CACHE, `anomaly-real-${basename(root)}`);
+  mkdirSync(work, { recursive: true });
+  const faultMinutes = Number(arg('fault-minutes', '5'));
+  const faults = [];
+  for (const f of readdirSync(join(root, 'faults')).filter((x) => x.endsWith('.json')).sort()) {
+    for (const list of Object.values(JSON.parse(readFileSync(join(root, 'faults', f), 'utf8')))) {
+      // inject_time (UTC) rather than inject_timestamp, which the dataset's README says is sometimes off
+      for (const x of list) faults.push({ start: Date.parse(`${x.inject_time.replace(' ', 'T')}Z`) / 1000, kind: x.inject_type, pod: x.inject_pod });
+    }
+  }
+  faults.sort((x, y) => x.start - y.start);
+  const iso = (t) => new Date(t * 1000).toISOString().replace('.000Z', 'Z');
+  const rows = faults.map((f, k) => `${iso(f.start)},${iso(Math.min(f.start + faultMinutes * 60, faults[k + 1]?.start ?? Infinity))},${f.kind},${f.pod}`);
+  writeFileSync(join(work, 'labels.csv'), `start,end,kind,root_cause\n${rows.join('\n')}\n`);
+  const metricsColumns = ['CpuUsage(m)', 'CpuUsageRate(%)', 'MemoryUsage(Mi)', 'MemoryUsageRate(%)', 'SyscallRead', 'SyscallWrite', 'NetworkReceiveBytes', 'NetworkTransmitBytes', 'PodClientLatencyP90(s)', 'PodServerLatencyP90(s)', 'PodClientLatencyP95(s)', 'PodServerLatencyP95(s)', 'PodClientLatencyP99(s)', 'PodServerLatencyP99(s)', 'PodWorkload(Ops)'];
+  const config = {
+    name: `real-${basename(root)}`,
+    anomaly: {
+      metrics: { path: join(root, 'metrics/*/*.csv'), ts_column: 'Time', service_column: 'PodName', service_from: 'strip_replica', feature_columns: metricsColumns },
+      spans: { path: join(root, 'spans/*.parquet'), trace_id_column: 'TraceID', span_id_column: 'SpanID', parent_span_id_column: 'ParentID', service_column: 'PodName', start_column: 'StartTimeUnixNano', end_column: 'EndTimeUnixNano', status_column: null, service_from: 'strip_replica', service_map: true },
+      labels: { path: join(work, 'labels.csv'), root_cause_column: 'root_cause', service_from: 'strip_replica' },
+      snapshot_seconds: 60,
+    },
+  };
+  writeFileSync(join(work, 'config.yaml'), JSON.stringify(config, null, 2)); // JSON is YAML
+  const { loadConfig } = await import('../dist/config/load.js');
+  const { withDuck } = await import('../dist/data/duck.js');
+  const { loadSnapshots } = await import('../dist/anomaly/source.js');
+  const { fitAnomaly } = await import('../dist/anomaly/fit.js');
+  const { scoreAnomaly } = await import('../dist/anomaly/score.js');
+  const cfg = loadConfig(join(work, 'config.yaml'), { artifacts: join(CACHE, 'artifacts-anomaly-real') });
+  const t0 = performance.now();
+  const loaded = await withDuck(({ conn }) => loadSnapshots(conn, cfg, {}));
+  const ingest = { seconds: Math.round((performance.now() - t0) / 100) / 10, spans: loaded.spans.spans, calls: loaded.spans.calls, snapshots: loaded.snapshots.length, service_map_edges: loaded.spans.serviceMapEdges, load_average_1m: Math.round(loadavg()[0] * 10) / 10 };
+  // The calmest stretch: the longest gap between one fault's window and the next (or the data's end).
+  const first = loaded.snapshots[0].ts;
+  const last = loaded.snapshots[loaded.snapshots.length - 1].ts + 60;
+  let best = { from: first, until: faults[0]?.start ?? last };
+  faults.forEach((f, k) => {
+    const from = f.start + faultMinutes * 60 + 600; // effects settle for 10 minutes
+    const until = faults[k + 1]?.start ?? last;
+    if (until - from > best.until - best.from) best = { from, until };
+  });
+  const epochs = arg('epochs', null);
+  const fit = await fitAnomaly(cfg, { from: best.from, until: best.until, epochs: epochs === null ? undefined : Number(epochs) });
+  const score = await scoreAnomaly(cfg, { run: fit.run_id, from: first, to: best.from, out: join(fit.run_dir, 'scores.parquet') });
+  const ev = score.evaluation;
+  const det = (q) => q && { recall: q.recall, chance_recall: q.chance_recall, false_alarm_episodes: q.false_alarms, false_alarms_per_day: q.false_alarms_per_day, auroc: q.auroc };
+  const rc = ev?.root_cause;
+  return {
+    data: root,
+    fault_minutes: faultMinutes,
+    ingest,
+    fit: { from: fit.fit_from, until: fit.fit_until, snapshots: fit.train_snapshots + fit.warmup_snapshots, seconds: fit.seconds, static_baseline_columns: fit.static_baseline_columns, snapshots_without_edges: fit.snapshots_without_edges },
+    scored: { snapshots: score.snapshots, incidents: ev?.incidents, seconds: score.seconds },
+    detection: { tagae: det(ev?.tagae), static: det(ev?.static), flat: det(ev?.flat), zscore: det(ev?.zscore) },
+    root_cause: rc && Object.fromEntries(Object.entries(rc.methods).map(([m, q]) => [m, { ac_at_1: q.ac_at_1, ac_at_3: q.ac_at_3, avg_at_5: q.avg_at_5, ac_at_1_by_kind: Object.fromEntries(Object.entries(q.by_kind).map(([k, v]) => [k, v.ac_at_1])) }])),
+    recommended_method: ev?.recommended_method,
+    run_id: fit.run_id,
+  };
+}
 mkdirSync(CACHE, { recursive: true });
 writeFileSync(join(CACHE, 'anomaly-last.json'), `${JSON.stringify(out, null, 2)}\n`);
 process.stdout.write(`${JSON.stringify(out)}\n`);

@@ -59,6 +59,8 @@ export interface SnapshotScore {
   top_edges: string[];
   suppressed_services: number;
   new_services: number;
+  /** per-service relative errors r_i (root-cause evidence), when asked for */
+  service_scores?: Float64Array;
   /** per-service structure and feature errors (raw), for fitting baselines */
   raw?: { services: string[]; structure: Float32Array; feature: Float32Array };
 }
@@ -103,7 +105,7 @@ export class Detector {
   private readonly scaleFloor: [number, number];
 
   /** Scores one snapshot (newer than the last); `events` are the planned changes since the last one. */
-  async step(snapshot: Snapshot, events: PlannedEvent[], opts: { keepRaw?: boolean; prime?: boolean } = {}): Promise<SnapshotScore> {
+  async step(snapshot: Snapshot, events: PlannedEvent[], opts: { keepRaw?: boolean; prime?: boolean; evidence?: boolean } = {}): Promise<SnapshotScore> {
     const g = buildGraph(snapshot, this.stats, this.previous, this.arrays);
     const rec = await this.model.reconstruct(g, this.ring);
 
@@ -159,6 +161,7 @@ export class Detector {
       suppressed_services: suppressedServices,
       new_services: rec.newServices,
       raw: opts.keepRaw ? { services: g.services, structure, feature } : undefined,
+      ...(opts.evidence ? { service_scores: Float64Array.from(r.subarray(0, g.n)) } : {}),
     };
   }
 

@@ -32,6 +32,7 @@ import { tagaeOnnx } from './tagae_onnx.js';
 import { loadRun, modelSpec, tagaeArgs, writeRun, type AnomalyBaselines, type AnomalyManifest } from './run.js';
 import { anomalyConfig, loadEvents, loadSnapshots, sourcePaths, type PlannedEvent, type Snapshot } from './source.js';
 import { fitStatic } from './static_baseline.js';
+import { fitEdgeZScore, fitZScore, zScores } from './zscore_baseline.js';
 import { SlidingThreshold } from './threshold.js';
 
 export interface FitOptions {
@@ -247,9 +248,12 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     const flatDet = new FlatDetector(flat, flatBaselines, a.score_services, null);
     const flatScores = warm.map((s, k) => flatDet.step(s.services, standardise(s.features, stats.node), new Set(warmEvents[k]!.map((e) => e.service))).score);
     const staticThresholds = fitStatic(warm, loaded.featureColumns);
+    const zscore = fitZScore(train, loaded.featureColumns);
+    const zscoreWarmup = warm.map((s) => Math.max(0, ...zScores(zscore, s)));
+    const edgeZscore = fitEdgeZScore(train, loaded.edgeFeatureColumns);
     timings.warmup_seconds = (performance.now() - tWarm) / 1000;
 
-    const baselines: AnomalyBaselines = { tagae: tagaeBaselines, warmup_scores: warmupScores, flat: flatBaselines, flat_warmup_scores: flatScores, static: staticThresholds };
+    const baselines: AnomalyBaselines = { tagae: tagaeBaselines, warmup_scores: warmupScores, flat: flatBaselines, flat_warmup_scores: flatScores, static: staticThresholds, zscore, zscore_warmup_scores: zscoreWarmup, edge_zscore: edgeZscore };
     const runId = newRunId('anomaly');
     const runDir = join(runsDir(cfg.artifactsDir), runId);
     const threshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, warmupScores).value;

@@ -88,18 +88,21 @@ export class FlatDetector {
     return this.ae.errors(x);
   }
 
-  step(services: string[], x: Float32Array, suppressed: ReadonlySet<string>): { score: number; threshold: number; alert: boolean } {
+  step(services: string[], x: Float32Array, suppressed: ReadonlySet<string>): { score: number; threshold: number; alert: boolean; service_scores: Float64Array } {
     const e = this.ae.errors(x);
     const r: number[] = [];
+    const perService = new Float64Array(services.length);
+    // floored like TAGAE's scale (detector.ts): a service reconstructed almost exactly is not infinitely anomalous
+    const floor = Math.max(0.1 * (this.baselines?.median ?? 1), 1e-6);
     services.forEach((s, i) => {
-      if (suppressed.has(s)) return;
       const b = this.baselines ? (this.baselines.services[s] ?? this.baselines.median) : 1;
-      r.push(e[i]! / Math.max(b, 1e-9));
+      perService[i] = e[i]! / Math.max(b, floor);
+      if (!suppressed.has(s)) r.push(perService[i]!);
     });
     r.sort((a, b) => b - a);
     const top = r.slice(0, this.topK);
     const score = top.length ? top.reduce((a, b) => a + b, 0) / top.length : 0;
     const j = this.threshold ? this.threshold.judge(score) : { threshold: Number.POSITIVE_INFINITY, alert: false };
-    return { score, ...j };
+    return { score, ...j, service_scores: perService };
   }
 }

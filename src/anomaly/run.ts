@@ -20,6 +20,7 @@ import { FlatAutoencoder } from './flat_autoencoder.js';
 import type { WeightEntry } from './layers/params.js';
 import { Tagae, type TagaeArgs } from './model.js';
 import type { StaticThresholds } from './static_baseline.js';
+import type { EdgeZScoreStats, ZScoreStats } from './zscore_baseline.js';
 
 export interface AnomalyManifest {
   kind: 'anomaly';
@@ -70,6 +71,11 @@ export interface AnomalyBaselines {
   flat: { services: Record<string, number>; median: number };
   flat_warmup_scores: number[];
   static: StaticThresholds | null;
+  /** the per-service z-score baseline (absent in runs fitted before it existed) */
+  zscore?: ZScoreStats;
+  zscore_warmup_scores?: number[];
+  /** per call edge, the normal period's edge-column statistics (edges without values there are absent) */
+  edge_zscore?: EdgeZScoreStats;
 }
 
 export interface AnomalyRun {

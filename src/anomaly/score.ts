@@ -23,7 +23,9 @@ import { eventsBetween } from './fit.js';
 import { loadRun, openScorer, scoringConfig, type AnomalyRun } from './run.js';
 import type { ScorerRuntime, SnapshotScorer } from './scorer.js';
 import { anomalyConfig, loadEvents, loadIncidents, loadSnapshots, snapshotTimes, type Incident, type PlannedEvent, type Snapshot } from './source.js';
-import { staticAlerts } from './static_baseline.js';
+import { staticAlerts, staticRatios } from './static_baseline.js';
+import { evaluateRootCause, snapshotRanking, type Evidence, type RootCauseReport } from './root_cause_eval.js';
+import { edgeZScores, fitEdgeZScore, zScores, type EdgeZScoreStats } from './zscore_baseline.js';
 import { SlidingThreshold } from './threshold.js';
 import { writeScores, type ScoreRow } from './writer.js';
 
@@ -57,6 +59,12 @@ export interface ScoreReport {
     tagae: DetectorQuality;
     static: DetectorQuality | null;
     flat: DetectorQuality;
+    /** the per-service z-score baseline (null: a run fitted before it existed) */
+    zscore: DetectorQuality | null;
+    /** root-cause rankings of every method, when the labels name root causes */
+    root_cause: RootCauseReport | null;
+    /** the method to use on this data: detection by AUROC, root cause by AC@1 (root_cause_eval.ts) */
+    recommended_method: { detection: string; root_cause: string | null };
     /** at the static baseline's recall: false alarms of a fixed threshold on each score */
     at_static_recall: { recall: number; static_false_alarms: number; tagae: number | null; flat: number | null; false_alarm_reduction_vs_static: number | null } | null;
   };
@@ -138,6 +146,8 @@ interface Replay {
   /** service → indices of the snapshots where its static rule fired */
   staticByService: Map<string, Set<number>>;
   flatSeries: DetectorSeries;
+  zscoreSeries: DetectorSeries | null;
+  evidence: Evidence;
   newServices: number;
 }
 
@@ -156,16 +166,33 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
   const flatS: DetectorSeries = { ts, score: [], alert: [] };
   let newServices = 0;
   const byService = new Map<string, Set<number>>();
+  const zs = run.baselines.zscore;
+  const zSeries: DetectorSeries | null = zs ? { ts, score: [], alert: [] } : null;
+  const zThreshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, [...(run.baselines.zscore_warmup_scores ?? [])]);
+  const edgeStats = edgeZScoreStats(run, snaps);
+  const evidence: Evidence = [];
   for (let k = 0; k < snaps.length; k++) {
     const s = snaps[k]!;
-    const r = await detector.step(s, batches[k]!);
-    rows.push({ ts: r.ts, score: r.score, threshold: r.threshold, alert: r.alert, top_services: r.top_services, top_edges: r.top_edges });
+    const r = await detector.step(s, batches[k]!, { evidence: true });
+    const ev: Evidence[number] = { tagae: r.service_scores! };
+    evidence.push(ev);
+    rows.push({ ts: r.ts, score: r.score, threshold: r.threshold, alert: r.alert, top_services: r.top_services, top_edges: r.top_edges, root_causes: snapshotRanking(s, r.service_scores!, true, a.top_k).map((x) => x.service) });
+    if (zs) {
+      const z = zScores(zs, s);
+      const e = edgeZScores(edgeStats, s);
+      ev.zscore = z;
+      ev.telemetry = z.map((x, i) => x + e[i]!);
+      const top = Math.max(0, ...z);
+      zSeries!.score.push(top);
+      zSeries!.alert.push(zThreshold.judge(top).alert);
+    }
     ts.push(r.ts);
     tagae.score.push(r.score);
     tagae.alert.push(r.alert);
     newServices = Math.max(newServices, r.new_services);
     if (stat) {
       const sa = staticAlerts(run.baselines.static!, s, cols);
+      ev.static = staticRatios(run.baselines.static!, s, cols);
       stat.score.push(sa.score);
       stat.alert.push(sa.score > 1);
       for (const svc of sa.services) {
@@ -175,11 +202,23 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
       }
     }
     const f = flat.step(s.services, standardise(s.features, run.stats.node), new Set(batches[k]!.map((e) => e.service)));
+    ev.flat = f.service_scores;
     flatS.score.push(f.score);
     flatS.alert.push(f.alert);
     if ((k + 1) % 100 === 0) info(`anomaly score: ${k + 1}/${snaps.length} snapshots`);
   }
-  return { rows, tagaeSeries: tagae, staticSeries: stat, staticByService: byService, flatSeries: flatS, newServices };
+  return { rows, tagaeSeries: tagae, staticSeries: stat, staticByService: byService, flatSeries: flatS, zscoreSeries: zSeries, evidence, newServices };
+}
+
+/**
+ * Call-edge statistics for the `telemetry` ranking: the normal period's where it had values for an edge;
+ * for an edge it never saw with values (traces kept only around incidents), the median and spread over
+ * the scored period itself — label-free, and robust to the minority of minutes a fault touches that edge.
+ */
+function edgeZScoreStats(run: AnomalyRun, snaps: Snapshot[]): EdgeZScoreStats {
+  const fitted = run.baselines.edge_zscore ?? { columns: run.manifest.edge_feature_columns, edges: {} };
+  const scored = fitEdgeZScore(snaps, run.manifest.edge_feature_columns);
+  return { columns: fitted.columns, edges: { ...scored.edges, ...fitted.edges } };
 }
 
 function evaluation(res: Replay, incidents: Incident[], snaps: Snapshot[], grace: number): ScoreReport['evaluation'] {
@@ -188,6 +227,11 @@ function evaluation(res: Replay, incidents: Incident[], snaps: Snapshot[], grace
   const tagae = evaluate(res.tagaeSeries, incidents, grace, days);
   const stat = res.staticSeries ? evaluatePerService(res.staticSeries.ts, res.staticByService, incidents, grace, days, res.staticSeries.score) : null;
   const flat = evaluate(res.flatSeries, incidents, grace, days);
+  const zscore = res.zscoreSeries ? evaluate(res.zscoreSeries, incidents, grace, days) : null;
+  const rootCause = evaluateRootCause(snaps, res.evidence, incidents);
+  const byAuroc = (Object.entries({ tagae, static: stat, flat, zscore }) as [string, DetectorQuality | null][]).filter(([, q]) => q?.auroc != null);
+  let detection = 'tagae';
+  for (const [name, q] of byAuroc) if (q!.auroc! > (byAuroc.find(([n]) => n === detection)?.[1]?.auroc ?? -1)) detection = name;
   let atRecall: NonNullable<ScoreReport['evaluation']>['at_static_recall'] = null;
   if (stat && stat.recall !== null && stat.recall > 0) {
     const t = falseAlarmsAtRecall(res.tagaeSeries, incidents, grace, stat.recall);
@@ -201,5 +245,5 @@ function evaluation(res: Replay, incidents: Incident[], snaps: Snapshot[], grace
     };
   }
   const inRange = incidents.filter((i) => i.end > snaps[0]!.ts && i.start <= snaps[snaps.length - 1]!.ts).length;
-  return { incidents: inRange, days, grace_seconds: grace, tagae, static: stat, flat, at_static_recall: atRecall };
+  return { incidents: inRange, days, grace_seconds: grace, tagae, static: stat, flat, zscore, root_cause: rootCause, recommended_method: { detection, root_cause: rootCause?.recommended_method ?? null }, at_static_recall: atRecall };
 }

@@ -41,6 +41,8 @@ export interface Incident {
   start: number;
   end: number;
   kind: string;
+  /** the root-cause service, when the labels name one */
+  root_cause?: string;
 }
 
 export interface LoadedSnapshots {
@@ -303,6 +305,9 @@ export async function loadIncidents(conn: DuckDBConnection, cfg: Config): Promis
   const s = epochSql(l.start_column, requireColumn(cols, l.start_column, 'anomaly.labels', 'start_column'));
   const e = epochSql(l.end_column, requireColumn(cols, l.end_column, 'anomaly.labels', 'end_column'));
   requireColumn(cols, l.kind_column, 'anomaly.labels', 'kind_column');
-  const rows = await queryRows<{ s: number; e: number; k: string }>(conn, `SELECT ${s} AS s, ${e} AS e, ${q(l.kind_column)}::VARCHAR AS k FROM anomaly_labels ORDER BY 1`);
-  return rows.map((r) => ({ start: Number(r.s), end: Number(r.e), kind: r.k }));
+  const rc = l.root_cause_column;
+  if (rc !== undefined) requireColumn(cols, rc, 'anomaly.labels', 'root_cause_column');
+  const rcSql = rc === undefined ? 'NULL' : serviceSql(`${q(rc)}::VARCHAR`, l.service_from);
+  const rows = await queryRows<{ s: number; e: number; k: string; r: string | null }>(conn, `SELECT ${s} AS s, ${e} AS e, ${q(l.kind_column)}::VARCHAR AS k, ${rcSql} AS r FROM anomaly_labels ORDER BY 1`);
+  return rows.map((r) => ({ start: Number(r.s), end: Number(r.e), kind: r.k, ...(r.r ? { root_cause: r.r } : {}) }));
 }

@@ -1,8 +1,9 @@
 /**
  * Raw trace spans → each snapshot's call graph, in DuckDB. A call is a span whose parent span (same trace)
  * was emitted by another service: parent's service → child's service. Per (snapshot, caller, callee):
- * calls per second, the child spans' p50/p99 duration in ms, and the share of child spans with an error
- * status. Calls inside one service (a client span and its own server span) are not edges.
+ * calls per second, the child spans' p50/p99 duration in ms, the p50 of parent minus child duration (the
+ * time spent between the two services: a network delay at the callee shows here and not in the callee's
+ * own span), and the share of child spans with an error status. Calls inside one service (a client span and its own server span) are not edges.
  *
  * With `service_map`, traces are taken to be sampled or missing: the edges seen in the spans (over the
  * map's period) are put into every snapshot, carrying what was observed then and rate 0 elsewhere, so a
@@ -67,14 +68,15 @@ export async function buildSpanCalls(conn: DuckDBConnection, a: AnomalyConfig, c
     await conn.run(`CREATE OR REPLACE TEMP TABLE anomaly_span_rows AS ${spanSql}`);
     await conn.run(`CREATE OR REPLACE TEMP TABLE anomaly_observed_calls AS
       SELECT floor(c.t0 / ${step}) * ${step} AS ts, p.service AS source, c.service AS destination, count(*) / ${step} AS requests_per_second,
-        quantile_cont((c.t1 - c.t0) * 1000, 0.5) AS latency_p50_ms, quantile_cont((c.t1 - c.t0) * 1000, 0.99) AS latency_p99_ms${errCol}
+        quantile_cont((c.t1 - c.t0) * 1000, 0.5) AS latency_p50_ms, quantile_cont((c.t1 - c.t0) * 1000, 0.99) AS latency_p99_ms,
+        quantile_cont(greatest(0, (p.t1 - p.t0) - (c.t1 - c.t0)) * 1000, 0.5) AS gap_p50_ms${errCol}
       FROM anomaly_span_rows c JOIN anomaly_span_rows p ON c.trace_id = p.trace_id AND c.parent_id = p.span_id
       WHERE p.service <> c.service
       GROUP BY ALL`);
   } catch (e) {
     throw new DataError(`cannot build call graphs from anomaly.spans: ${(e as Error).message.split('\n')[0]}`, { where: 'anomaly.spans', hint: 'check the column names and types (ids as text, times as unix ns or timestamps)' });
   }
-  const edgeColumns = ['latency_p50_ms', 'latency_p99_ms', ...(hasStatus ? ['error_rate'] : [])];
+  const edgeColumns = ['latency_p50_ms', 'latency_p99_ms', 'gap_p50_ms', ...(hasStatus ? ['error_rate'] : [])];
   const counts = (await queryRows<{ spans: bigint; calls: number }>(conn, `SELECT (SELECT count(*) FROM anomaly_span_rows) AS spans, (SELECT coalesce(sum(requests_per_second), 0) * ${step} FROM anomaly_observed_calls) AS calls`))[0]!;
   let serviceMapEdges: number | null = null;
   if (s.service_map === false) {
@@ -86,7 +88,7 @@ export async function buildSpanCalls(conn: DuckDBConnection, a: AnomalyConfig, c
     serviceMapEdges = Number((await queryRows<{ n: bigint }>(conn, 'SELECT count(*) AS n FROM anomaly_service_map'))[0]!.n);
     await conn.run(`CREATE OR REPLACE TEMP TABLE anomaly_calls AS
       SELECT t.t AS ts, m.source, m.destination, coalesce(o.requests_per_second, 0) AS requests_per_second,
-        o.latency_p50_ms, o.latency_p99_ms${hasStatus ? ', o.error_rate' : ''}
+        o.latency_p50_ms, o.latency_p99_ms, o.gap_p50_ms${hasStatus ? ', o.error_rate' : ''}
       FROM (SELECT DISTINCT t FROM ${snapshotTimes}) t CROSS JOIN anomaly_service_map m
       LEFT JOIN anomaly_observed_calls o ON o.ts = t.t AND o.source = m.source AND o.destination = m.destination`);
   }

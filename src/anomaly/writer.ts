@@ -1,6 +1,7 @@
 /**
  * The score file: one row per snapshot — `ts` (timestamp, µs, UTC), `score`, `threshold` (DOUBLE),
- * `alert` (BOOLEAN), `top_services` and `top_edges` (lists of strings, edges as "source->destination").
+ * `alert` (BOOLEAN), `top_services` and `top_edges` (lists of strings, edges as "source->destination"),
+ * `root_causes` (services, most likely root cause first).
  * Written to a temporary sibling and renamed, so a reader never sees half a file. DuckDB reads it
  * directly: `SELECT * FROM 'scores.parquet' WHERE alert`.
  */
@@ -15,6 +16,8 @@ export interface ScoreRow {
   alert: boolean;
   top_services: string[];
   top_edges: string[];
+  /** the root-cause ranking (TAGAE's evidence propagated through the call graph), most likely first */
+  root_causes?: string[];
 }
 
 export function writeScores(path: string, rows: ScoreRow[], metadata: Record<string, string>): void {
@@ -31,6 +34,7 @@ export function writeScores(path: string, rows: ScoreRow[], metadata: Record<str
     alert: arrow.vectorFromArray(rows.map((r) => r.alert), new arrow.Bool()),
     top_services: arrow.vectorFromArray(rows.map((r) => r.top_services), list()),
     top_edges: arrow.vectorFromArray(rows.map((r) => r.top_edges), list()),
+    root_causes: arrow.vectorFromArray(rows.map((r) => r.root_causes ?? []), list()),
   });
   const props = new pq.WriterPropertiesBuilder()
     .setCompression(pq.Compression.SNAPPY)

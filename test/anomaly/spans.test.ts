@@ -99,12 +99,12 @@ describe('call graphs from raw spans', () => {
     const loaded = await load(false);
     const want = expectedCalls();
     expect(want.size).toBe(3);
-    expect(loaded.edgeFeatureColumns).toEqual(['latency_p50_ms', 'latency_p99_ms']);
+    expect(loaded.edgeFeatureColumns).toEqual(['latency_p50_ms', 'latency_p99_ms', 'gap_p50_ms']);
     let checked = 0;
     for (const s of loaded.snapshots) {
       const edges = want.get(s.ts) ?? new Map<string, number[]>();
       const got = new Map<string, [number, number]>();
-      for (let e = 0; e < s.src.length; e++) got.set(`${s.services[s.src[e]!]}>${s.services[s.dst[e]!]}`, [s.rate[e]!, s.edgeFeatures[e * 2]!]);
+      for (let e = 0; e < s.src.length; e++) got.set(`${s.services[s.src[e]!]}>${s.services[s.dst[e]!]}`, [s.rate[e]!, s.edgeFeatures[e * 3]!]);
       expect([...got.keys()].sort()).toEqual([...edges.keys()].sort());
       for (const [key, durations] of edges) {
         const [rate, p50] = got.get(key)!;

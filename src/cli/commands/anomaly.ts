@@ -54,6 +54,7 @@ export async function anomalyFitCommand(opts: AnomalyCommandOptions): Promise<Co
     `anomaly run ${r.run_id}${r.init_from ? ` (fine-tuned from ${r.init_from})` : ''}: fitted on ${r.train_snapshots} snapshots (${r.fit_from} .. ${r.fit_until}), warm-up ${r.warmup_snapshots}`,
     `  ${r.services} services, ${r.mean_edges} calls per snapshot; features ${r.feature_columns.join(', ')}`,
     ...(r.snapshots_without_edges > 0 ? [`  ${r.snapshots_without_edges} snapshots without call edges: ${r.empty_graph_action}`] : []),
+    `  static baseline: ${r.static_baseline_columns.length ? r.static_baseline_columns.join(', ') : 'off (no latency/error column among the features)'}`,
     `  loss ${r.loss.map((l) => l.toFixed(4)).join(' → ')}; threshold τ = ${r.threshold.toFixed(3)} (flat baseline ${r.flat_threshold.toFixed(3)})`,
     `  ${r.run_dir} (${r.backend}, ${r.seconds} s)`,
   ].join('\n');
@@ -78,7 +79,15 @@ export async function anomalyScoreCommand(opts: AnomalyCommandOptions): Promise<
   if (ev) {
     const fmt = (name: string, q: DetectorQuality | null): string =>
       q ? `  ${name.padEnd(7)} recall ${pct(q.recall)}  precision ${pct(q.precision)}  false alarms ${q.false_alarms} (${q.false_alarms_per_day.toFixed(1)}/day)  ${Object.entries(q.by_kind).map(([k, v]) => `${k} ${v.detected}/${v.incidents}${v.mean_delay_seconds !== null ? ` @${Math.round(v.mean_delay_seconds / 60)}m` : ''}`).join(', ')}` : `  ${name.padEnd(7)} (no latency/error columns for static thresholds)`;
-    lines.push(`  ${ev.incidents} labelled incidents over ${ev.days.toFixed(1)} days:`, fmt('tagae', ev.tagae), fmt('static', ev.static), fmt('flat', ev.flat));
+    lines.push(`  ${ev.incidents} labelled incidents over ${ev.days.toFixed(1)} days (alerts count inside the window${ev.grace_seconds ? ` + ${ev.grace_seconds} s` : ''}):`, fmt('tagae', ev.tagae), fmt('static', ev.static), fmt('flat', ev.flat), ...(ev.zscore ? [fmt('zscore', ev.zscore)] : []));
+    const auc = (q: DetectorQuality | null): string => (q ? `${q.auroc?.toFixed(2) ?? 'n/a'} (chance recall ${pct(q.chance_recall)})` : 'n/a');
+    lines.push(`  AUROC: tagae ${auc(ev.tagae)}, static ${auc(ev.static)}, flat ${auc(ev.flat)}, zscore ${auc(ev.zscore)}`);
+    const rc = ev.root_cause;
+    if (rc) {
+      lines.push(`  root cause over ${rc.incidents} labelled incidents (AC@1 / AC@3 / Avg@5):`);
+      for (const [m, q] of Object.entries(rc.methods)) lines.push(`    ${m.padEnd(16)} ${q.ac_at_1.toFixed(2)} / ${q.ac_at_3.toFixed(2)} / ${q.avg_at_5.toFixed(2)}`);
+    }
+    lines.push(`  recommended on this data: detection ${ev.recommended_method.detection}, root cause ${ev.recommended_method.root_cause ?? 'n/a (no root-cause labels)'}`);
     const s = ev.at_static_recall;
     if (s) lines.push(`  at the static recall ${pct(s.recall)}: false alarms static ${s.static_false_alarms}, TAGAE ${s.tagae ?? 'n/a'}, flat ${s.flat ?? 'n/a'}`);
   }

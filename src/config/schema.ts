@@ -8,6 +8,11 @@ import { durationSchema } from '../core/duration.js';
 import { isoTimeSchema } from '../core/time.js';
 import { anomalySchema } from './anomaly_schema.js';
 
+/** Early stopping's patience, with one meaning in every loop (core/early_stopping.ts). */
+const patienceSchema = (epochs: number) => z.number().int().min(1).default(epochs).describe(
+  'early stopping (every training loop): stop after this many epochs in a row without a validation gain of at least min_delta. min_delta is 1e-6 (absolute) for the deep model and the session recommender, and 0.1% of the score at the last epoch that reset the patience for the distilled student, whose kept epoch still follows any gain above 1e-6 (so a slowly creeping plateau ends)',
+);
+
 export const COLUMN_KINDS = ['numerical', 'categorical', 'timestamp', 'text', 'ignore'] as const;
 export type ColumnKind = (typeof COLUMN_KINDS)[number];
 
@@ -122,7 +127,7 @@ export const modelSchema = z
     epochs: z.number().int().min(1).default(10),
     batch_size: z.number().int().min(1).default(512),
     lr: z.number().positive().default(0.002).describe('Adam learning rate'),
-    patience: z.number().int().min(1).default(3).describe('early stopping: epochs without val improvement'),
+    patience: patienceSchema(3),
     val_smoothing: z
       .union([z.literal('auto'), z.number().int().min(1).max(9).refine((n) => n % 2 === 1, 'an odd number of epochs (1, 3, 5, …): the window is centered on the epoch it judges')])
       .default('auto')
@@ -208,7 +213,7 @@ export const distillationSchema = z
     epochs: z.number().int().min(1).default(15),
     batch_size: z.number().int().min(1).default(1024),
     lr: z.number().positive().default(0.003),
-    patience: z.number().int().min(1).default(3),
+    patience: patienceSchema(3),
     dropout: z.number().min(0).max(0.9).default(0.1),
     early_stopping_metric: z
       .enum(['auroc', 'ap'])
@@ -248,7 +253,7 @@ export const sessionRecommenderSchema = z
     epochs: z.number().int().min(1).default(20),
     batch_size: z.number().int().min(1).default(256),
     lr: z.number().positive().default(0.003),
-    patience: z.number().int().min(1).default(4),
+    patience: patienceSchema(4),
     dropout: z.number().min(0).max(0.9).default(0.1),
     name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "-" and "."').default('session-recommender').describe('model name in the Triton repository'),
     max_batch_size: z.number().int().min(1).max(65536).default(64),

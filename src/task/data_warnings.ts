@@ -18,7 +18,7 @@ export interface SplitCounts {
 }
 
 /** Warnings naming the counts and the setting that adds more; empty when the data is large enough. */
-export function smallDataWarnings(task: string, kind: ObjectiveKind, counts: SplitCounts): string[] {
+export function smallDataWarnings(task: string, kind: ObjectiveKind, counts: SplitCounts, opts: { perRow?: boolean } = {}): string[] {
   const out: string[] = [];
   if (counts.train !== undefined && counts.train < FEW_TRAINING_EXAMPLES) {
     out.push(
@@ -36,7 +36,7 @@ export function smallDataWarnings(task: string, kind: ObjectiveKind, counts: Spl
     if (rare < FEW_CLASS_EXAMPLES) {
       out.push(
         `task ${task}: the ${split} set has ${pos.toLocaleString('en-US')} positive and ${neg.toLocaleString('en-US')} negative examples (fewer than ${FEW_CLASS_EXAMPLES} in a class): its metrics are noisy; ` +
-          `use more ${split} anchors (tasks.${task}.split.${split}_anchors) — see the interval`,
+          (opts.perRow ? `widen the ${split} period (tasks.${task}.split.${split}_timestamp earlier)` : `use more ${split} anchors (tasks.${task}.split.${split}_anchors)`) + ' — see the interval',
       );
     }
   }

@@ -57,7 +57,7 @@ export function checkSplits(task: TaskSpec, tables: TrainingTables, split: TaskS
 
 /** Warnings about the split's size (training examples, classes in val and test) and its empty anchors. */
 export function splitWarnings(task: TaskSpec, tables: TrainingTables): string[] {
-  const out = smallDataWarnings(task.name, task.query.taskType, { train: tables.train.nodes.length, val: tables.val.labels, test: tables.test.labels });
+  const out = smallDataWarnings(task.name, task.query.taskType, { train: tables.train.nodes.length, val: tables.val.labels, test: tables.test.labels }, { perRow: task.query.target.kind === 'fact' });
   const e = tables.empty_anchors;
   const n = e ? e.train.length + e.val.length + e.test.length : 0;
   if (e && n > 0) {

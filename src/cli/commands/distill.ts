@@ -4,6 +4,8 @@ import { distill } from '../../distill/distill.js';
 import type { CommandOutput } from '../run.js';
 import { checkQualityGates, parseGates } from '../gates.js';
 import { intFlag, optional } from '../flags.js';
+import { warn } from '../../core/log.js';
+import { fewRowsWarning } from '../../task/data_warnings.js';
 
 export interface DistillCommandOptions {
   config: string;
@@ -38,7 +40,14 @@ export async function distillCommand(opts: DistillCommandOptions): Promise<Comma
     seconds: Math.round(r.seconds * 10) / 10,
     metrics: { val: m.val, test: m.test, teacher: m.teacher, teacher_ratio: m.teacher_ratio, teacher_ap_ratio: m.teacher_ap_ratio, ablations: m.ablations, student: m.student, teacher_model: m.teacher_model, embeddings: m.embeddings },
     counts: m.counts,
+    warnings: [] as string[],
   };
+  // A student with more parameters than training rows can memorise them (issue 32: 100 rows, below chance).
+  const few = fewRowsWarning(m.task, m.counts.train, m.student.parameters);
+  if (few) {
+    warn(few);
+    result.warnings.push(few);
+  }
   checkQualityGates(gates, result.metrics, result, 'distill');
   const f = (x: unknown): string => {
     const v = (x as Record<string, number> | null | undefined)?.auroc ?? (x as Record<string, number> | null | undefined)?.mae;

@@ -93,9 +93,9 @@ export function eventsBetween(events: PlannedEvent[], snapshots: Snapshot[], bef
 
 export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<FitResult> {
   const t0 = performance.now();
-  const a = anomalyConfig(cfg);
-  const from = opts.from ?? (a.fit_from ? parseIsoTime(a.fit_from)! : undefined);
-  const until = opts.until ?? (a.fit_until ? parseIsoTime(a.fit_until)! : undefined);
+  const configured = anomalyConfig(cfg);
+  const from = opts.from ?? (configured.fit_from ? parseIsoTime(configured.fit_from)! : undefined);
+  const until = opts.until ?? (configured.fit_until ? parseIsoTime(configured.fit_until)! : undefined);
   const backend = await selectBackend(opts.backend ?? 'auto');
   const base = opts.initFrom === undefined ? null : loadRun(cfg.artifactsDir, opts.initFrom);
   const fixedColumns = base ? { featureColumns: base.manifest.feature_columns, edgeFeatureColumns: base.manifest.edge_feature_columns } : undefined;
@@ -104,6 +104,7 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     events: await loadEvents(conn, cfg, { from, until }),
   }));
   const snaps = loaded.snapshots;
+  const a = withAlertBudget(configured, snaps);
   if (loaded.emptySnapshots > 0) info(`anomaly fit: ${loaded.emptySnapshots} of ${snaps.length} snapshots have no call edges; ${emptyGraphAction(loaded.emptySnapshots, cfg)}`);
   const W = a.window;
   const need = a.warmup_snapshots + W + 10;
@@ -317,6 +318,18 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     model.params.dispose();
     flat.params.dispose();
   }
+}
+
+/**
+ * `threshold: {false_alarms_per_day: N}` → the quantile that lets N of a normal day's snapshots alert
+ * (1 − N × interval / 1 day), recorded in the run's config as threshold_quantile; no budget: as configured.
+ */
+export function withAlertBudget(a: ReturnType<typeof anomalyConfig>, snaps: Snapshot[]): ReturnType<typeof anomalyConfig> {
+  if (!a.threshold) return a;
+  const steps = snaps.slice(1).map((s, k) => s.ts - snaps[k]!.ts).sort((x, y) => x - y);
+  const step = steps[steps.length >> 1] ?? 60;
+  const q = 1 - (a.threshold.false_alarms_per_day * step) / 86400;
+  return { ...a, threshold_quantile: Math.min(0.9999, Math.max(0.5, q)) };
 }
 
 /** What happens to snapshots without call edges (they still train and score on their node features). */

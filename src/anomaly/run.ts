@@ -170,5 +170,7 @@ export function loadRun(artifactsDir: string, ref: string): AnomalyRun {
  */
 export function scoringConfig(current: AnomalyConfig, run: AnomalyRun): AnomalyConfig {
   const fitted = run.manifest.config;
-  return { ...current, window: fitted.window, score_services: fitted.score_services, structure_weight: fitted.structure_weight };
+  // an alert budget was turned into a quantile at fit time, on the normal period's snapshot interval
+  const budget = current.threshold ? { threshold_quantile: fitted.threshold_quantile } : {};
+  return { ...current, window: fitted.window, score_services: fitted.score_services, structure_weight: fitted.structure_weight, ...budget };
 }

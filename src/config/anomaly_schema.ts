@@ -123,6 +123,11 @@ export const anomalySchema = z
     fit_from: isoTimeSchema.optional().describe('ISO time: first snapshot of the period taken as normal (default: the first; --from overrides)'),
     fit_until: isoTimeSchema.optional().describe('ISO time: the normal period ends before this (default: the last snapshot; --until overrides)'),
     window: z.number().int().min(1).max(64).default(6).describe('W: snapshots the temporal attention looks back over (the current one included)'),
+    threshold: z
+      .object({ false_alarms_per_day: z.number().positive().describe('alerting snapshots per day the normal period may produce') })
+      .strict()
+      .optional()
+      .describe('an alert budget: τ is calibrated on the warm-up window so that normal time alerts at most this often (sets the quantile from the snapshot interval; overrides threshold_quantile)'),
     threshold_quantile: z.number().gt(0).lt(1).default(0.99).describe('τ is this quantile of the scores of the warm-up window, then of the sliding window'),
     warmup_snapshots: z.number().int().min(5).default(72).describe('snapshots held out of training, spread evenly over the normal period (covering its daily cycle), that set per-service baselines and the first τ'),
     threshold_window: z.number().int().min(5).default(288).describe('snapshots in the sliding window τ is recomputed over (an alerting snapshot enters at τ, so an incident cannot raise its own threshold)'),

@@ -5,7 +5,7 @@
  * and Z; they agree within 1e-4 (checked when `fit` writes the ONNX model, and in the tests).
  *
  * onnxruntime because scoring runs on every scrape: on a 500-service / 3,000-call snapshot TF.js (wasm)
- * took p99 108 ms under load, onnxruntime a few ms (bench/anomaly.mjs).
+ * takes p99 108 ms under load, onnxruntime a few ms (bench/anomaly.mjs).
  */
 import * as ort from 'onnxruntime-node';
 import { existsSync } from 'node:fs';

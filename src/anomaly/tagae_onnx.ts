@@ -174,7 +174,7 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
     return g.op('Add', [out, bias]);
   };
 
-  // ELU as max(v, exp(min(v, 0)) − 1) (equal: e^v − 1 ≥ v everywhere): onnxruntime's Elu kernel took
+  // ELU as max(v, exp(min(v, 0)) − 1) (equal: e^v − 1 ≥ v everywhere): onnxruntime's Elu kernel takes
   // as long as a pass over the edges, these four vectorised passes over [n, H·C] a third of it.
   const gat1 = gatv2('x', 'gat1', F, args.heads, args.hidden, true);
   const h1 = g.op('Max', [gat1, g.op('Sub', [g.op('Exp', [g.op('Min', [gat1, g.floats('zero_f', [0], [])])]), one])]);
@@ -212,7 +212,7 @@ export function tagaeOnnx(args: TagaeArgs, weights: Map<string, Float32Array>, m
   const cols = (a: number, b: number): string => g.op('Slice', [h, g.ints(`cols_${a}`, [a]), g.ints(`cols_${a}_end`, [b]), g.ints(`cols_${a}_axis`, [1])]);
   // Â is written straight into its graph output: an Identity to it copied the n² matrix on every run,
   // fetched or not. Σ Â² per row and per column are products of Â² with a ones vector (a GEMV each):
-  // onnxruntime's ReduceSumSquare took twice as long over either axis.
+  // onnxruntime's ReduceSumSquare takes twice as long over either axis.
   g.op('Sigmoid', [g.op('MatMul', [cols(0, half), g.op('Transpose', [cols(half, D)], { perm: { ints: [1, 0] } })])], {}, 'adjacency');
   const sq = g.op('Mul', ['adjacency', 'adjacency']);
   g.op('Reshape', [g.op('MatMul', [sq, ones]), g.ints('shape_flat', [-1])], {}, 'adjacency_row_sq');

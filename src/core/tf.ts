@@ -4,7 +4,7 @@
  *
  * Why not the ESM import: `@tensorflow/tfjs` is a CommonJS bundle that re-exports tfjs-core, -layers,
  * -converter, -data and the backends, and Node lists the named exports of a CommonJS module it imports
- * into ESM by lexing its source and every module it re-exports (~6 MB of JavaScript). That took ~200 ms
+ * into ESM by lexing its source and every module it re-exports (~6 MB of JavaScript). That takes ~200 ms
  * of the ~400 ms the import cost, in every process and worker thread that computes (each `gnnctl`
  * command, each training, embedding and distillation worker); `require` skips it (measured on Node 20:
  * 391–457 ms against 193–199 ms). The module is the same one either way, so code that still imports it

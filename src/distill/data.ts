@@ -127,7 +127,7 @@ export function gridAnchor(t: number, cadence: number): number {
  * property). Vectors are stored once per distinct pair, not per example (`index`), so memory follows the
  * pairs, and a progress line with an ETA counts them. With `pool` (embed/pool.ts) each chunk is split over
  * its worker threads — the same numbers, as exact mode does not depend on the chunk — so both cores
- * work: on one thread the fraud student's 1.45M pairs at `large` took 7 minutes.
+ * work: on one thread the fraud student's 1.45M pairs at `large` take 7 minutes.
  */
 export async function computedEmbeddings(
   model: DeepModel,

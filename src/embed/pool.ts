@@ -106,9 +106,9 @@ export class EmbedPool {
 
   /**
    * Runs `tasks` over the workers, outputs in task order. Every task is posted at once, round-robin, so a
-   * worker goes from one task to its next without this thread: handing them out from a queue here left
-   * the workers idle while this thread wrote the previous chunk's Parquet row group (the bench's exact
-   * compute took 2.5× as long in the embed command as in a loop that only computes).
+   * worker goes from one task to its next without this thread: handed out from a queue here, they would
+   * idle while this thread writes the previous chunk's Parquet row group (exact compute 2.5× as long in
+   * the embed command as in a loop that only computes).
    */
   private async run(tasks: EmbedTask[]): Promise<Float32Array[]> {
     const replies = tasks.map((task, k) => this.rpc.call(this.rpc.workers[k % this.rpc.size]!, { type: 'embed', task }));

@@ -65,10 +65,10 @@ export async function writeEmbeddings(path: string, chunks: AsyncIterable<Embedd
 
 /**
  * Row groups of entity files stop near this size (15,420 rows of 64-dimensional embeddings). parquet-wasm
- * holds a whole row group in its heap while it encodes it: a 17 MB row group (65,536 × 64 floats) took
- * 190–260 ms to write and 530–610 ms in a fresh process (its heap's pages touched for the first time),
- * 4 MB ones 80–160 and ~400 ms. At `medium` `embed` writes one chunk while its workers compute the next,
- * so that time was taken from them. Readers get more, smaller row groups (DuckDB scans them in parallel;
+ * holds a whole row group in its heap while it encodes it: a 17 MB row group (65,536 × 64 floats) takes
+ * 190–260 ms to write (530–610 ms in a fresh process, whose heap pages are touched for the first time),
+ * a 4 MB one 80–160 ms. `embed` writes one chunk while its workers compute the next, so that time is
+ * taken from them. Readers get more, smaller row groups (DuckDB scans them in parallel;
  * `export` streams a snapshot row group by row group).
  */
 export const ROW_GROUP_BYTES = 4 << 20;

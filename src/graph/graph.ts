@@ -99,7 +99,7 @@ export class Graph {
    * Prefix sums of a numeric column of a reverse edge's child table in the edge's CSR order (length
    * edges + 1, NaN read as 0): a sum over any window of a node's time-sorted neighbours is then two reads
    * (the activity inputs, model/features.ts). Computed once per graph, in shared memory, and handed to
-   * worker threads with it (`shareable`): every thread computing its own took ~350 ms and 16 MB per
+   * worker threads with it (`shareable`): every thread computing its own would take ~350 ms and 16 MB per
    * column at `medium`, 256 MB at `large` (32M transactions).
    */
   prefixSum(edge: EdgeType, column: string): Float64Array {

@@ -34,7 +34,7 @@ export interface GatV2Args {
 
 /**
  * Σ of rows per segment, [m, d] → [n, d], with the plain gradient dy[ids]. TF.js's own gradient of
- * unsortedSegmentSum masks negative ids through LogicalAnd, which wasm runs on its cpu fallback: it took
+ * unsortedSegmentSum masks negative ids through LogicalAnd, which wasm runs on its cpu fallback: it takes
  * most of a training step on 200 services. Our ids are never negative, so the mask is not needed.
  */
 export function segmentSum(x: tf.Tensor, ids: tf.Tensor1D, n: number): tf.Tensor {

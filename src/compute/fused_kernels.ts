@@ -314,19 +314,19 @@ function scatterRow(
     for (let q = 0; q < count; q++) {
       const w = ws[q]!;
       const b = bases[q]! + col + t;
-      dx[b] += w * d0;
-      dx[b + 1] += w * d1;
-      dx[b + 2] += w * d2;
-      dx[b + 3] += w * d3;
-      dx[b + 4] += w * d4;
-      dx[b + 5] += w * d5;
-      dx[b + 6] += w * d6;
-      dx[b + 7] += w * d7;
+      dx[b]! += w * d0;
+      dx[b + 1]! += w * d1;
+      dx[b + 2]! += w * d2;
+      dx[b + 3]! += w * d3;
+      dx[b + 4]! += w * d4;
+      dx[b + 5]! += w * d5;
+      dx[b + 6]! += w * d6;
+      dx[b + 7]! += w * d7;
     }
   }
   for (; t < width; t++) {
     const d = dy[o + t]!;
-    for (let q = 0; q < count; q++) dx[bases[q]! + col + t] += ws[q]! * d;
+    for (let q = 0; q < count; q++) dx[bases[q]! + col + t]! += ws[q]! * d;
   }
 }
 
@@ -670,7 +670,7 @@ function gatherAttentionBackward(
         const pre = src[srcRows[q]! + h]! + d;
         const dz = ws[q]! * (da[q]! - s);
         const de = pre > 0 ? dz : slope * dz;
-        dsrc[srcRows[q]! + h] += de;
+        dsrc[srcRows[q]! + h]! += de;
         dd += de;
       }
       ddst[i * heads + h] = dd;

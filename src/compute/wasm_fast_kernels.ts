@@ -322,11 +322,11 @@ function sumLeading(args: KernelArgs, gemm: OrtGemm | null): tf.TensorInfo | nul
     const b1 = b0 + inner;
     const b2 = b1 + inner;
     const b3 = b2 + inner;
-    for (let i = 0; i < inner; i++) acc[i] += src[b0 + i]! + src[b1 + i]! + (src[b2 + i]! + src[b3 + i]!);
+    for (let i = 0; i < inner; i++) acc[i]! += src[b0 + i]! + src[b1 + i]! + (src[b2 + i]! + src[b3 + i]!);
   }
   for (; o < outer; o++) {
     const base = o * inner;
-    for (let i = 0; i < inner; i++) acc[i] += src[base + i]!;
+    for (let i = 0; i < inner; i++) acc[i]! += src[base + i]!;
   }
   for (let i = 0; i < inner; i++) dst[i] = acc[i]!;
   return out;

@@ -157,7 +157,7 @@ function segmentSumF32(x: Float32Array, ids: Int32Array, rows: number, inner: nu
   if (inner === 1) {
     for (let i = 0; i < rows; i++) {
       const s = ids[i]!;
-      if (s >= 0 && s < numSegments) out[s] += x[i]!;
+      if (s >= 0 && s < numSegments) out[s]! += x[i]!;
     }
     return;
   }
@@ -169,12 +169,12 @@ function segmentSumF32(x: Float32Array, ids: Int32Array, rows: number, inner: nu
     const dst = s * inner;
     let j = 0;
     for (; j < inner4; j += 4) {
-      out[dst + j] += x[src + j]!;
-      out[dst + j + 1] += x[src + j + 1]!;
-      out[dst + j + 2] += x[src + j + 2]!;
-      out[dst + j + 3] += x[src + j + 3]!;
+      out[dst + j]! += x[src + j]!;
+      out[dst + j + 1]! += x[src + j + 1]!;
+      out[dst + j + 2]! += x[src + j + 2]!;
+      out[dst + j + 3]! += x[src + j + 3]!;
     }
-    for (; j < inner; j++) out[dst + j] += x[src + j]!;
+    for (; j < inner; j++) out[dst + j]! += x[src + j]!;
   }
 }
 
@@ -185,7 +185,7 @@ function segmentSumI32(x: Int32Array, ids: Int32Array, rows: number, inner: numb
     let src = i * inner;
     let dst = s * inner;
     const end = src + inner;
-    while (src < end) out[dst++] += x[src++]!;
+    while (src < end) out[dst++]! += x[src++]!;
   }
 }
 

@@ -308,7 +308,7 @@ export function parseHopPath(text: string, maxLength: number, tables: RawConfig[
   }
   const triples = parsed as unknown as [string, string, string][];
   // The two-step entity form is the three-step form whose fact is the parent itself.
-  const [[, factTable, factColumn], [, parentTable, parentKey], [, childTable, childColumn]] = steps.length === 2 ? [triples[0]!, triples[0]!, triples[1]!] : triples;
+  const [[, factTable, factColumn], [, parentTable, parentKey], [, childTable, childColumn]] = steps.length === 2 ? [triples[0]!, triples[0]!, triples[1]!] : [triples[0]!, triples[1]!, triples[2]!];
   for (const t of [factTable, parentTable, childTable]) if (!(t in tables)) return `unknown table "${t}" (${suggest(t, Object.keys(tables))})`;
   if (steps.length === 3 && tables[factTable]!.foreign_keys[factColumn] !== parentTable) return `${factTable}.${factColumn} is not a foreign key to ${parentTable}`;
   if (tables[parentTable]!.primary_key !== parentKey) return `${parentTable}.${parentKey} is not the primary key of ${parentTable}`;

@@ -81,18 +81,20 @@ export async function queryValue<T = unknown>(conn: DuckDBConnection, sql: strin
 
 export type ColumnKindOut = 'f64' | 'f32' | 'i32';
 export type TypedOut = Float64Array | Float32Array | Int32Array;
+/** The typed array `readColumns` fills for one column kind. */
+export type TypedOutOf<K extends ColumnKindOut> = K extends 'f64' ? Float64Array : K extends 'f32' ? Float32Array : Int32Array;
 
 /**
  * Streams a query's columns into preallocated typed arrays. The query must produce, per requested column,
  * DOUBLE (for f64 and f32) or INTEGER (for i32) values without NULLs (map them in SQL: `coalesce(x, 'NaN')`,
  * `coalesce(x, -1)`), and exactly `rows` rows.
  */
-export async function readColumns(
+export async function readColumns<const K extends readonly ColumnKindOut[]>(
   conn: DuckDBConnection,
   sql: string,
   rows: number,
-  kinds: ColumnKindOut[],
-): Promise<TypedOut[]> {
+  kinds: K,
+): Promise<{ -readonly [I in keyof K]: TypedOutOf<K[I]> }> {
   const out: TypedOut[] = kinds.map((k) => (k === 'f64' ? new Float64Array(rows) : k === 'f32' ? new Float32Array(rows) : new Int32Array(rows)));
   const result = await conn.stream(sql);
   if (result.columnCount !== kinds.length) throw new Error(`readColumns: query has ${result.columnCount} columns, expected ${kinds.length}`);
@@ -108,7 +110,8 @@ export async function readColumns(
     offset += n;
   }
   if (offset !== rows) throw new Error(`readColumns: query returned ${offset} rows, expected ${rows}`);
-  return out;
+  // out[c] was allocated from kinds[c] above, which is what the mapped type states.
+  return out as { -readonly [I in keyof K]: TypedOutOf<K[I]> };
 }
 
 function copyVector(vec: DuckDBVector, dst: TypedOut, offset: number, n: number): void {

@@ -316,7 +316,7 @@ function block(e: ClassEdge, chunk: Int32Array, hChild: Float32Array, C: number,
       acc.fill(0);
       for (let k = a; k < b; k++) {
         const s = e.rows[k]! * C;
-        for (let j = 0; j < C; j++) acc[j] += hChild[s + j]!;
+        for (let j = 0; j < C; j++) acc[j]! += hChild[s + j]!;
       }
       const inv = 1 / (b - a);
       for (let j = 0; j < C; j++) mean[i * C + j] = acc[j]! * inv;

@@ -366,7 +366,7 @@ export function rankCatalogue(head: RankingHead, users: Float32Array, items: Flo
       for (let b = 0; b < B; b++) {
         for (let j = histories.offsets[lo + b]!; j < histories.offsets[lo + b + 1]!; j++) {
           const item = histories.items[j]!;
-          if (item < N) values[b * N + item] += gate[b]! * pair[j - hLo]!;
+          if (item < N) values[b * N + item]! += gate[b]! * pair[j - hLo]!;
         }
       }
       topK(values, B, N, k, ids, scores, lo * k);

@@ -151,7 +151,7 @@ export function cooccurrenceTopK(graph: Graph, rs: RankingSpec, users: Int32Arra
       for (let p = partnerPtr[j]!; p < partnerPtr[j + 1]!; p++) {
         const item = partnerItem[p]!;
         if (score[item] === 0) touched.push(item);
-        score[item] += partnerN[p]!;
+        score[item]! += partnerN[p]!;
       }
     }
     if (touched.length > 0) {

@@ -17,7 +17,8 @@ const vector = (r: number) => [r, -r / 2, r % 7];
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'gnnctl-entity-source-'));
   files = [];
-  for (const [p, [lo, hi]] of [[0, 3000], [3000, 5000]].entries()) {
+  const parts: [number, number][] = [[0, 3000], [3000, 5000]];
+  for (const [p, [lo, hi]] of parts.entries()) {
     const file = join(dir, `part-${p}.parquet`);
     async function* chunks() {
       for (let r = lo; r < hi; r += 700) {

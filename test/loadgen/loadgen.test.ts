@@ -24,7 +24,8 @@ const meta: ModelMetadata = {
   outputs: [{ name: 'probability', datatype: 'FP32', shape: [-1, 1] }],
 };
 
-type Body = { inputs: { name: string; shape: number[]; data: unknown[] }[] };
+// Every input of this model is at least two-dimensional: batch, then one value or the RTI length.
+type Body = { inputs: { name: string; shape: [number, number, ...number[]]; data: unknown[] }[] };
 
 describe('buildRequestPool', () => {
   it('builds distinct requests with RTI lengths 0..32, known and unknown keys, exact INT64 times before the anchor', () => {

@@ -143,115 +143,33 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
   };
   const model = new Tagae(args);
   const flat = new FlatAutoencoder(args.featDim, seed + 1);
-  if (base) {
-    const fitted = tagaeArgs(base.manifest.model);
-    const differs = (['featDim', 'edgeExtra', 'hidden', 'heads', 'embeddingDim', 'window'] as const).filter((k) => fitted[k] !== args[k]);
-    try {
-      if (differs.length) {
-        throw new ArtifactError(`--init-from ${base.manifest.id}: the run's model differs from the config's (${differs.map((k) => `${k} ${fitted[k]} vs ${args[k]}`).join(', ')})`, {
-          where: '--init-from',
-          hint: 'fine-tune with the settings the run was fitted with, or fit from scratch',
-        });
-      }
-      const w = base.model.params.export();
-      model.params.load(w.index, w.blob);
-      const fw = base.flat.params.export();
-      flat.params.load(fw.index, fw.blob);
-    } catch (e) {
-      model.params.dispose();
-      flat.params.dispose();
-      throw e;
-    } finally {
-      base.model.params.dispose();
-      base.flat.params.dispose();
-    }
-  }
+  if (base) loadInitWeights(base, args, model, flat);
   const epochs = opts.epochs ?? a.epochs;
   const losses: number[] = [];
   const timings: Record<string, number> = {};
   try {
-    // Training: every train snapshot once per epoch, in a seeded shuffled order, with its W − 1 predecessors.
     const tTrain = performance.now();
-    const optimizer = tf.train.adam(a.lr);
-    const rng = new Rng(seed ^ 0x5eed);
-    const order = Int32Array.from(trainIdx);
-    const bank = new Map<(typeof graphs)[number], Float32Array>();
-    try {
-      for (let ep = 0; ep < epochs; ep++) {
-        rng.shuffle(order);
-        let sum = 0;
-        for (const t of order) {
-          const window = [];
-          for (let k = 0; k < W && t - k >= 0; k++) window.push(graphs[t - k]!);
-          sum += model.trainStep(optimizer, window, bank);
-        }
-        losses.push(sum / order.length);
-        info(`anomaly fit: epoch ${ep + 1}/${epochs} loss ${(sum / order.length).toFixed(5)}`);
-      }
-    } finally {
-      optimizer.dispose();
-    }
+    losses.push(...trainEpochs(model, graphs, trainIdx, { epochs, lr: a.lr, window: W, seed }));
     timings.train_seconds = (performance.now() - tTrain) / 1000;
 
-    // Warm-up, pass 1: each service's mean errors on the held-out snapshots become its baselines. The
-    // detector steps through the whole period in order (the window needs every snapshot); only the
-    // held-out ones are judged.
+    // Warm-up: the detector steps through the whole period in order (the window needs every snapshot);
+    // only the held-out snapshots are judged.
     const tWarm = performance.now();
     const allEvents = eventsBetween(events, snaps);
     const warmEvents = warmIdx.map((k) => allEvents[k]!);
-    // The scorer `score` and `watch` will run: the ONNX graph of the trained weights in onnxruntime, held
-    // to TF.js on the first snapshots of the first pass.
-    const onnxModel = tagaeOnnx(args, weightMap(model.params.export()), { 'gnnctl.kind': 'anomaly', 'gnnctl.version': VERSION });
-    const scorer = new CheckedScorer(await OnnxScorer.open(onnxModel, args), new TfjsScorer(model), ONNX_PARITY_SNAPSHOTS);
-    const pass = async (baselines: ServiceBaselines | null): Promise<{ detector: Detector; scores: SnapshotScore[] }> => {
-      const detector = new Detector(scorer, stats, a, baselines, emptyState('', []));
-      const scores: SnapshotScore[] = [];
-      for (let k = 0; k < snaps.length; k++) {
-        const r = await detector.step(snaps[k]!, allEvents[k]!, { keepRaw: isWarm[k] === 1, prime: !isWarm[k] || baselines === null });
-        if (isWarm[k]) scores.push(r);
-      }
-      return { detector, scores };
-    };
-    let second: Awaited<ReturnType<typeof pass>>;
-    let tagaeBaselines: ServiceBaselines;
-    try {
-      const first = await pass(null);
-      if (!(scorer.maxRelDiff <= ONNX_PARITY_TOLERANCE)) {
-        throw new ArtifactError(`the ONNX scorer disagrees with the trained model (max |Δ|/max(1, |value|) ${scorer.maxRelDiff}, max |Δ| ${scorer.maxAbsDiff} over ${scorer.checked} snapshots, tolerance ${ONNX_PARITY_TOLERANCE})`, {
-          hint: 'this is a bug in gnnctl; please report it with the config',
-        });
-      }
-      tagaeBaselines = serviceBaselines(first.scores);
-      // Pass 2: the warm-up scores under those baselines are the threshold's first window; the detector's
-      // state at the end is where scoring the snapshots right after the normal period continues from.
-      second = await pass(tagaeBaselines);
-    } finally {
-      await scorer.close();
-    }
-    const warmupScores = second.scores.map((s) => s.score);
-    const state = { ...second.detector.exportState(), threshold_history: warmupScores.slice(-a.threshold_window) };
+    const { onnxModel, scorer, tagaeBaselines, warmupScores, state } = await calibrateTagae(model, args, stats, a, snaps, allEvents, isWarm);
 
     // Baselines, fitted on the same split.
-    const flatRows = concat(trainIdx.map((k) => graphs[k]!.x));
-    const flatLoss = flat.fit(flatRows, Math.min(epochs, 20), a.lr, seed + 2);
-    const flatErr = new Map<string, [number, number]>();
-    for (const s of warm) {
-      const e = flat.errors(standardise(s.features, stats.node));
-      s.services.forEach((name, i) => {
-        const v = flatErr.get(name) ?? [0, 0];
-        v[0] += e[i]!;
-        v[1]++;
-        flatErr.set(name, v);
-      });
-    }
-    const flatServices = Object.fromEntries([...flatErr].map(([k, [s, n]]) => [k, s / n]));
-    const flatBaselines = { services: flatServices, median: median(Object.values(flatServices)) };
-    const flatDet = new FlatDetector(flat, flatBaselines, a.score_services, null);
-    const flatScores = warm.map((s, k) => flatDet.step(s.services, standardise(s.features, stats.node), new Set(warmEvents[k]!.map((e) => e.service))).score);
-    const staticThresholds = fitStatic(warm, loaded.featureColumns);
-    const zscore = fitZScore(train, loaded.featureColumns);
-    const zscoreWarmup = warm.map((s) => Math.max(0, ...zScores(zscore, s)));
-    const edgeZscore = fitEdgeZScore(train, loaded.edgeFeatureColumns);
+    const { flatBaselines, flatScores, flatLoss, staticThresholds, zscore, zscoreWarmup, edgeZscore } = fitBaselineDetectors(flat, a, stats, {
+      trainRows: concat(trainIdx.map((k) => graphs[k]!.x)),
+      train,
+      warm,
+      warmEvents,
+      featureColumns: loaded.featureColumns,
+      edgeFeatureColumns: loaded.edgeFeatureColumns,
+      epochs,
+      seed,
+    });
     timings.warmup_seconds = (performance.now() - tWarm) / 1000;
 
     const baselines: AnomalyBaselines = { tagae: tagaeBaselines, warmup_scores: warmupScores, flat: flatBaselines, flat_warmup_scores: flatScores, static: staticThresholds, zscore, zscore_warmup_scores: zscoreWarmup, edge_zscore: edgeZscore };
@@ -318,6 +236,127 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     model.params.dispose();
     flat.params.dispose();
   }
+}
+
+/** --init-from: the run's weights as the start (its model must match the config's); the run's params are freed. */
+function loadInitWeights(base: ReturnType<typeof loadRun>, args: TagaeArgs, model: Tagae, flat: FlatAutoencoder): void {
+  const fitted = tagaeArgs(base.manifest.model);
+  const differs = (['featDim', 'edgeExtra', 'hidden', 'heads', 'embeddingDim', 'window'] as const).filter((k) => fitted[k] !== args[k]);
+  try {
+    if (differs.length) {
+      throw new ArtifactError(`--init-from ${base.manifest.id}: the run's model differs from the config's (${differs.map((k) => `${k} ${fitted[k]} vs ${args[k]}`).join(', ')})`, {
+        where: '--init-from',
+        hint: 'fine-tune with the settings the run was fitted with, or fit from scratch',
+      });
+    }
+    const w = base.model.params.export();
+    model.params.load(w.index, w.blob);
+    const fw = base.flat.params.export();
+    flat.params.load(fw.index, fw.blob);
+  } catch (e) {
+    model.params.dispose();
+    flat.params.dispose();
+    throw e;
+  } finally {
+    base.model.params.dispose();
+    base.flat.params.dispose();
+  }
+}
+
+/** Training: every train snapshot once per epoch, in a seeded shuffled order, with its W − 1 predecessors. */
+function trainEpochs(model: Tagae, graphs: ReturnType<typeof buildGraph>[], trainIdx: number[], o: { epochs: number; lr: number; window: number; seed: number }): number[] {
+  const losses: number[] = [];
+  const optimizer = tf.train.adam(o.lr);
+  const rng = new Rng(o.seed ^ 0x5eed);
+  const order = Int32Array.from(trainIdx);
+  const bank = new Map<(typeof graphs)[number], Float32Array>();
+  try {
+    for (let ep = 0; ep < o.epochs; ep++) {
+      rng.shuffle(order);
+      let sum = 0;
+      for (const t of order) {
+        const window = [];
+        for (let k = 0; k < o.window && t - k >= 0; k++) window.push(graphs[t - k]!);
+        sum += model.trainStep(optimizer, window, bank);
+      }
+      losses.push(sum / order.length);
+      info(`anomaly fit: epoch ${ep + 1}/${o.epochs} loss ${(sum / order.length).toFixed(5)}`);
+    }
+  } finally {
+    optimizer.dispose();
+  }
+  return losses;
+}
+
+/**
+ * The scorer `score` and `watch` will run — the ONNX graph of the trained weights in onnxruntime, held to
+ * TF.js on the first snapshots of the first pass — stepped through the normal period twice: pass 1's
+ * held-out errors become each service's baselines; pass 2's scores under them are τ's first window, and
+ * its detector state is where scoring right after the normal period continues from.
+ */
+async function calibrateTagae(model: Tagae, args: TagaeArgs, stats: FeatureStats, a: ReturnType<typeof anomalyConfig>, snaps: Snapshot[], allEvents: PlannedEvent[][], isWarm: Uint8Array) {
+  const onnxModel = tagaeOnnx(args, weightMap(model.params.export()), { 'gnnctl.kind': 'anomaly', 'gnnctl.version': VERSION });
+  const scorer = new CheckedScorer(await OnnxScorer.open(onnxModel, args), new TfjsScorer(model), ONNX_PARITY_SNAPSHOTS);
+  const pass = async (baselines: ServiceBaselines | null): Promise<{ detector: Detector; scores: SnapshotScore[] }> => {
+    const detector = new Detector(scorer, stats, a, baselines, emptyState('', []));
+    const scores: SnapshotScore[] = [];
+    for (let k = 0; k < snaps.length; k++) {
+      const r = await detector.step(snaps[k]!, allEvents[k]!, { keepRaw: isWarm[k] === 1, prime: !isWarm[k] || baselines === null });
+      if (isWarm[k]) scores.push(r);
+    }
+    return { detector, scores };
+  };
+  let second: Awaited<ReturnType<typeof pass>>;
+  let tagaeBaselines: ServiceBaselines;
+  try {
+    const first = await pass(null);
+    if (!(scorer.maxRelDiff <= ONNX_PARITY_TOLERANCE)) {
+      throw new ArtifactError(`the ONNX scorer disagrees with the trained model (max |Δ|/max(1, |value|) ${scorer.maxRelDiff}, max |Δ| ${scorer.maxAbsDiff} over ${scorer.checked} snapshots, tolerance ${ONNX_PARITY_TOLERANCE})`, {
+        hint: 'this is a bug in gnnctl; please report it with the config',
+      });
+    }
+    tagaeBaselines = serviceBaselines(first.scores);
+    second = await pass(tagaeBaselines);
+  } finally {
+    await scorer.close();
+  }
+  const warmupScores = second.scores.map((s) => s.score);
+  const state = { ...second.detector.exportState(), threshold_history: warmupScores.slice(-a.threshold_window) };
+  return { onnxModel, scorer, tagaeBaselines, warmupScores, state };
+}
+
+/** The flat autoencoder, static thresholds and z-scores, fitted on the train/warm-up split TAGAE uses. */
+function fitBaselineDetectors(
+  flat: FlatAutoencoder,
+  a: ReturnType<typeof anomalyConfig>,
+  stats: FeatureStats,
+  d: { trainRows: Float32Array; train: Snapshot[]; warm: Snapshot[]; warmEvents: PlannedEvent[][]; featureColumns: string[]; edgeFeatureColumns: string[]; epochs: number; seed: number },
+) {
+  const flatLoss = flat.fit(d.trainRows, Math.min(d.epochs, 20), a.lr, d.seed + 2);
+  const flatErr = new Map<string, [number, number]>();
+  for (const s of d.warm) {
+    const e = flat.errors(standardise(s.features, stats.node));
+    s.services.forEach((name, i) => {
+      const v = flatErr.get(name) ?? [0, 0];
+      v[0] += e[i]!;
+      v[1]++;
+      flatErr.set(name, v);
+    });
+  }
+  const flatServices = Object.fromEntries([...flatErr].map(([k, [s, n]]) => [k, s / n]));
+  const flatBaselines = { services: flatServices, median: median(Object.values(flatServices)) };
+  const flatDet = new FlatDetector(flat, flatBaselines, a.score_services, null);
+  const flatScores = d.warm.map((s, k) => flatDet.step(s.services, standardise(s.features, stats.node), new Set(d.warmEvents[k]!.map((e) => e.service))).score);
+  const zscore = fitZScore(d.train, d.featureColumns);
+  return {
+    flatLoss,
+    flatBaselines,
+    flatScores,
+    staticThresholds: fitStatic(d.warm, d.featureColumns),
+    zscore,
+    zscoreWarmup: d.warm.map((s) => Math.max(0, ...zScores(zscore, s))),
+    edgeZscore: fitEdgeZScore(d.train, d.edgeFeatureColumns),
+  };
 }
 
 /**

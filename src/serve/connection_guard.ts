@@ -54,6 +54,8 @@ interface Conn {
   receiving: boolean;
   /** When the connection last finished an answer (or opened). */
   idleSince: number;
+  /** Found stalled by the previous shutdown sweep; dropped if it still is at the next. */
+  doomed: boolean;
 }
 
 export interface ConnectionGuardOptions extends ConnectionLimits {
@@ -72,7 +74,7 @@ export class ConnectionGuard {
   private readonly fresh = new Map<string, Conn>();
   private readonly perClient = new Map<string, number>();
   private readonly sweeper: NodeJS.Timeout;
-  private draining: { since: number } | undefined;
+  private draining: { since: number; dropped: number; closedIdle: number } | undefined;
   private lastLimitLog = 0;
   private droppedSinceLog = 0;
 
@@ -97,6 +99,7 @@ export class ConnectionGuard {
     if (!c) return;
     c.requests++;
     c.busy = true;
+    c.doomed = false;
     c.receiving = !req.complete;
     this.fresh.delete(c.key);
     if (c.receiving) req.once('end', () => (c.receiving = false));
@@ -113,12 +116,24 @@ export class ConnectionGuard {
    * Resolves when no connection is left.
    */
   drain(server: Server): Promise<void> {
-    this.draining ??= { since: performance.now() };
-    // net.Server's close, not http.Server's: the latter also closes idle keep-alive connections at once,
-    // under a request the client may be writing at that moment.
-    const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(server, () => resolve()));
+    this.draining ??= { since: performance.now(), dropped: 0, closedIdle: 0 };
+    const draining = this.draining;
     this.sweep();
-    return closed;
+    return new Promise<void>((resolve) => {
+      // Closing a listening socket resets the connections the kernel has completed and the process has
+      // not accepted yet. Closed from the check phase, right after a poll phase accepted all it could,
+      // that window is microseconds rather than a whole event-loop turn. net.Server's close, not
+      // http.Server's: the latter also closes idle keep-alive connections at once, under a request the
+      // client may be writing at that moment.
+      setImmediate(() =>
+        setImmediate(() =>
+          NetServer.prototype.close.call(server, () => {
+            if (draining.dropped > 0) this.opts.log?.(`shutdown: dropped ${draining.dropped} connection(s) without a complete request after the ${SHUTDOWN_GRACE_MS} ms grace; closed ${draining.closedIdle} idle keep-alive connection(s)`);
+            resolve();
+          }),
+        ),
+      );
+    });
   }
 
   /** Forced shutdown: destroys every connection left. */
@@ -138,11 +153,7 @@ export class ConnectionGuard {
     const key = keyOf(socket);
     const now = performance.now();
     const client = socket.remoteAddress ?? '';
-    const c: Conn = { key, socket, client, openedAt: now, requests: 0, busy: false, receiving: false, idleSince: now };
-    if (this.draining) {
-      this.drop(c, 'shutdown');
-      return;
-    }
+    const c: Conn = { key, socket, client, openedAt: now, requests: 0, busy: false, receiving: false, idleSince: now, doomed: false };
     const { maxConnections, maxConnectionsPerClient } = this.opts;
     const fromClient = (this.perClient.get(client) ?? 0) + 1;
     if (maxConnectionsPerClient > 0 && fromClient > maxConnectionsPerClient) {
@@ -206,10 +217,19 @@ export class ConnectionGuard {
       // A request being answered keeps its connection; its answer carries `Connection: close`.
       if (c.busy && !c.receiving) continue;
       const stalled = c.busy ? graceOver : c.requests === 0 ? graceOver : graceOver && now - c.idleSince >= SHUTDOWN_GRACE_MS;
-      if (!stalled) continue;
+      // Two sweeps in a row: bytes that had arrived by the first are read (an I/O phase runs between
+      // timers) before the second, so a request already on the wire is never cut.
+      const previously = c.doomed;
+      c.doomed = stalled;
+      if (!stalled || !previously) continue;
       this.forget(c);
-      if (c.busy || c.requests === 0) this.drop(c, 'shutdown');
-      else c.socket.destroy(); // an idle keep-alive connection: closing it is no drop
+      if (c.busy || c.requests === 0) {
+        this.drop(c, 'shutdown');
+        this.draining.dropped++;
+      } else {
+        c.socket.destroy(); // an idle keep-alive connection: closing it is no drop
+        this.draining.closedIdle++;
+      }
     }
   }
 }

@@ -138,8 +138,10 @@ describe('an entity table with a time column', () => {
 });
 
 describe('quality figures from the file equal the run\'s test figures', () => {
-  it('churn: AUROC of the predictions at the test anchor against the realised labels (active customers) = run test AUROC ± 0.001', async () => {
+  it('churn: AUROC of the predictions at the first test anchor against the realised labels (active customers) = the run\'s test AUROC there ± 0.001', async () => {
     const T = runs.churn.metrics.anchors.test;
+    const at = runs.churn.metrics.test_by_anchor![0]!;
+    expect(at.anchor).toBe(T);
     const r = await predictTo('churn-test.parquet', { run: runs.churn.runId, anchorTime: T });
     // The task: customers active in (T − 7d, T]; label 1 when they buy nothing in (T, T + 7d].
     const rows = await sqlRows(
@@ -147,21 +149,23 @@ describe('quality figures from the file equal the run\'s test figures', () => {
         `SELECT p.prediction AS p, CASE WHEN (SELECT count(*) FROM tx WHERE tx.customer_id = p.customer_id AND tx.t > ${ts(T)} AND tx.t <= ${ts(T)} + INTERVAL 7 DAY) = 0 THEN 1 ELSE 0 END AS y ` +
         `FROM p WHERE (SELECT count(*) FROM tx WHERE tx.customer_id = p.customer_id AND tx.t > ${ts(T)} - INTERVAL 7 DAY AND tx.t <= ${ts(T)}) > 0`,
     );
-    expect(rows.length).toBe(runs.churn.metrics.counts.test);
+    expect(rows.length).toBe(at.n);
     const figure = auroc(rows.map((x) => x.y as number), rows.map((x) => x.p as number));
-    expect(Math.abs(figure - (runs.churn.metrics.test as { auroc: number }).auroc)).toBeLessThanOrEqual(0.001);
+    expect(Math.abs(figure - (at.metrics as { auroc: number }).auroc)).toBeLessThanOrEqual(0.001);
   });
 
-  it('item_sales: MAE and RMSE of the predictions at the test anchor against the realised 7-day sales = the run\'s test MAE and RMSE', async () => {
+  it('item_sales: MAE and RMSE of the predictions at the first test anchor against the realised 7-day sales = the run\'s test MAE and RMSE there', async () => {
     const T = runs.item_sales.metrics.anchors.test;
+    const at = runs.item_sales.metrics.test_by_anchor![0]!;
+    expect(at.anchor).toBe(T);
     const r = await predictTo('sales-test.parquet', { run: runs.item_sales.runId, anchorTime: T });
     const rows = await sqlRows(
       `WITH p AS (SELECT article_id, prediction FROM read_parquet(${sqlPath(r.path)})), tx AS ${TX()} ` +
         `SELECT p.prediction AS p, coalesce((SELECT sum(price) FROM tx WHERE tx.article_id = p.article_id AND tx.t > ${ts(T)} AND tx.t <= ${ts(T)} + INTERVAL 7 DAY), 0) AS y FROM p`,
     );
-    expect(rows.length).toBe(runs.item_sales.metrics.counts.test);
+    expect(rows.length).toBe(at.n);
     const m = regressionMetrics(rows.map((x) => x.y as number), rows.map((x) => x.p as number));
-    const run = runs.item_sales.metrics.test as unknown as { mae: number; rmse: number };
+    const run = at.metrics as unknown as { mae: number; rmse: number };
     expect(m.mae).toBeCloseTo(run.mae, 3);
     expect(m.rmse).toBeCloseTo(run.rmse, 3);
   });

@@ -82,7 +82,7 @@ export async function publishValues(batches: AsyncIterable<ValueBatch>, o: Publi
       // Every SET sent gets its answer (or its error) before the connection goes.
       await Promise.allSettled(inFlight);
       if (e instanceof OnlineStoreError) throw e;
-      throw new OnlineStoreError(`publishing ${o.model} version ${o.version} to ${redactUrl(target.url)} failed after ${count.toLocaleString('en-US')} values: ${(e as Error).message}`, {
+      throw new OnlineStoreError(`publishing ${o.model} version ${o.version} to ${redactUrl(target.url)} failed after ${count.toLocaleString('en-US')} values: ${describeError(e)}`, {
         where,
         hint: `the pointer ${pointer} was not switched: readers keep version ${previous === null ? '(none)' : previous.toString()}; fix the store and publish again`,
       });
@@ -101,4 +101,10 @@ export async function publishValues(batches: AsyncIterable<ValueBatch>, o: Publi
   } finally {
     client.destroy();
   }
+}
+
+/** node-redis errors can have an empty message (a closed socket): fall back to their name. */
+function describeError(e: unknown): string {
+  if (!(e instanceof Error)) return String(e);
+  return e.message || e.name || e.constructor.name;
 }

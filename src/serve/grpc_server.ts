@@ -32,6 +32,7 @@ import type { ModelManager } from './model_manager.js';
 import type { ModelVersion } from './model_version.js';
 import type { Counter } from './metrics.js';
 import type { ServerMetrics } from './server_metrics.js';
+import type { StoreInputs } from './store_inputs.js';
 
 export interface GrpcServerOptions {
   manager: ModelManager;
@@ -47,6 +48,8 @@ export interface GrpcServerOptions {
   authOpenHealth?: boolean;
   tls?: { cert: Buffer; key: Buffer };
   log?: (line: string) => void;
+  /** `--online-store`: fills store-backed embedding inputs after decoding (`store_inputs.ts`). */
+  storeInputs?: StoreInputs;
 }
 
 /** An `InferParameter` as proto-loader decodes it (oneofs: the name of the field set). */
@@ -270,6 +273,7 @@ export class InferenceGrpcServer {
       const request = decodeInferRequest(body, mv.spec, { sharedDims: mv.sharedDims, binary, maxSequenceLength: this.opts.maxSequenceLength });
       const t1 = performance.now();
       metrics.phase('decode', (t1 - t0) / 1000);
+      if (this.opts.storeInputs) await this.opts.storeInputs.fill(mv.spec, request);
       // The tightest of the client's gRPC deadline, Triton's `timeout` parameter and the server default.
       const clientDeadline = call.getDeadline();
       const clientMs = clientDeadline instanceof Date ? clientDeadline.getTime() - Date.now() : Number.isFinite(clientDeadline) ? Number(clientDeadline) - Date.now() : Infinity;

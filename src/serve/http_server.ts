@@ -36,6 +36,7 @@ import type { ModelManager } from './model_manager.js';
 import type { FailureReason } from './model_stats.js';
 import type { ModelVersion } from './model_version.js';
 import type { ServerMetrics } from './server_metrics.js';
+import type { StoreInputs } from './store_inputs.js';
 
 export interface HttpServerOptions {
   manager: ModelManager;
@@ -64,6 +65,8 @@ export interface HttpServerOptions {
   /** How long a keep-alive connection may sit idle between requests, in milliseconds. */
   idleTimeoutMs: number;
   log?: (line: string) => void;
+  /** `--online-store`: fills store-backed embedding inputs after decoding (`store_inputs.ts`). */
+  storeInputs?: StoreInputs;
 }
 
 type Route =
@@ -249,6 +252,7 @@ export class InferenceHttpServer {
       const decodeOptions = { sharedDims: mv.sharedDims, binary: split.binary, maxSequenceLength: this.opts.maxSequenceLength };
       const request = split.raw ? decodeRawBinaryRequest(split.raw, mv.spec, decodeOptions) : decodeInferRequest(parsed, mv.spec, decodeOptions);
       metrics.phase('decode', (performance.now() - t2) / 1000);
+      if (this.opts.storeInputs) await this.opts.storeInputs.fill(mv.spec, request);
       // Triton's timeout 0 means no timeout; without the parameter the server's default applies.
       const timeoutMs = request.timeoutUs !== undefined ? request.timeoutUs / 1000 : (this.opts.requestTimeoutMs ?? 0);
       const outputs = timeoutMs > 0 ? await withDeadline(mv, request, t0 + timeoutMs, timeoutMs, request.timeoutUs !== undefined) : await mv.infer(request);

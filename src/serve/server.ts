@@ -20,11 +20,14 @@ import { resolve as resolvePath } from 'node:path';
 import { ArtifactError, UsageError } from '../core/errors.js';
 import { BearerAuth } from './auth.js';
 import { defaultMaxConnections, fdHeadroom, openFileLimit } from './fd_limit.js';
+import { DEFAULT_KEY_PREFIX } from '../artifacts/online_store.js';
+import { OnlineEmbeddingStore } from '../online_store/embedding_store.js';
 import { InferenceGrpcServer } from './grpc_server.js';
 import { InferenceHttpServer } from './http_server.js';
 import { ModelManager, type IndexEntry } from './model_manager.js';
 import { ServerMetrics } from './server_metrics.js';
 import { InlineSessionHost, type SessionHost } from './session_host.js';
+import { storeBindings, StoreInputs } from './store_inputs.js';
 import { WorkerSessionHost } from './worker_host.js';
 
 /** Where onnxruntime runs: on the main thread, or in a worker thread (see `session_host.ts`). */
@@ -39,6 +42,11 @@ export interface ServeOptions {
   host?: string;
   /** Also serve KServe V2 over gRPC on this port (`grpc_server.ts`); 0 picks a free port; undefined: HTTP only. */
   grpcPort?: number;
+  /**
+   * Fill store-backed embedding inputs from Redis (`store_inputs.ts`): the URL, key prefix, LRU entries
+   * and per-request deadline in ms.
+   */
+  onlineStore?: { url: string; keyPrefix?: string; lruSize?: number; deadlineMs?: number; pollMs?: number };
   /** Milliseconds between repository scans for new versions; 0 disables hot reload. Default 2000. */
   pollIntervalMs?: number;
   /** Largest request body in bytes. Default 4 MiB. */
@@ -173,6 +181,10 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
   });
   metrics.pendingSource = () => manager.pending();
   let loaded = false;
+  const store = options.onlineStore
+    ? new OnlineEmbeddingStore({ url: options.onlineStore.url, keyPrefix: options.onlineStore.keyPrefix ?? DEFAULT_KEY_PREFIX, lruSize: options.onlineStore.lruSize, deadlineMs: options.onlineStore.deadlineMs, pollMs: options.onlineStore.pollMs, log })
+    : undefined;
+  const storeInputs = store ? new StoreInputs(store, metrics.registry) : undefined;
   const http = new InferenceHttpServer({
     manager,
     metrics,
@@ -191,6 +203,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
     isReady: () => loaded && manager.readyModels().length > 0,
     log: (line) => log(line, 'warn'),
+    storeInputs,
   });
   const grpcServer =
     options.grpcPort === undefined
@@ -206,6 +219,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           tls: options.tls,
           isReady: () => loaded && manager.readyModels().length > 0,
           log: (line) => log(line, 'warn'),
+          storeInputs,
         });
   if (options.grpcPort !== undefined && (!Number.isInteger(options.grpcPort) || options.grpcPort < 0 || options.grpcPort > 65535)) {
     throw new UsageError('--grpc-port must be an integer in 0..65535', { value: options.grpcPort });
@@ -220,12 +234,14 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
         hint: reasons.length > 0 ? reasons.map((r) => `${r.name}${r.version ? ` v${r.version}` : ''}: ${r.reason}`).join('\n  ') : 'each model needs <name>/config.pbtxt and <name>/<version>/model.onnx',
       });
     }
+    if (store) await store.start([...new Set(manager.readyModels().flatMap((m) => storeBindings(manager.lookup(m).spec).map((b) => b.table)))]);
     loaded = true;
     address = await http.listen(port, host);
     if (grpcServer) grpcPort = await grpcServer.listen(options.grpcPort!, host);
   } catch (e) {
     await http.close(0).catch(() => undefined);
     grpcServer?.server.forceShutdown();
+    await store?.close();
     await manager.stop();
     await sessionHost.close();
     metrics.close();
@@ -239,6 +255,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
       manager.flushQueues();
       const timeout = options.shutdownTimeoutMs ?? 30_000;
       const [{ forced }, grpcClosed] = await Promise.all([http.close(timeout), grpcServer?.close(timeout)]);
+      await store?.close();
       await manager.stop();
       await sessionHost.close();
       metrics.close();

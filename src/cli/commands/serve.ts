@@ -4,6 +4,7 @@
  * options, logs, and waits for the signal.
  */
 import { UsageError } from '../../core/errors.js';
+import { parseStoreUrl } from '../../artifacts/online_store.js';
 import { readTokenFile } from '../../serve/auth.js';
 import { readTlsFiles, startServer, type OrtThread, type RunningServer, type StopResult } from '../../serve/server.js';
 import { info, isQuiet } from '../../core/log.js';
@@ -18,6 +19,11 @@ export interface ServeCommandOptions {
   port?: unknown;
   /** `--grpc-port N`: also serve KServe V2 over gRPC (0 picks a free port). */
   grpcPort?: unknown;
+  /** `--online-store URL`, `--online-store-prefix P`, `--online-store-lru N`, `--online-store-deadline T`. */
+  onlineStore?: unknown;
+  onlineStorePrefix?: unknown;
+  onlineStoreLru?: unknown;
+  onlineStoreDeadline?: unknown;
   /** `--host H` (default 127.0.0.1). */
   host?: unknown;
   /** `--poll-interval T`: seconds or a duration ("2", "500ms", "1 minute"); 0 turns hot reload off. Default 2 s. */
@@ -77,6 +83,15 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
   const port = integer(opts.port, '--port', 8000, 0, 65535);
   const host = opts.host === undefined ? '127.0.0.1' : String(opts.host);
   const grpcPort = opts.grpcPort === undefined ? undefined : integer(opts.grpcPort, '--grpc-port', 8001, 0, 65535);
+  const onlineStore =
+    opts.onlineStore === undefined
+      ? undefined
+      : {
+          url: parseStoreUrl(String(opts.onlineStore), '--online-store'),
+          keyPrefix: opts.onlineStorePrefix === undefined ? undefined : String(opts.onlineStorePrefix),
+          lruSize: integer(opts.onlineStoreLru, '--online-store-lru', 100_000, 0, 100_000_000),
+          deadlineMs: seconds(opts.onlineStoreDeadline, '--online-store-deadline', 0.005) * 1000,
+        };
   const pollIntervalMs = seconds(opts.pollInterval, '--poll-interval', 2) * 1000;
   const shutdownTimeoutMs = seconds(opts.shutdownTimeout, '--shutdown-timeout', 30) * 1000;
   const maxBodyBytes = bytes(opts.maxBodySize);
@@ -101,7 +116,7 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
     // Refusals and errors print even with --quiet/--json: an operator must see a refused export.
     if (level === 'warn' || !isQuiet()) process.stderr.write(`[${new Date().toISOString()}] ${line}\n`);
   };
-  const server = await startServer({ modelRepository: opts.modelRepository, port, grpcPort, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, maxConnections, maxConnectionsPerClient, headersTimeoutMs, idleTimeoutMs, authTokenFile, authOpenHealth: Boolean(opts.authOpenHealth), authOpenMetrics: Boolean(opts.authOpenMetrics), tls, log });
+  const server = await startServer({ modelRepository: opts.modelRepository, port, grpcPort, onlineStore, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, maxConnections, maxConnectionsPerClient, headersTimeoutMs, idleTimeoutMs, authTokenFile, authOpenHealth: Boolean(opts.authOpenHealth), authOpenMetrics: Boolean(opts.authOpenMetrics), tls, log });
   const models = server.manager.index();
   const grpcAddress = server.grpc ? `${server.host.includes(':') ? `[${server.host}]` : server.host}:${server.grpc.port}` : undefined;
   info(`gnnctl serve: listening on ${server.url}${grpcAddress ? ` and gRPC ${grpcAddress}` : ''} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'}; ${authTokenFile ? `bearer-token auth${opts.authOpenHealth ? ', health probes open' : ''}${opts.authOpenMetrics ? ', /metrics open' : ''}` : 'no auth'})`);

@@ -18,6 +18,9 @@ export interface TreeJSON {
 }
 
 export class Tree {
+  /** catLeft as an array by node: prediction looks a node up per row and tree, a Map lookup each time cost more than the compare. */
+  private readonly catByNode: (Uint8Array | undefined)[];
+
   constructor(
     readonly feature: Int32Array,
     readonly bin: Int32Array,
@@ -27,7 +30,9 @@ export class Tree {
     readonly value: Float64Array,
     readonly gain: Float64Array,
     readonly catLeft: ReadonlyMap<number, Uint8Array>,
-  ) {}
+  ) {
+    this.catByNode = Array.from({ length: feature.length }, (_, k) => catLeft.get(k));
+  }
 
   get nodes(): number {
     return this.feature.length;
@@ -46,7 +51,7 @@ export class Tree {
       const f = this.feature[node]!;
       if (f < 0) return this.value[node]!;
       const b = binned[f * n + i]!;
-      const cat = this.catLeft.get(node);
+      const cat = this.catByNode[node];
       const goLeft = cat ? cat[b] === 1 : b === MISSING_BIN ? this.missingLeft[node] === 1 : b <= this.bin[node]!;
       node = goLeft ? this.left[node]! : this.right[node]!;
     }

@@ -10,7 +10,9 @@
  *
  * A version or config that fails to load is refused with a log line and remembered by fingerprint, so
  * it is retried only once its files change; the version policy then chooses among the rest, so a broken
- * new export leaves the previous version serving. Polls never overlap.
+ * new export leaves the previous version serving. A version already loaded whose files break in place
+ * stays a candidate and keeps serving from memory (`damagedVersions()`, `gnnctl_model_files_damaged`):
+ * the policy, not the damage, decides what serves. Polls never overlap.
  */
 import { readFile } from 'node:fs/promises';
 import { GnnctlError, suggest } from '../core/errors.js';

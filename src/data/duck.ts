@@ -6,6 +6,7 @@
  */
 import { DuckDBInstance, type DuckDBConnection, type DuckDBVector } from '@duckdb/node-api';
 import { availableParallelism, totalmem } from 'node:os';
+import { duckdbMemoryLimit } from '../core/duckdb_memory.js';
 
 export interface Duck {
   instance: DuckDBInstance;
@@ -36,7 +37,7 @@ export async function withDuck<T>(fn: (duck: Duck) => Promise<T>, opts: DuckOpti
  * it must call {@link closeDuck} in `finally`. Everything else uses {@link withDuck}.
  */
 export async function openDuck(opts: DuckOptions = {}): Promise<Duck> {
-  const memoryLimit = opts.memoryLimit ?? (process.env.GNNCTL_DUCKDB_MEMORY || `${Math.max(1, Math.floor((totalmem() * 0.4) / 2 ** 30))}GB`);
+  const memoryLimit = opts.memoryLimit ?? duckdbMemoryLimit() ?? `${Math.max(1, Math.floor((totalmem() * 0.4) / 2 ** 30))}GB`;
   const instance = await DuckDBInstance.create(opts.path ?? ':memory:', {
     threads: String(availableParallelism()),
     memory_limit: memoryLimit,

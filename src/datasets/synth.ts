@@ -11,6 +11,7 @@ import { round } from '../core/number.js';
 import { mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { duckdbMemoryLimit } from '../core/duckdb_memory.js';
 import { DataError } from '../core/errors.js';
 import { Rng } from '../core/rng.js';
 import { tempSibling, writeJsonAtomic } from '../core/atomic.js';
@@ -210,8 +211,9 @@ export async function convertToParquet<T extends string>(
   schemas: Record<T, readonly (readonly [string, string])[]>,
   cleanup: string[],
 ): Promise<void> {
-  // The same cap as every stage's DuckDB (src/data/duck.ts) when the user set one.
-  const db = await DuckDBInstance.create(':memory:', process.env.GNNCTL_DUCKDB_MEMORY ? { memory_limit: process.env.GNNCTL_DUCKDB_MEMORY } : undefined);
+  // The same cap as every stage's DuckDB when the user set one; DuckDB's own default otherwise.
+  const memoryLimit = duckdbMemoryLimit();
+  const db = await DuckDBInstance.create(':memory:', memoryLimit ? { memory_limit: memoryLimit } : undefined);
   try {
     const conn = await db.connect();
     try {

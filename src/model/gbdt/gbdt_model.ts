@@ -10,6 +10,7 @@
  * `fromJSON` round-trip a model exactly.
  */
 import { DataError, ArtifactError } from '../../core/errors.js';
+import { EarlyStopping } from '../../core/early_stopping.js';
 import { BinMapper, type BinMapperJSON, type FeatureKind, type GbdtData } from './bin_mapper.js';
 import { TreeGrower } from './grower.js';
 import { SerialHistogramBuilder, type HistogramBuilder, type HistogramInputs } from './histogram.js';
@@ -125,7 +126,7 @@ export class GbdtModel {
     const trees: Tree[] = [];
     const trainLoss: number[] = [];
     const validLoss: number[] = [];
-    let best = Infinity;
+    const stopping = new EarlyStopping({ monitor: `valid ${params.loss} loss`, mode: 'min', patience: params.early_stopping_rounds, min_delta: params.tol });
     let bestRound = 0;
     let stoppedEarly = false;
     try {
@@ -146,10 +147,9 @@ export class GbdtModel {
         for (let i = 0; i < valid.rows; i++) valid.raw[i] = valid.raw[i]! + tree.predictBinned(valid.binned, valid.rows, i);
         const v = loss.validationLoss(valid.y, valid.raw, valid.groups);
         validLoss.push(v);
-        if (v < best - params.tol) {
-          best = v;
-          bestRound = trees.length;
-        } else if (trees.length - bestRound >= params.early_stopping_rounds) {
+        const step = stopping.update(v)!;
+        bestRound = step.best_epoch;
+        if (step.should_stop) {
           stoppedEarly = true;
           break;
         }

@@ -21,7 +21,7 @@
  *   is on (`tfjs-backend-wasm-simd.wasm`, XNNPACK): ≈29 GFLOP/s matmul on this kind of machine. Use the
  *   second core for sampling and gathering in a worker instead.
  * - Kernels the wasm backend lacks (`UnsortedSegmentSum`, the gradient of `tf.gather`, among others) are
- *   registered by `wasm-kernels.ts` before the backend is chosen, along with a ~10× faster `GatherV2`.
+ *   registered by `wasm_kernels.ts` before the backend is chosen, along with a ~10× faster `GatherV2`.
  *   The fused ops of `fused.ts` (layerNorm, neighbour sums, dropout, attention) are registered for wasm
  *   and cpu; on the native backends those ops run as composites of standard ops.
  * - cpu works everywhere but its matmul is ≈0.85 GFLOP/s, about 30× slower than wasm: it is chosen only

@@ -7,7 +7,7 @@
  * sub, mul, rsqrt and their gradients), dropout ~6 per call, and the masked neighbour mean (gather → reshape →
  * mul → sum, and back through UnsortedSegmentSum) several per edge type and layer. Each op here is one
  * forward kernel and one backward kernel whose bodies are TypeScript loops over typed arrays
- * (`fused-kernels.ts`), registered on wasm and on cpu with the same code (`typed-kernel.ts`).
+ * (`fused_kernels.ts`), registered on wasm and on cpu with the same code (`typed_kernel.ts`).
  *
  * Dropout is the exception: one kernel draws the mask on the device and the backend's own multiply
  * applies it (its gradient is dy · mask). Measured alternatives were slower: outputting the mask from a

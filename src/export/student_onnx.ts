@@ -1,8 +1,8 @@
 /**
  * The distilled model as an ONNX graph, built op by op from the student's spec and trained weights. It
- * reads raw request fields (docs/architecture.md, "Export contract") and computes the features of `distill/spec.ts`
- * and the network of `distill/student.ts` — the same formulas, in float32, so onnxruntime and TF.js agree
- * to ~1e-6.
+ * reads raw request fields (docs/architecture.md, "Export contract") and computes the features of
+ * `model/student/spec.ts` and the network of `model/student/student.ts` — the same formulas, in float32,
+ * so onnxruntime and TF.js agree to ~1e-6.
  *
  * Inputs: `anchor_time` INT64 [b, 1] (ns since the epoch); fact columns `<table>.<column>` [b, 1] (FLOAT
  * for numbers, INT64 for integer codes and keys, STRING for text codes and keys, INT64 ns for the time

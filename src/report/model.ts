@@ -42,7 +42,26 @@ const trainMetricsSchema = z.object({
     }),
   ),
   counts: countsSchema,
-  anchors: z.object({ window: z.number().optional(), train: z.array(z.string()).default([]), val: z.string(), val_anchors: z.array(z.string()).optional(), test: z.string() }),
+  anchors: z.object({
+    window: z.number().optional(),
+    train: z.array(z.string()).default([]),
+    val: z.string(),
+    val_anchors: z.array(z.string()).optional(),
+    test: z.string(),
+    test_anchors: z.array(z.string()).optional(),
+    table: z.string().optional(),
+  }),
+  /** 95% bootstrap intervals (docs/evaluation.md); absent in runs made before them */
+  intervals: z
+    .object({
+      test: z.record(z.string(), z.tuple([z.number(), z.number()]).nullable()),
+      baseline_test: z.record(z.string(), z.tuple([z.number(), z.number()]).nullable()).nullable(),
+      lift: z.tuple([z.number(), z.number()]).nullable(),
+      lift_judgement: z.string(),
+    })
+    .optional(),
+  test_by_anchor: z.array(z.object({ anchor: z.string(), n: z.number(), metrics: metricsSchema })).optional(),
+  empty_anchors: z.object({ train: z.array(z.string()), val: z.array(z.string()), test: z.array(z.string()) }).optional(),
   seeds: z.object({ model: z.number(), evaluation: z.number() }).optional(),
   validation: z.object({ anchors: z.array(z.string()), examples: z.number(), smoothing: z.number(), small: z.boolean().nullable(), reason: z.string() }).optional(),
   search: z
@@ -152,7 +171,7 @@ export const METRICS: Record<TaskKind, MetricSpec[]> = {
   ],
 };
 
-/** The metric early stopping, lift and the teacher ratio are about (as in `train/metrics.ts`). */
+/** The metric early stopping, lift and the teacher ratio are about (the objective's `mainMetric`, `task/objective/`). */
 export function mainMetricOf(kind: TaskKind): MetricSpec {
   return METRICS[kind][0]!;
 }

@@ -16,7 +16,7 @@ import { ParamStore } from '../params.js';
 import { MASKED_SCORE } from './student.js';
 import { sessionElementInputDim, sessionHeadInputDim, type SessionSpec } from './session_spec.js';
 
-/** One batch of requests, as typed arrays (built by `distill/session/features.ts` or from raw requests). */
+/** One batch of requests, as typed arrays (built by `distill/session/data.ts` from training examples, or by `session_features.ts` from raw requests). */
 export interface SessionBatch {
   n: number;
   /** [n × user.dim] base embeddings of the users (zeros where missing) */

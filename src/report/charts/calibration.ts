@@ -15,7 +15,7 @@ export interface ReliabilityOptions {
   title: string;
   desc: string;
   bins: CalibrationBin[];
-  /** number of equal-width bins the trainer used (`train/metrics.ts` calibration: 10) */
+  /** number of equal-width bins the trainer used (`task/metrics.ts` calibration: 10) */
   binCount?: number;
   width?: number;
 }

@@ -65,7 +65,7 @@ export async function diagnose(options: DiagnoseOptions = {}): Promise<Diagnosis
   const onnxruntime = await checkOnnxRuntime();
   if (!onnxruntime.ok) {
     problems.push(
-      `onnxruntime-node does not work: ${onnxruntime.error}; reinstall it with \`npm ci\` (the project's .npmrc sets onnxruntime-node-install=skip so it does not download CUDA libraries)`,
+      `onnxruntime-node does not work: ${onnxruntime.error}; reinstall it with \`npm ci\` (package.json's allowScripts skips onnxruntime-node's CUDA download; see docs/install.md)`,
     );
   }
 

@@ -4,7 +4,7 @@
  * through the same `publishValues` as `embed --publish`. Prints one JSON object: seconds, keys/s, the
  * publisher's peak RSS, and Redis's used memory.
  *
- *   npm run build && node bench/online_store_publish.mjs [--rows 1370000] [--dim 64] [--window 4096]
+ *   npm run build && node bench/online_store_publish.mjs [--rows 1370000] [--dim 64] [--window 4]
  *
  * GNNCTL_ROOT=<folder> runs another build (its dist/). A benchmark, not a test.
  */
@@ -17,7 +17,7 @@ import { arg, ROOT } from './common.mjs';
 
 const rows = Number(arg('rows', '1370000'));
 const dim = Number(arg('dim', '64'));
-const window = Number(arg('window', '4096'));
+const window = Number(arg('window', '4'));
 const dist = join(process.env.GNNCTL_ROOT ?? ROOT, 'dist');
 const { publishValues } = await import(pathToFileURL(join(dist, 'online_store', 'publisher.js')).href);
 const { connectRedis } = await import(pathToFileURL(join(dist, 'online_store', 'redis_connection.js')).href);

@@ -7,6 +7,7 @@
  * | id            | train | distill | shows                                                          |
  * |---------------|-------|---------|----------------------------------------------------------------|
  * | `headline`    | ✓     | ✓       | test metrics; lift over the no-graph baseline / ratio to teacher |
+ * | `test-anchors` | ✓     |         | pooled test metric with its 95% interval, the lift judged by its interval, each test anchor |
  * | `ranking-baselines` | ranking | | the model vs popularity, repeat and co-occurrence on val and test |
  * | `training`    | ✓     | ✓       | loss and validation metrics per epoch, best epoch marked        |
  * | `curves`      | binary | binary | ROC and PR (model vs baseline on the same axes)                 |
@@ -29,6 +30,7 @@ import { headlineSection, rankingBaselinesSection } from './sections/headline.js
 import { throughputSection } from './sections/throughput.js';
 import { trainingSection } from './sections/training.js';
 import { searchSection } from './sections/search.js';
+import { testAnchorsSection } from './sections/test_anchors.js';
 
 export { loadReportData, type ReportData } from './model.js';
 
@@ -57,6 +59,7 @@ export function renderReportData(data: ReportData, now: Date = new Date()): Rend
     if (html !== null) sections.push({ id, title, html });
   };
   add('headline', 'Headline', headlineSection(data));
+  if (data.kind === 'train') add('test-anchors', 'Test anchors and intervals', testAnchorsSection(data));
   if (data.kind === 'train') add('search', 'Variant search', searchSection(data));
   add('ranking-baselines', 'Ranking baselines', rankingBaselinesSection(data));
   add('training', 'Training curves', trainingSection(data));

@@ -59,7 +59,10 @@ export async function buildSpanCalls(conn: DuckDBConnection, a: AnomalyConfig, c
   const t1 = spanSeconds(s.end_column, need(s.end_column, 'end_column'));
   const hasStatus = s.status_column !== null && cols.has(s.status_column);
   const err = hasStatus ? `CASE WHEN upper(${q(s.status_column!)}::VARCHAR) IN ('2', 'ERROR', 'STATUS_CODE_ERROR') THEN 1.0 ELSE 0.0 END` : '0.0';
-  const where = [range.from !== undefined ? `${t0} >= ${range.from}` : '', range.until !== undefined ? `${t0} < ${range.until}` : ''].filter(Boolean);
+  // A service map needs the edges of its own period, not only of the snapshots being loaded: all spans
+  // are aggregated then, and the map's rows are cut to the loaded snapshots below.
+  const ranged = s.service_map === false;
+  const where = ranged ? [range.from !== undefined ? `${t0} >= ${range.from}` : '', range.until !== undefined ? `${t0} < ${range.until}` : ''].filter(Boolean) : [];
   const spanSql = `SELECT ${q(s.trace_id_column)}::VARCHAR AS trace_id, ${q(s.span_id_column)}::VARCHAR AS span_id, ${q(s.parent_span_id_column)}::VARCHAR AS parent_id,
       ${serviceSql(`${q(s.service_column)}::VARCHAR`, s.service_from)} AS service, ${t0} AS t0, ${t1} AS t1, ${err} AS err
     FROM anomaly_spans ${where.length ? `WHERE ${where.join(' AND ')}` : ''}`;

@@ -86,7 +86,7 @@ const splitSchema = z
       .union([z.literal('auto'), z.number().int().min(1)])
       .default('auto')
       .describe(
-        'entity tasks: test anchors one window apart from the test timestamp, the last window ending by the end of the target table\'s data; metrics pool all of them. "auto": up to 20, leaving at least a quarter of the data\'s windows for training',
+        'entity tasks: test anchors one window apart from the test timestamp, the last window ending by the end of the target table\'s data; metrics pool all of them. "auto": up to 20, leaving room for the validation anchors and a sixth of the data\'s windows (at least 3) for training',
       ),
     train_anchors: z
       .union([z.literal('all'), z.number().int().min(1)])

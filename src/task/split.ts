@@ -105,9 +105,12 @@ export function taskSplit(task: TaskDefinition, range: { min: number; max: numbe
   else if (explicitVal !== null) testAnchor = explicitVal + valCount * window;
   else if (!entity) testAnchor = end - window;
   else {
-    // Leave at least a quarter of the data's windows (and two) for training: the test period is data the model never learns from.
+    // Leave room for the most validation anchors "auto" may pick and a sixth of the data's windows (at least
+    // three) for training. The test period does not depend on the validation count the trainer measures, so
+    // the deep run, its distillation and `evaluate` share it.
     const windows = Math.floor((end - range.min) / window);
-    const count = testSetting === 'auto' ? Math.max(1, Math.min(AUTO_TEST_ANCHORS, windows - valCount - Math.max(2, Math.ceil(windows / 4)))) : testSetting;
+    const valRoom = typeof task.split.val_anchors === 'number' ? task.split.val_anchors : AUTO_VAL_ANCHORS_MAX;
+    const count = testSetting === 'auto' ? Math.max(1, Math.min(AUTO_TEST_ANCHORS, windows - valRoom - Math.max(3, Math.ceil(windows / 6)))) : testSetting;
     testAnchor = end - count * window;
   }
   const valAnchor0 = explicitVal ?? testAnchor - valCount * window;

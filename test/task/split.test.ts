@@ -140,14 +140,16 @@ describe('RelBench protocol: many test anchors, one window apart, ending before 
     expect(s.trainAnchors[9]! + s.window).toBe(s.valAnchors[0]!);
   });
 
-  it('short data: "auto" leaves a quarter of the windows (at least two) for training', () => {
+  it('short data: "auto" leaves room for 4 validation anchors and a sixth of the windows (at least 3) for training', () => {
     // 3 whole 7-day windows in RANGE: one test, one val, one train
     const s = taskSplit(task(CHURN), RANGE);
     expect(s.testAnchors).toEqual([t('2020-01-21T00:00:00Z')]);
-    // 210 days of 14-day windows (the bursty and ratings presets): 15 windows, 4 for training
+    // 210 days of 14-day windows (the bursty and ratings presets): 15 windows, 8 for test
     const s15 = taskSplit(task(CHURN14, { train_anchors: 'all' }), { min: t('1997-09-25T14:53:57Z'), max: t('1998-04-23T00:14:12Z') });
-    expect(s15.testAnchors).toHaveLength(10);
-    expect(s15.trainAnchors).toHaveLength(4);
+    expect(s15.testAnchors).toHaveLength(8);
+    expect(s15.trainAnchors).toHaveLength(6);
+    // the test period does not move with the validation count the trainer settles on
+    expect(taskSplit(task(CHURN14), { min: t('1997-09-25T14:53:57Z'), max: t('1998-04-23T00:14:12Z') }, { valAnchorCount: 4 }).testAnchors).toEqual(s15.testAnchors);
   });
 
   it('test_timestamp + test_anchors: N steps forward, stopping when the next window would pass the data', () => {

@@ -25,6 +25,8 @@ export interface TableSpec extends TableConfig {
 export interface TaskSpec extends TaskDefinition {
   split: RawConfig['tasks'][string]['split'];
   model: ModelConfig;
+  /** ranking tasks' list settings (tasks.<name>.rank) */
+  rank?: RawConfig['tasks'][string]['rank'];
 }
 
 export interface Config extends RawConfig {
@@ -256,7 +258,8 @@ function checkTasks(cfg: RawConfig, add: Add, raw: unknown): Record<string, Task
     for (const col of [...(query.target.kind === 'fact' ? [query.target.column] : []), ...conditionColumns(query.where)]) {
       tableOk(col.table, [...at, 'query']);
     }
-    specs[name] = { name, query, split: task.split, model };
+    if (task.rank && !(query.target.kind === 'entity' && query.target.top_k !== null)) add([...at, 'rank'], `task ${name} is not a ranking task (no RANK TOP k), so rank settings do not apply`, `remove tasks.${name}.rank`);
+    specs[name] = { name, query, split: task.split, model, ...(task.rank ? { rank: task.rank } : {}) };
   }
   return specs;
 }

@@ -171,6 +171,16 @@ export const taskSchema = z
       .preprocess(autoModel, modelSchema.partial())
       .optional()
       .describe('overrides of the top-level model block for this task; "auto": the top-level block with search: true'),
+    rank: z
+      .object({
+        exclude_seen: z
+          .union([z.literal('auto'), z.boolean()])
+          .default('auto')
+          .describe('drop items the user already interacted with from the model\'s and every heuristic\'s lists; auto: when under 1% of the training windows\' label items were seen before'),
+      })
+      .strict()
+      .optional()
+      .describe('ranking tasks (RANK TOP k): how the top-k lists are built'),
   })
   .strict();
 

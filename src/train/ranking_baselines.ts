@@ -12,9 +12,11 @@
 import { reverseCsr } from '../graph/csr.js';
 import type { Graph } from '../graph/graph.js';
 import { upperBound } from '../model/sampler.js';
-import { topK, type RankingSpec } from '../model/recommender.js';
+import { topK, type RankingSpec } from '../model/context_gnn.js';
+import type { InteractionCsr } from './ranking_affinity.js';
 
-export const RANKING_BASELINES = ['popularity', 'repeat', 'cooccurrence'] as const;
+/** every heuristic a ranking run reports (train/ranking_heuristics.ts makes their choices on validation) */
+export const RANKING_BASELINES = ['popularity', 'repeat', 'affinity', 'cooccurrence', 'repeat_affinity'] as const;
 export type RankingBaseline = (typeof RANKING_BASELINES)[number];
 
 /** distinct recent items per user that define co-occurrence */
@@ -22,14 +24,10 @@ const BASKET = 10;
 /** partners kept per item (the usual item-kNN truncation; keeps scoring O(basket × neighbours)) */
 const NEIGHBOURS = 50;
 
-interface Csr {
-  userPtr: Int32Array;
-  userIdx: Int32Array;
-  itemOf: Int32Array;
-  time: Float64Array;
-}
+type Csr = InteractionCsr;
 
-function csr(graph: Graph, rs: RankingSpec): Csr {
+/** The interaction table's CSR by user, each row's item and time (the graph's own arrays, no copy). */
+export function interactionCsr(graph: Graph, rs: RankingSpec): InteractionCsr {
   const ue = graph.edges.find((e) => e.name === rs.user_edge)!;
   const fk = graph.edges.find((e) => e.name === rs.item_fk_edge)!;
   return { userPtr: ue.indptr!, userIdx: ue.indices!, itemOf: fk.parent!, time: graph.tables[rs.fact_table]!.time! };
@@ -53,7 +51,7 @@ export function repeatList(list: Int32Array, users: number): Int32Array {
 
 /** Each user's own past items (all before the anchor), by count, then recency. */
 export function repeatTopK(graph: Graph, rs: RankingSpec, users: Int32Array, anchor: number, k: number): Int32Array {
-  const g = csr(graph, rs);
+  const g = interactionCsr(graph, rs);
   const out = new Int32Array(users.length * k).fill(-1);
   const count = new Map<number, number>();
   const last = new Map<number, number>();
@@ -94,7 +92,7 @@ function recentItems(g: Csr, user: number, anchor: number): number[] {
  * The work is Σ basket² ≈ 100 per user.
  */
 export function cooccurrenceTopK(graph: Graph, rs: RankingSpec, users: Int32Array, anchor: number, k: number): Int32Array {
-  const g = csr(graph, rs);
+  const g = interactionCsr(graph, rs);
   const nItems = graph.tables[rs.item_table]!.rows;
   const nUsers = g.userPtr.length - 1;
   // Baskets (CSR over users) and, per item, the baskets that hold it.

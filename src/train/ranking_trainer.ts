@@ -1,9 +1,10 @@
 /**
- * Training of the deep recommender (model/recommender.ts) for ranking tasks: batches of users that share
+ * Training of the deep recommender (model/context_gnn.ts) for ranking tasks: batches of users that share
  * an anchor, so one candidate set and one item tree batch serve the whole batch; each step's candidates
  * and loss are ranking_step.ts's; MAP@k on the validation anchor after each epoch with exact top-k over
- * the whole catalogue; early stopping; the best checkpoint saved at every improvement; and the three
- * baselines (train/ranking_baselines.ts) on the same validation and test users.
+ * the whole catalogue; early stopping; the best checkpoint saved at every improvement; and the simple
+ * heuristics (train/ranking_heuristics.ts) on the same validation and test users. Seen items are dropped
+ * from the model's lists and the heuristics' alike when the run's seen-items decision says so.
  *
  * With `workers` > 1 each step's item tower is split over worker threads (ranking_engine.ts); with one,
  * or without the compiled worker, the step runs on this thread.
@@ -16,11 +17,14 @@ import { Rng } from '../core/rng.js';
 import { EarlyStopping, SCORE_NOISE_DELTA } from '../core/early_stopping.js';
 import type { DeepModel } from '../model/deep_model.js';
 import { FlatAdam } from '../model/optim.js';
-import { catalogueKernel, popularityCache, rankCatalogueOnnx, userHistories, type RankingSpec } from '../model/recommender.js';
+import { catalogueKernel, popularityCache, rankCatalogueOnnx, userHistories } from '../model/context_gnn.js';
 import { rankingMetrics, type RankingMetrics } from '../task/metrics.js';
 import type { Examples } from '../task/task_spec.js';
 import { EpochTally, type EpochRecord } from './loop.js';
-import { cooccurrenceTopK, popularityTopK, repeatList, repeatTopK, RANKING_BASELINES, type RankingBaseline } from './ranking_baselines.js';
+import type { RankingBaseline } from './ranking_baselines.js';
+import { rankingHeuristics, seenDecision, SEEN_MARGIN, type ExcludeSeenSetting, type HeuristicsRecord, type SeenDecision } from './ranking_heuristics.js';
+import { interactionCsr } from './ranking_baselines.js';
+import { seenItems } from './ranking_affinity.js';
 import { ItemSplitEngine } from './ranking_engine.js';
 import { localStep } from './ranking_step.js';
 import type { BackendRequest } from '../compute/backend.js';
@@ -36,6 +40,8 @@ export interface RankingLoopOptions {
   workers?: number;
   /** the workers' TF.js backend (default auto) */
   backend?: BackendRequest;
+  /** rank.exclude_seen (default auto: learned from the training windows' repeat rate) */
+  excludeSeen?: ExcludeSeenSetting;
 }
 
 export interface RankingFit {
@@ -49,6 +55,8 @@ export interface RankingFit {
   baselines: Record<RankingBaseline, { val: RankingMetrics; test: RankingMetrics }>;
   /** the baseline with the best validation MAP@k (what a user would have deployed instead) */
   best_baseline: RankingBaseline;
+  /** each heuristic's choices on validation and the seen-items decision */
+  heuristics: HeuristicsRecord;
 }
 
 /** Trains, then evaluates the best checkpoint and the baselines on val and test. */
@@ -61,6 +69,8 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   const optimizer = new FlatAdam(weights.length, mc.lr);
   const vars = [...model.params.vars.values()];
   const nItems = model.graph.tables[rs.item_table]!.rows;
+  const seen = seenDecision(model.graph, rs, data.train, mc.excludeSeen ?? 'auto');
+  info(`train: ${seen.reason}`);
 
   // Examples grouped by anchor: a batch never mixes anchors.
   const byAnchor = groups(data.train);
@@ -99,7 +109,7 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
       const seconds = tally.seconds();
       if (tally.seen === 0) break;
       model.params.assignBlob(weights);
-      const val = await evaluate(model, data.val, k, pop, `epoch ${epoch + 1}/${mc.epochs} validation`);
+      const val = await evaluate(model, data.val, k, pop, `epoch ${epoch + 1}/${mc.epochs} validation`, seen);
       const record = tally.record(epoch + 1, val, seconds);
       records.push(record);
       const step = stopping.update(val.map_at_k)!;
@@ -120,12 +130,10 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   if (bestEpoch < 0) saveWeights(runDir, index, (best = weights.slice()));
 
   model.params.assignBlob(best);
-  const val = bestVal ?? (await evaluate(model, data.val, k, pop, 'evaluation: validation'));
-  const test = await evaluate(model, data.test, k, pop, 'evaluation: test');
-  const baselines = {} as RankingFit['baselines'];
-  for (const name of RANKING_BASELINES) baselines[name] = { val: baselineMetrics(model, rs, name, data.val, pop), test: baselineMetrics(model, rs, name, data.test, pop) };
-  const bestBaseline = RANKING_BASELINES.reduce((a, b) => (baselines[b].val.map_at_k > baselines[a].val.map_at_k ? b : a));
-  return { workers: engine?.workers ?? 1, best, bestEpoch, epochs: records, val, test, baselines, best_baseline: bestBaseline };
+  const val = bestVal ?? (await evaluate(model, data.val, k, pop, 'evaluation: validation', seen));
+  const test = await evaluate(model, data.test, k, pop, 'evaluation: test', seen);
+  const h = rankingHeuristics(model.graph, rs, data, seen);
+  return { workers: engine?.workers ?? 1, best, bestEpoch, epochs: records, val, test, baselines: h.baselines, best_baseline: h.best_baseline, heuristics: h.record };
 }
 
 /** e_i at an anchor for the whole catalogue [N × C], from sampled trees with the deterministic (most recent) neighbours. */
@@ -185,23 +193,27 @@ const EVAL_CHUNK = 16384;
  * validation pass of one epoch at `large` (hundreds of thousands of users × 105k articles) ran for
  * minutes, printing nothing. `label` names the pass in the progress line.
  */
-export async function evaluate(model: DeepModel, ex: Examples, k: number, pop: (a: number) => Float32Array, label = 'evaluation'): Promise<RankingMetrics> {
+export async function evaluate(model: DeepModel, ex: Examples, k: number, pop: (a: number) => Float32Array, label = 'evaluation', seen?: SeenDecision): Promise<RankingMetrics> {
   const rs = model.spec.ranking!;
   const C = model.spec.channels;
+  // With seen items excluded, a wider list is ranked and each user's seen items are dropped from it.
+  const exclude = seen?.exclude ?? false;
+  const wide = exclude ? k + SEEN_MARGIN : k;
+  const g = exclude ? interactionCsr(model.graph, rs) : null;
   const ranked = new Int32Array(ex.nodes.length * k).fill(-1);
   const progress = new Progress();
   progress.begin(`${label}: top ${k} of the catalogue`, ex.nodes.length);
   let done = 0;
   for (const [anchor, idx] of groups(ex)) {
     const items = catalogueVectors(model, anchor);
-    const kernel = await catalogueKernel(items, pop(anchor), items.length / C, C, k);
+    const kernel = await catalogueKernel(items, pop(anchor), items.length / C, C, wide);
     try {
       for (let lo = 0; lo < idx.length; lo += EVAL_CHUNK) {
         const rows = idx.slice(lo, lo + EVAL_CHUNK);
         const users = Int32Array.from(rows, (i) => ex.nodes[i]!);
         const histories = userHistories(model.graph, rs, users, new Float64Array(users.length).fill(anchor), pop);
-        const { ids } = await rankCatalogueOnnx(model.ranking!, kernel, userVectors(model, users, anchor), histories, k);
-        rows.forEach((e, j) => ranked.set(ids.subarray(j * k, (j + 1) * k), e * k));
+        const { ids } = await rankCatalogueOnnx(model.ranking!, kernel, userVectors(model, users, anchor), histories, wide);
+        rows.forEach((e, j) => ranked.set(g ? unseen(ids.subarray(j * wide, (j + 1) * wide), seenItems(g, users[j]!, anchor), k) : ids.subarray(j * k, (j + 1) * k), e * k));
         progress.update((done += rows.length));
       }
     } finally {
@@ -212,14 +224,10 @@ export async function evaluate(model: DeepModel, ex: Examples, k: number, pop: (
   return rankingMetrics(ex.label_items!, ranked, k);
 }
 
-function baselineMetrics(model: DeepModel, rs: RankingSpec, name: RankingBaseline, ex: Examples, pop: (a: number) => Float32Array): RankingMetrics {
-  const k = rs.top_k;
-  const ranked = new Int32Array(ex.nodes.length * k);
-  for (const [anchor, idx] of groups(ex)) {
-    const users = Int32Array.from(idx, (i) => ex.nodes[i]!);
-    const ids =
-      name === 'popularity' ? repeatList(popularityTopK(pop(anchor), k), users.length) : name === 'repeat' ? repeatTopK(model.graph, rs, users, anchor, k) : cooccurrenceTopK(model.graph, rs, users, anchor, k);
-    idx.forEach((e, j) => ranked.set(ids.subarray(j * k, (j + 1) * k), e * k));
-  }
-  return rankingMetrics(ex.label_items!, ranked, k);
+/** The first k of a ranked list that are not in `seen` (−1 where the list runs out). */
+export function unseen(list: Int32Array, seen: Set<number>, k: number): Int32Array {
+  const out = new Int32Array(k).fill(-1);
+  let at = 0;
+  for (let r = 0; r < list.length && at < k; r++) if (list[r]! >= 0 && !seen.has(list[r]!)) out[at++] = list[r]!;
+  return out;
 }

@@ -236,8 +236,14 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     }
     if (store) await store.start([...new Set(manager.readyModels().flatMap((m) => storeBindings(manager.lookup(m).spec).map((b) => b.table)))]);
     loaded = true;
-    address = await http.listen(port, host);
-    if (grpcServer) grpcPort = await grpcServer.listen(options.grpcPort!, host);
+    address = await http.listen(port, host).catch((e: unknown) => {
+      throw listenError(e, '--port', host, port);
+    });
+    if (grpcServer) {
+      grpcPort = await grpcServer.listen(options.grpcPort!, host).catch((e: unknown) => {
+        throw listenError(e, '--grpc-port', host, options.grpcPort!);
+      });
+    }
   } catch (e) {
     await http.close(0).catch(() => undefined);
     grpcServer?.server.forceShutdown();
@@ -265,4 +271,19 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     })());
 
   return { url, host: address.address, port: address.port, manager, metrics, http, ...(grpcServer ? { grpc: { server: grpcServer, port: grpcPort! } } : {}), stop };
+}
+
+/**
+ * A port that cannot be bound is the invocation's problem (exit 2 naming the flag), not a bug: EADDRINUSE
+ * (another process listens there) and EACCES (a privileged port without the right) are the usual causes.
+ */
+function listenError(e: unknown, flag: string, host: string, port: number): unknown {
+  const code = (e as NodeJS.ErrnoException).code ?? (/EADDRINUSE|address already in use/i.test(String((e as Error).message)) ? 'EADDRINUSE' : undefined);
+  if (code === 'EADDRINUSE') {
+    return new UsageError(`${host}:${port} is already in use by another process`, { where: flag, value: port, hint: `stop the other server or choose a free port with ${flag} (0 picks one)` });
+  }
+  if (code === 'EACCES') {
+    return new UsageError(`not allowed to listen on ${host}:${port}`, { where: flag, value: port, hint: `use a port above 1023 with ${flag}, or grant the process CAP_NET_BIND_SERVICE` });
+  }
+  return e;
 }

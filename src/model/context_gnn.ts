@@ -1,6 +1,7 @@
 /**
- * The deep recommender of ranking tasks: a ContextGNN-style model (Yuan et al., "ContextGNN: Beyond
- * Two-Tower Recommendation Systems", ICLR 2025) on the temporal sampler. For a user u at anchor t and an
+ * The deep ranking model of ranking tasks (the distilled session model is the "recommender"): a
+ * ContextGNN-style model (Yuan et al., "ContextGNN: Beyond Two-Tower Recommendation Systems", ICLR 2025)
+ * on the temporal sampler. For a user u at anchor t and an
  * item i:
  *
  *   h_u    = GNN(tree rooted at u, neighbours with time ≤ t)                 the user side, [C]

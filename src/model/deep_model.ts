@@ -16,7 +16,7 @@ import { HeteroGnn, type ModelSpec } from './hetero_gnn.js';
 import { ParamStore } from './params.js';
 import { buildPlan, type Plan } from './plan.js';
 import { TemporalSampler, type SampledBatch } from './sampler.js';
-import { RankingHead } from './recommender.js';
+import { RankingHead } from './context_gnn.js';
 import { Scratch, type Alloc } from './scratch.js';
 import { copyOut } from '../compute/backend.js';
 
@@ -38,7 +38,7 @@ export class DeepModel {
   readonly features: Record<string, TableFeatures>;
   readonly params: ParamStore;
   readonly gnn: HeteroGnn;
-  /** ranking runs: the recommender's own weights, and the tree rooted at an item (see model/recommender.ts) */
+  /** ranking runs: the recommender's own weights, and the tree rooted at an item (see model/context_gnn.ts) */
   readonly ranking: RankingHead | null = null;
   readonly itemPlan: Plan | null = null;
   readonly itemSampler: TemporalSampler | null = null;

@@ -21,7 +21,7 @@ import { GatConv } from './gat_conv.js';
 import { LayerNorm } from './layer_norm.js';
 import { NodeEncoder } from './node_encoder.js';
 import type { ParamStore } from './params.js';
-import type { RankingSpec } from './recommender.js';
+import type { RankingSpec } from './context_gnn.js';
 import { SageConv, type NeighbourBlock } from './sage_conv.js';
 
 export interface ModelSpec {
@@ -50,7 +50,7 @@ export interface ModelSpec {
   /** one of the objective's losses (bce for binary; l1 or mse on standardised labels for regression; sampled_softmax for ranking) */
   loss: LossName;
   /**
-   * Ranking runs: the recommender's settings (model/recommender.ts). The GNN then also has the layers of a
+   * Ranking runs: the recommender's settings (model/context_gnn.ts). The GNN then also has the layers of a
    * tree rooted at `ranking.item_table` (in `convs`), and the head above the root is unused.
    */
   ranking?: RankingSpec;

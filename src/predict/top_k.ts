@@ -6,7 +6,7 @@
  * The user side h_u comes from `embed`'s snapshot machinery (exact layer-wise by default, sharded the
  * same way); the item side e_i (the GNN over the item's own tree plus its learned vector) is computed once
  * for the catalogue at the same anchor; per chunk of users one fused score matrix and a top-k selection in
- * onnxruntime (`rankCatalogueOnnx` in model/recommender.ts), the same formula training evaluated.
+ * onnxruntime (`rankCatalogueOnnx` in model/context_gnn.ts), the same formula training evaluated.
  *
  * Beside the file, `item_embeddings.parquet` (or `<out>.item_embeddings.parquet` with --out; written by
  * the unsharded job or shard 0) holds e_i per item at the anchor: the item-side vectors a downstream
@@ -24,7 +24,7 @@ import { writeJsonAtomic } from '../core/atomic.js';
 import { embedExact } from '../embed/layerwise.js';
 import { exactDegreeCap, existingAt, kvMetadata, readTableKeys, representations, snapshotMetadata, type Snapshot, type SnapshotFigures, type SnapshotOptions } from '../embed/snapshot.js';
 import { writeColumns, writeEmbeddings } from '../embed/writer.js';
-import { catalogueKernel, itemPopularity, rankCatalogueOnnx, userHistories } from '../model/recommender.js';
+import { catalogueKernel, itemPopularity, rankCatalogueOnnx, userHistories } from '../model/context_gnn.js';
 import type { DeepModel } from '../model/deep_model.js';
 
 export interface TopKResult extends SnapshotFigures {

@@ -1,5 +1,5 @@
 /**
- * One training step of the deep recommender (model/recommender.ts): the batch's candidate items — every
+ * One training step of the deep recommender (model/context_gnn.ts): the batch's candidate items — every
  * label item of the batch, the items of the batch users' own histories (the hard negatives: what a user
  * bought before but not this time; subsampled to keep at most MAX_CANDIDATES), and NEGATIVES uniform
  * negatives; the whole catalogue when it has at most FULL_SOFTMAX items (exact softmax, no sampling) —
@@ -10,7 +10,7 @@ import { tf } from '../core/tf.js';
 import type { Rng } from '../core/rng.js';
 import type { BatchArrays } from '../model/batch.js';
 import type { DeepModel } from '../model/deep_model.js';
-import { pairCells, sampleNegatives, userHistories, type PairCells } from '../model/recommender.js';
+import { pairCells, sampleNegatives, userHistories, type PairCells } from '../model/context_gnn.js';
 import type { SampledBatch } from '../model/sampler.js';
 import type { Examples } from '../task/task_spec.js';
 

@@ -10,7 +10,7 @@ import { selectBackend } from '../../src/compute/backend.js';
 import { Rng } from '../../src/core/rng.js';
 import { ParamStore } from '../../src/model/params.js';
 import { CatalogueTopK } from '../../src/compute/catalogue_top_k.js';
-import { pairCells, PAIR_FEATURES, RankingHead, rankCatalogue, rankCatalogueOnnx, topK, type Histories, type RankingSpec } from '../../src/model/recommender.js';
+import { pairCells, PAIR_FEATURES, RankingHead, rankCatalogue, rankCatalogueOnnx, topK, type Histories, type RankingSpec } from '../../src/model/context_gnn.js';
 
 beforeAll(async () => {
   await selectBackend('wasm');

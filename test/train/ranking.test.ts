@@ -27,7 +27,7 @@ import { setQuiet } from '../../src/core/log.js';
 import { buildGraph, type BuildResult } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
 import { DeepModel } from '../../src/model/deep_model.js';
-import { popularityCache, userHistories } from '../../src/model/recommender.js';
+import { popularityCache, userHistories } from '../../src/model/context_gnn.js';
 import { groups } from '../../src/train/ranking_trainer.js';
 import { Rng } from '../../src/core/rng.js';
 import { taskSplit } from '../../src/task/split.js';

@@ -15,7 +15,7 @@ import { Rng } from '../../src/core/rng.js';
 import { buildGraph } from '../../src/graph/build.js';
 import { Graph } from '../../src/graph/graph.js';
 import { DeepModel } from '../../src/model/deep_model.js';
-import { popularityCache } from '../../src/model/recommender.js';
+import { popularityCache } from '../../src/model/context_gnn.js';
 import { taskSplit } from '../../src/task/split.js';
 import type { Examples } from '../../src/task/task_spec.js';
 import { buildTrainingTables } from '../../src/train/examples.js';

@@ -1,7 +1,7 @@
 /**
  * The deep recommender (a ranking run of the same task) as the session recommender's teacher: its full
  * catalogue scores for each (user, anchor) example, computed as `predict` computes them (h_u and e_i at the
- * anchor itself, popularity, the pair-wise scores of the user's own history; `model/recommender.ts`), so the
+ * anchor itself, popularity, the pair-wise scores of the user's own history; `model/context_gnn.ts`), so the
  * student can be pulled towards the teacher's whole ranking, not only the handful of label items.
  *
  * Distillation target per example: (1 − λ) · uniform(labels) + λ · softmax(teacher scores), λ = kd_weight.
@@ -10,7 +10,7 @@ import { tf } from '../../core/tf.js';
 import { embedExact } from '../../embed/layerwise.js';
 import type { Graph } from '../../graph/graph.js';
 import type { DeepModel } from '../../model/deep_model.js';
-import { pairCells, popularityCache, userHistories, type Histories } from '../../model/recommender.js';
+import { pairCells, popularityCache, userHistories, type Histories } from '../../model/context_gnn.js';
 import type { RankingExamples } from './examples.js';
 
 /**

@@ -1,9 +1,10 @@
 /**
  * `anomaly watch --prometheus`: against a real Prometheus server (Debian's `prometheus` package) that
- * scrapes a small exporter this test starts, publishing a fitted mesh's services and calls. Skipped, with
- * a message, where the `prometheus` binary is absent. Everything listens on 127.0.0.1 only.
+ * scrapes a small exporter this test starts, publishing a fitted mesh's services and calls. Without the
+ * `prometheus` binary it skips with a message, or fails under CI=true (`test/helpers/system_binary.ts`).
+ * Everything listens on 127.0.0.1 only.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,12 +16,10 @@ import { loadConfig } from '../../src/config/load.js';
 import { fitAnomaly } from '../../src/anomaly/fit.js';
 import { watchAnomaly } from '../../src/anomaly/watch.js';
 import { setQuiet } from '../../src/core/log.js';
+import { systemBinary } from '../helpers/system_binary.js';
 
-const PROMETHEUS = process.env.GNNCTL_PROMETHEUS_BIN ?? 'prometheus';
-const present = spawnSync(PROMETHEUS, ['--version'], { encoding: 'utf8' }).status === 0;
-if (!present) {
-  process.stderr.write(`test/anomaly/prometheus.test.ts: skipped: no \`${PROMETHEUS}\` binary (apt-get install prometheus, or set GNNCTL_PROMETHEUS_BIN)\n`);
-}
+const prometheus = systemBinary({ command: process.env.GNNCTL_PROMETHEUS_BIN ?? 'prometheus', aptPackage: 'prometheus', testFile: 'test/anomaly/prometheus.test.ts' });
+const PROMETHEUS = prometheus.command;
 
 const FEATURES = ['request_rate', 'error_rate', 'p50_latency_ms', 'p99_latency_ms', 'cpu', 'memory_mb', 'active_connections', 'pods'];
 const EDGE = ['requests_per_second', 'latency_ms', 'error_rate'];
@@ -33,7 +32,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-describe.skipIf(!present)('anomaly watch against a real Prometheus', () => {
+describe.skipIf(prometheus.skip)('anomaly watch against a real Prometheus', () => {
   const root = mkdtempSync(join(tmpdir(), 'gnnctl-prom-'));
   let exporter: Server;
   let prom: ChildProcess | undefined;
@@ -42,6 +41,7 @@ describe.skipIf(!present)('anomaly watch against a real Prometheus', () => {
   let runId = '';
 
   beforeAll(async () => {
+    prometheus.require();
     setQuiet(true);
     const mesh = generateMesh({ out: join(root, 'mesh'), services: 10, hours: 6, step: 600, seed: 9 });
     configPath = mesh.files.config;
@@ -107,7 +107,7 @@ describe.skipIf(!present)('anomaly watch against a real Prometheus', () => {
       prom.kill('SIGTERM');
       await exited;
     }
-    await new Promise<void>((r) => exporter?.close(() => r()));
+    if (exporter) await new Promise<void>((r) => exporter.close(() => r()));
     rmSync(root, { recursive: true, force: true });
   });
 

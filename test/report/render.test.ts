@@ -1,5 +1,6 @@
 /**
- * Renders reports in headless Chromium (Debian's `chromium`; skipped when it is not installed): the page
+ * Renders reports in headless Chromium (Debian's `chromium`; without it the tests skip, or fail under
+ * CI=true, see `test/helpers/system_binary.ts`): the page
  * must load from a file:// URL with the network effectively off, produce a screenshot of the requested
  * size that is not blank, and a DOM that still has every section after the browser parsed it.
  */
@@ -9,10 +10,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderReport } from '../../src/report/index.js';
+import { systemBinary } from '../helpers/system_binary.js';
 import { decodePng, inkStats, isPng, pngSize } from './png.js';
 import { DISTILL_ID, runsFixture, TRAIN_BINARY_ID, writeDistillRun, writeTrainBinaryRun, type RunsFixture } from './runs.js';
 
-const CHROMIUM = '/usr/bin/chromium';
+const chromium = systemBinary({ command: '/usr/bin/chromium', aptPackage: 'chromium', testFile: 'test/report/render.test.ts' });
+const CHROMIUM = chromium.command;
 const WIDTH = 1280;
 const HEIGHT = 2400;
 const run = promisify(execFile);
@@ -49,11 +52,12 @@ async function dumpDom(dir: string, html: string, name: string): Promise<string>
   return stdout;
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('report in headless Chromium', () => {
+describe.skipIf(chromium.skip)('report in headless Chromium', () => {
   let fx: RunsFixture;
   let out: string;
   let blank: Buffer;
   beforeAll(async () => {
+    chromium.require();
     fx = runsFixture();
     writeTrainBinaryRun(fx.artifacts);
     writeDistillRun(fx.artifacts);

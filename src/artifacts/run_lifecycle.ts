@@ -18,6 +18,8 @@ import { join } from 'node:path';
 import { writeJsonAtomic } from '../core/atomic.js';
 import { warn } from '../core/log.js';
 import { round } from '../core/number.js';
+import { VERSION } from '../core/version.js';
+import type { GraphManifest, GraphSchema } from './graph_manifest.js';
 import { createRunDir, writeManifest, type RunManifestBase } from './run_store.js';
 
 export interface RunLifecycleOptions {
@@ -128,4 +130,38 @@ export class RunLifecycle<M extends RunManifestBase> {
     if (this.ended) throw new Error(`run ${this.id}: ${how} after the run already ended`);
     this.ended = true;
   }
+}
+
+/** What every run manifest starts with, besides its stage's own fields. */
+export interface RunManifestHeadOptions<K extends RunManifestBase['kind']> {
+  kind: K;
+  id: string;
+  task: string;
+  /** ISO time the stage began (default: now) */
+  created_at?: string;
+  /** the graph folder and its manifest */
+  graph_dir: string;
+  graph: Pick<GraphManifest, 'fingerprint' | 'schema_fingerprint' | 'schema'>;
+  backend: string;
+  seed: number;
+  config: unknown;
+  timings?: Record<string, number>;
+}
+
+/** The common head of a run manifest, status `running`: kind, id, versions, graph identity and schema, backend, seed, config. */
+export function runManifestHead<K extends RunManifestBase['kind']>(o: RunManifestHeadOptions<K>): RunManifestBase & { kind: K; graph_schema: GraphSchema } {
+  return {
+    kind: o.kind,
+    id: o.id,
+    task: o.task,
+    status: 'running',
+    gnnctl: VERSION,
+    created_at: o.created_at ?? new Date().toISOString(),
+    graph: { dir: o.graph_dir, fingerprint: o.graph.fingerprint, schema_fingerprint: o.graph.schema_fingerprint },
+    graph_schema: o.graph.schema,
+    backend: o.backend,
+    seed: o.seed,
+    config: o.config,
+    timings: o.timings ?? {},
+  };
 }

@@ -18,8 +18,8 @@ import { checkSchema } from '../embed/embed.js';
 import { ConfigError, DataError, NotImplementedError, suggest } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
-import type { GraphSchema } from '../artifacts/graph_manifest.js';
-import { createRunDir, newRunId, readManifest, resolveRun, saveWeights, writeManifest, writeModelJson, type RunManifestBase } from '../artifacts/run_store.js';
+import { newRunId, readManifest, resolveRun, saveWeights, writeModelJson, type RunManifestBase } from '../artifacts/run_store.js';
+import { RunLifecycle, runManifestHead } from '../artifacts/run_lifecycle.js';
 import { taskSplit, targetTimeRange } from '../task/split.js';
 import { DeepModel } from '../model/deep_model.js';
 import { predictInChunks } from '../train/engine.js';
@@ -27,7 +27,6 @@ import { buildTrainingTables } from '../train/examples.js';
 import type { Metrics } from '../task/metrics.js';
 import { objectiveFor, teacherRatio, type Curves, type ObjectiveKind } from '../task/objective/objective.js';
 import type { TrainManifest } from '../train/trainer.js';
-import { writeJsonAtomic } from '../core/atomic.js';
 import { hashValue } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
 import { info } from '../core/log.js';
@@ -38,7 +37,7 @@ import { VERSION } from '../core/version.js';
 import { EmbedPool, embedWorkers } from '../embed/pool.js';
 import { computedEmbeddings, embeddingFiles, entityFileEmbeddings, entityRtiElements, fileEmbeddings, rtiElements, type EntityEmbeddings } from './data.js';
 import { StudentFeatures, type StudentData } from '../model/student/features.js';
-import { measureLatency, summarize, type StudentMetrics } from './student_training.js';
+import { measureLatency, summarize, type StudentMetrics, type TrainedStudent } from './student_training.js';
 import { trainStudents, type StudentJob, type StudentOptions } from './student_pool.js';
 import { studentSpec } from './student_spec.js';
 
@@ -223,13 +222,68 @@ export async function prepareDistill(opts: DistillOptions) {
 
 export type PreparedDistill = Awaited<ReturnType<typeof prepareDistill>>;
 
+/** Distils one task: prepare the data, start the run, train the students, write the metrics; the run's ending is written once. */
 export async function distill(opts: DistillOptions): Promise<DistillResult> {
   const t0 = performance.now();
   const startedAt = new Date().toISOString();
   const p = await prepareDistill(opts);
-  const { d, cfg, taskName, task, backend, base, baseManifest, built, graph, split, seed, tables, teacherModel, spec, ranges, embeddings, data, kind, objective, sameTask, teacherPred, features, labels, timings } = p;
-  let t = performance.now();
+  const run = startDistillRun(p, opts, startedAt, t0);
+  return run.guard(async () => {
+    try {
+      const students = await trainDistillStudents(p, opts);
+      try {
+        const ser = students.main.model.params.serialize(students.main.best);
+        saveWeights(run.dir, ser.index, ser.blob);
+        writeModelJson(run.dir, 'student.json', p.spec);
+        const metrics = distillMetrics(p, opts, students, ser.blob.byteLength);
+        const ending = run.finish(metrics, { test: metrics.test, teacher_test: metrics.teacher?.test ?? null, ablations_test: Object.fromEntries(Object.entries(metrics.ablations).map(([k, v]) => [k, v.test])) });
+        return { runId: run.id, runDir: run.dir, metrics, seconds: ending.seconds };
+      } finally {
+        students.main.model.dispose();
+      }
+    } finally {
+      p.teacherModel.dispose();
+    }
+  });
+}
 
+/** The distill run's folder and `running` manifest (its timings fill in as the stages end). */
+function startDistillRun(p: PreparedDistill, opts: DistillOptions, startedAt: string, t0: number): RunLifecycle<DistillManifest> {
+  const { d, cfg, taskName, task, backend, base, baseManifest, built, graph, split, seed } = p;
+  const manifest: DistillManifest = {
+    ...runManifestHead({
+      kind: 'distill',
+      id: newRunId(`${taskName}-distilled`),
+      task: taskName,
+      created_at: startedAt,
+      graph_dir: built.dir,
+      graph: graph.manifest,
+      backend: backend.name,
+      seed,
+      config: { name: cfg.name, path: cfg.path, distillation: d, task: { query: task.query.text, split: task.split } },
+      timings: p.timings,
+    }),
+    base_run: base.id,
+    base_task: baseManifest.task,
+    run_key: distillRunKey(cfg, d, taskName, base.id, graph.manifest.fingerprint, opts),
+    embeddings_source: opts.embeddings ?? 'computed',
+    split: { val: isoSeconds(split.valAnchor), test: isoSeconds(split.testAnchor), train_from: isoSeconds(split.valAnchor - d.train_window) },
+  };
+  return RunLifecycle.start(cfg.artifactsDir, manifest, { t0 });
+}
+
+/** The main student and the three input ablations, trained side by side. */
+interface DistillStudents {
+  main: TrainedStudent;
+  ablations: DistillMetrics['ablations'];
+  /** the rows the ablations trained on (undefined: all training rows) */
+  ablationRows: Int32Array | undefined;
+}
+
+/** Trains the main student and the ablations (features only, embedding only, RTI only) over the worker threads. */
+async function trainDistillStudents(p: PreparedDistill, opts: DistillOptions): Promise<DistillStudents> {
+  const { d, backend, graph, seed, spec, ranges, data, kind, objective, sameTask, teacherPred, labels, timings } = p;
+  const t = performance.now();
   const epochs = opts.epochs ?? d.epochs;
   const ablationEpochs = Math.max(1, Math.ceil(epochs * 0.67));
   // The ablations say what each input contributes; on a sample of the rows they say it at a fraction of
@@ -261,15 +315,20 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   const main = trained[0]!;
   const rest = trained.slice(1);
   const [featuresOnly, embeddingOnly, rtiOnly] = rest.map(summarize);
-  const ablations = { features_only: featuresOnly!, embedding_only: embeddingOnly!, rti_only: rtiOnly! };
   // `students` is their wall time together; `student` and `ablations` each one's own training time
   // (side by side on two threads, they add up to more than `students`).
   timings.students = secs(t);
   timings.student = main.seconds;
   timings.ablations = round(rest.reduce((a, r) => a + r.seconds, 0), 1);
+  return { main, ablations: { features_only: featuresOnly!, embedding_only: embeddingOnly!, rti_only: rtiOnly! }, ablationRows };
+}
 
+/** metrics.json of a distill run: the student beside the teacher and the ablations, its size and latency, the embeddings' coverage. */
+function distillMetrics(p: PreparedDistill, opts: DistillOptions, students: DistillStudents, studentBytes: number): DistillMetrics {
+  const { taskName, base, baseManifest, tables, teacherModel, ranges, embeddings, data, kind, objective, teacherPred, features, labels } = p;
+  const { main, ablations, ablationRows } = students;
   const testLabels = labels.subarray(ranges.test[0], ranges.test[1]);
-  const evaluate = (l: Float32Array, p: Float32Array): Metrics => objective.metrics(l, p);
+  const evaluate = (l: Float32Array, pred: Float32Array): Metrics => objective.metrics(l, pred);
   const teacher = teacherPred
     ? {
         val: evaluate(labels.subarray(ranges.val[0], ranges.val[1]), teacherPred.subarray(ranges.val[0], ranges.val[1])),
@@ -277,11 +336,6 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
       }
     : null;
   const latency = measureLatency(main.model, features, data, ranges.test[0]);
-  const runId = newRunId(`${taskName}-distilled`);
-  const runDir = createRunDir(cfg.artifactsDir, runId);
-  const ser = main.model.params.serialize(main.best);
-  saveWeights(runDir, ser.index, ser.blob);
-  writeModelJson(runDir, 'student.json', spec);
   const teacherBytes = statSync(join(base.dir, 'model', 'weights.bin')).size;
   const metrics: DistillMetrics = {
     task: taskName,
@@ -294,7 +348,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
     ablations,
     teacher_ratio: teacher ? round(teacherRatio(objective, main.test, teacher.test), 4) : null,
     teacher_ap_ratio: teacher && 'ap' in main.test && 'ap' in teacher.test ? round(main.test.ap / teacher.test.ap, 4) : null,
-    student: { parameters: main.model.parameterCount(), bytes: ser.blob.byteLength, latency_ms_p50: latency.p50, latency_ms_p99: latency.p99 },
+    student: { parameters: main.model.parameterCount(), bytes: studentBytes, latency_ms_p50: latency.p50, latency_ms_p99: latency.p99 },
     teacher_model: { parameters: teacherModel.gnn.parameterCount(false), parameters_without_embeddings: teacherModel.gnn.parameterCount(true), bytes: teacherBytes },
     embeddings: {
       source: opts.embeddings ? 'files' : 'computed',
@@ -313,32 +367,7 @@ export async function distill(opts: DistillOptions): Promise<DistillResult> {
   };
   const curves = objective.curves(testLabels, main.testPred);
   if (curves) metrics.curves = curves;
-  writeJsonAtomic(join(runDir, 'metrics.json'), metrics);
-  const manifest: DistillManifest = {
-    kind: 'distill',
-    id: runId,
-    task: taskName,
-    status: 'complete',
-    gnnctl: VERSION,
-    created_at: startedAt,
-    finished_at: new Date().toISOString(),
-    graph: { dir: built.dir, fingerprint: graph.manifest.fingerprint, schema_fingerprint: graph.manifest.schema_fingerprint },
-    graph_schema: graph.manifest.schema as GraphSchema,
-    backend: backend.name,
-    seed,
-    config: { name: cfg.name, path: cfg.path, distillation: d, task: { query: task.query.text, split: task.split } },
-    base_run: base.id,
-    base_task: baseManifest.task,
-    run_key: distillRunKey(cfg, d, taskName, base.id, graph.manifest.fingerprint, opts),
-    embeddings_source: opts.embeddings ?? 'computed',
-    split: { val: isoSeconds(split.valAnchor), test: isoSeconds(split.testAnchor), train_from: isoSeconds(split.valAnchor - d.train_window) },
-    timings: { ...timings, total: secs(t0) },
-    metrics: { test: main.test, teacher_test: teacher?.test ?? null, ablations_test: Object.fromEntries(Object.entries(ablations).map(([k, v]) => [k, v.test])) },
-  };
-  writeManifest(runDir, manifest);
-  main.model.dispose();
-  teacherModel.dispose();
-  return { runId, runDir, metrics, seconds: secs(t0) };
+  return metrics;
 }
 
 export function distillRunKey(cfg: Config, d: DistillationConfig, task: string, baseRun: string, dataFingerprint: string, opts: Pick<DistillOptions, 'embeddings' | 'epochs'>): string {

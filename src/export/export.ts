@@ -46,7 +46,7 @@ import { buildStudentOnnx, elemTypeOf, isEntityInitializer, isStreamed, outputNa
 import { EntitySource } from './entity_source.js';
 import { buildHashedKeyIndex, keyBytesOf, type HashedKeyIndex } from '../artifacts/onnx/ops/hashed_lookup.js';
 import type { Vocabulary } from '../artifacts/onnx/ops/lookup.js';
-import { PROTOBUF_LIMIT_BYTES, type OnnxGraphBuilder, type ToFilesOptions } from '../artifacts/onnx/onnx_graph_builder.js';
+import { PROTOBUF_LIMIT_BYTES, type ModelFiles, type OnnxGraphBuilder, type ToFilesOptions } from '../artifacts/onnx/onnx_graph_builder.js';
 import { quantizationReport, type QuantizationReport } from './quantization.js';
 import { isEntityTableInitializer, type Quantize, type StudentOnnxInputs } from './student_onnx.js';
 import { buildTrainingTables } from '../train/examples.js';
@@ -116,8 +116,75 @@ interface EmbeddingSource {
 /** ONNX element type → Triton data type, for the types gnnctl's models take and give. */
 export const ONNX_TYPE_TO_TRITON = { FLOAT: 'TYPE_FP32', INT64: 'TYPE_INT64', STRING: 'TYPE_STRING' } as const;
 
+/** Exports a distilled run: its inputs, the ONNX graph, the checks, then the version folder renamed into place. */
 export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   const t0 = performance.now();
+  const x = await exportInputs(opts);
+  const { cfg, spec, quantize, streamed } = x;
+  const { name, repo, modelDir, version, versionDir } = exportTarget(opts, cfg);
+  const onnxInputs: StudentOnnxInputs = {
+    spec,
+    weights: x.weights,
+    entities: x.entities,
+    key_vocabularies: x.keyVocabularies,
+    kind: spec.output.kind,
+    label_mean: spec.output.label_mean,
+    label_std: spec.output.label_std,
+    metadata: { 'gnnctl.distilled_run': x.run.id, 'gnnctl.base_run': x.manifest.base_run, 'gnnctl.graph_fingerprint': x.manifest.graph.schema_fingerprint, 'gnnctl.version': VERSION, 'gnnctl.quantize': quantize },
+  };
+  const g = buildStudentOnnx({ ...onnxInputs, quantize });
+  const toFilesOptions = externalDataOptions(g, x.externalMode, streamed);
+  const tmp = tempSibling(versionDir);
+  // int8: the same graph in FLOAT32, outside the version folder, for the strict parity and the report.
+  const refDir = quantize === 'none' ? null : `${tmp}.fp32`;
+  // Steps, not rows: writing the model, the parity check (and the int8 report), copying and hashing.
+  // Computing missing embeddings (above) shows its own progress, so this phase starts after it.
+  const progress = new Progress();
+  let stepsDone = 0;
+  const step = (what: string): void => progress.update(stepsDone++, what);
+  progress.begin(`export ${name}`, 3, { steps: true });
+  try {
+    mkdirSync(tmp, { recursive: true });
+    step('writing the model');
+    const files = await g.writeFiles(tmp, toFilesOptions);
+    const nParity = opts.parityExamples ?? 256;
+    step(refDir ? `parity check on ${nParity} examples and the int8 report` : `parity check on ${nParity} examples`);
+    const { parity, quantization } = await checkExport(x, onnxInputs, g, files.modelPath, refDir, nParity);
+    copyEmbeddings(x.sources, tmp);
+    step('copying embeddings and hashing files');
+    const hashes: Record<string, string> = {};
+    for (const f of readdirSync(tmp)) hashes[f] = await hashFile(join(tmp, f));
+    const lineage = exportLineage(x, { name, version, files, parity, quantization, hashes });
+    writeJsonAtomic(join(tmp, 'manifest.json'), lineage);
+    writeFileAtomic(join(tmp, 'README.md'), readme(spec, name, version, lineage.embeddings, { quantize, externalData: files.dataPath !== undefined }));
+    // config.pbtxt first, so a server that picks up the new version reads a matching config.
+    writeFileAtomic(join(modelDir, 'config.pbtxt'), writeModelConfig(modelConfig(cfg, spec, name)));
+    renameSync(tmp, versionDir);
+    progress.end(`export: ${name} version ${version} → ${versionDir}`);
+    return {
+      repository: repo,
+      model: name,
+      version,
+      dir: versionDir,
+      model_bytes: files.modelBytes + (files.dataBytes ?? 0),
+      files: { model_onnx_bytes: files.modelBytes, external_data_bytes: files.dataBytes, external_tensors: files.externalTensors },
+      quantize,
+      quantization,
+      embedding_rows: Object.fromEntries(spec.embeddings.map((k, i) => [k.target, x.entitySources[i]!.rows])),
+      embedding_anchor: Object.fromEntries(x.sources.map((s) => [s.table, s.anchor])),
+      parity,
+      seconds: Math.round((performance.now() - t0) / 10) / 100,
+    };
+  } catch (e) {
+    progress.stop();
+    rmSync(tmp, { recursive: true, force: true });
+    if (refDir) rmSync(refDir, { recursive: true, force: true });
+    throw e;
+  }
+}
+
+/** What an export reads: the distilled run, its graph, the embedding snapshots and the entity tables (in memory or streamed). */
+async function exportInputs(opts: ExportOptions) {
   const { cfg } = opts;
   await selectBackend(opts.backend ?? 'auto');
   const run = resolveRun(cfg.artifactsDir, opts.run, { kind: 'distill', cwd: opts.cwd });
@@ -136,12 +203,13 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   // Tables that go to model.onnx.data are streamed there from the snapshot and looked up through a hashed
   // index; the others are read whole and stay in model.onnx with a LabelEncoder (see `streamTables`).
   const streamedTables = streamTables(entitySources, quantize, externalMode);
+  const streamed = streamedTables.some(Boolean);
   const entities: (EntityTable | StreamedEntityTable)[] = [];
   for (const [i, src] of entitySources.entries()) entities.push(streamedTables[i] ? await src.streamed() : await src.readAll());
   // The same-entity flags' key vocabularies grow with the entity count too: with streamed tables they
   // become hashed indexes in model.onnx.data as well, so model.onnx holds no per-entity data at all.
   const keyVocabularies: Record<string, Vocabulary | HashedKeyIndex> = await targetKeys(graph, [...new Set(spec.rti.flatMap((r) => r.same_keys.map((k) => k.target)))]);
-  if (streamedTables.some(Boolean)) {
+  if (streamed) {
     for (const [t, vocab] of Object.entries(keyVocabularies)) {
       const type = typeof (vocab as Vocabulary)[0] === 'bigint' ? 'INT64' : 'STRING';
       keyVocabularies[t] = await buildHashedKeyIndex(type, (vocab as Vocabulary).length, () => [keyBytesOf(vocab as Vocabulary, type)], `keys of ${t}`);
@@ -149,7 +217,13 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   }
   // What parity and the int8 report look keys up in: the table in memory, or the snapshot's row groups.
   const entityRows = entities.map((t, i) => (isStreamed(t) ? entitySources[i]! : t));
+  return { cfg, run, manifest, spec, weights, built, graph, sources, quantize, externalMode, entitySources, streamed, entities, keyVocabularies, entityRows };
+}
 
+type ExportInputs = Awaited<ReturnType<typeof exportInputs>>;
+
+/** The model's folder in the repository and the version to write (the next one unless `--version`). */
+function exportTarget(opts: ExportOptions, cfg: Config): { name: string; repo: string; modelDir: string; version: number; versionDir: string } {
   const name = opts.name ?? cfg.export.name;
   const repo = opts.out ?? join(cfg.artifactsDir, 'model_repository');
   const modelDir = join(repo, name);
@@ -157,112 +231,80 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
   const version = opts.version ?? nextVersion(modelDir);
   const versionDir = join(modelDir, String(version));
   if (existsSync(versionDir)) throw new UsageError(`version ${version} of ${name} already exists`, { where: versionDir, hint: 'omit --version to use the next one' });
+  return { name, repo, modelDir, version, versionDir };
+}
 
-  const onnxInputs: StudentOnnxInputs = {
+/**
+ * The export's checks: parity of the written model against TF.js on `nParity` examples and, for an int8
+ * model, the same against its FLOAT32 twin (written to `refDir`, then removed) with the quantization report.
+ */
+async function checkExport(
+  x: ExportInputs,
+  onnxInputs: StudentOnnxInputs,
+  g: OnnxGraphBuilder,
+  modelPath: string,
+  refDir: string | null,
+  nParity: number,
+): Promise<{ parity: ParityReport | null; quantization: QuantizationReport | null }> {
+  const { cfg, graph, spec, run, entityRows, built } = x;
+  if (!refDir) return { parity: nParity > 0 ? await selfCheck(cfg, graph, spec, run.dir, modelPath, entityRows, nParity) : null, quantization: null };
+  const ref = buildStudentOnnx({ ...onnxInputs, quantize: 'none' });
+  const refFiles = await ref.writeFiles(refDir, externalDataOptions(ref, 'auto', x.streamed));
+  const parity = nParity > 0 ? await selfCheck(cfg, graph, spec, run.dir, refFiles.modelPath, entityRows, nParity) : null;
+  const task = cfg.taskSpecs[spec.task]!;
+  const tables = await buildTrainingTables(built.dir, graph.manifest, task, taskSplit(task, targetTimeRange(task, graph.manifest.tables)), { seed: cfg.seed });
+  const quantization = await quantizationReport({
+    graph,
     spec,
-    weights,
-    entities,
-    key_vocabularies: keyVocabularies,
-    kind: spec.output.kind,
-    label_mean: spec.output.label_mean,
-    label_std: spec.output.label_std,
-    metadata: { 'gnnctl.distilled_run': run.id, 'gnnctl.base_run': manifest.base_run, 'gnnctl.graph_fingerprint': manifest.graph.schema_fingerprint, 'gnnctl.version': VERSION, 'gnnctl.quantize': quantize },
-  };
-  const g = buildStudentOnnx({ ...onnxInputs, quantize });
-  const toFilesOptions = externalDataOptions(g, externalMode, streamedTables.some(Boolean));
-  const tmp = tempSibling(versionDir);
-  // int8: the same graph in FLOAT32, outside the version folder, for the strict parity and the report.
-  const refDir = quantize === 'none' ? null : `${tmp}.fp32`;
-  let parity: ParityReport | null = null;
-  let quantization: QuantizationReport | null = null;
-  // Steps, not rows: writing the model, the parity check (and the int8 report), copying and hashing.
-  // Computing missing embeddings (above) shows its own progress, so this phase starts after it.
-  const progress = new Progress();
-  let stepsDone = 0;
-  const step = (what: string): void => progress.update(stepsDone++, what);
-  progress.begin(`export ${name}`, 3, { steps: true });
-  try {
-    mkdirSync(tmp, { recursive: true });
-    step('writing the model');
-    const files = await g.writeFiles(tmp, toFilesOptions);
-    const nParity = opts.parityExamples ?? 256;
-    step(refDir ? `parity check on ${nParity} examples and the int8 report` : `parity check on ${nParity} examples`);
-    if (refDir) {
-      const ref = buildStudentOnnx({ ...onnxInputs, quantize: 'none' });
-      const refFiles = await ref.writeFiles(refDir, externalDataOptions(ref, 'auto', streamedTables.some(Boolean)));
-      if (nParity > 0) parity = await selfCheck(cfg, graph, spec, run.dir, refFiles.modelPath, entityRows, nParity);
-      const task = cfg.taskSpecs[spec.task]!;
-      const tables = await buildTrainingTables(built.dir, graph.manifest, task, taskSplit(task, targetTimeRange(task, graph.manifest.tables)), { seed: cfg.seed });
-      quantization = await quantizationReport({
-        graph,
-        spec,
-        hops: cfg.hopPaths,
-        realTimeOffset: cfg.distillation?.real_time_offset ?? 0,
-        test: tables.test,
-        entities: entityRows,
-        fp32Model: refFiles.modelPath,
-        quantizedModel: files.modelPath,
-        mode: quantize,
-        tableBytes: { fp32: ref.payloadBytes(isEntityTableInitializer), quantized: g.payloadBytes(isEntityTableInitializer) },
-      });
-      rmSync(refDir, { recursive: true, force: true });
-    } else if (nParity > 0) {
-      parity = await selfCheck(cfg, graph, spec, run.dir, files.modelPath, entityRows, nParity);
-    }
-    for (const s of sources) {
-      if (s.files.length === 1) copyFileSync(s.files[0]!, join(tmp, `embeddings.${s.table}.parquet`));
-      else s.files.forEach((f, i) => copyFileSync(f, join(tmp, `embeddings.${s.table}.part-${String(i).padStart(5, '0')}.parquet`)));
-    }
-    step('copying embeddings and hashing files');
-    const hashes: Record<string, string> = {};
-    for (const f of readdirSync(tmp)) hashes[f] = await hashFile(join(tmp, f));
-    const lineage = {
-      kind: 'export',
-      gnnctl: VERSION,
-      created_at: new Date().toISOString(),
-      model: name,
-      version,
-      task: spec.task,
-      distilled_run: run.id,
-      base_run: manifest.base_run,
-      graph_fingerprint: manifest.graph.schema_fingerprint,
-      data_fingerprint: graph.manifest.fingerprint,
-      max_embedding_offset_seconds: cfg.distillation?.max_embedding_offset ?? null,
-      embeddings: sources.map((s) => ({ table: s.table, anchor_time: s.anchor, run_id: s.runId, rows: entitySources[spec.embeddings.findIndex((k) => k.target === s.table)]?.rows ?? 0, sources: s.files })),
-      inputs: requestInputs(spec).map((i) => ({ name: i.name, datatype: tritonType(i.elemType).replace('TYPE_', ''), shape: i.sequence ? [-1, -1, 1] : [-1, 1] })),
-      output: outputName(spec.output.kind),
-      quantize,
-      external_data: files.dataPath ? { file: 'model.onnx.data', bytes: files.dataBytes, tensors: files.externalTensors } : null,
-      parity,
-      quantization,
-      files: hashes,
-    };
-    writeJsonAtomic(join(tmp, 'manifest.json'), lineage);
-    writeFileAtomic(join(tmp, 'README.md'), readme(spec, name, version, lineage.embeddings, { quantize, externalData: files.dataPath !== undefined }));
-    // config.pbtxt first, so a server that picks up the new version reads a matching config.
-    writeFileAtomic(join(modelDir, 'config.pbtxt'), writeModelConfig(modelConfig(cfg, spec, name)));
-    renameSync(tmp, versionDir);
-    progress.end(`export: ${name} version ${version} → ${versionDir}`);
-    return {
-      repository: repo,
-      model: name,
-      version,
-      dir: versionDir,
-      model_bytes: files.modelBytes + (files.dataBytes ?? 0),
-      files: { model_onnx_bytes: files.modelBytes, external_data_bytes: files.dataBytes, external_tensors: files.externalTensors },
-      quantize,
-      quantization,
-      embedding_rows: Object.fromEntries(spec.embeddings.map((k, i) => [k.target, entitySources[i]!.rows])),
-      embedding_anchor: Object.fromEntries(sources.map((s) => [s.table, s.anchor])),
-      parity,
-      seconds: Math.round((performance.now() - t0) / 10) / 100,
-    };
-  } catch (e) {
-    progress.stop();
-    rmSync(tmp, { recursive: true, force: true });
-    if (refDir) rmSync(refDir, { recursive: true, force: true });
-    throw e;
+    hops: cfg.hopPaths,
+    realTimeOffset: cfg.distillation?.real_time_offset ?? 0,
+    test: tables.test,
+    entities: entityRows,
+    fp32Model: refFiles.modelPath,
+    quantizedModel: modelPath,
+    mode: x.quantize,
+    tableBytes: { fp32: ref.payloadBytes(isEntityTableInitializer), quantized: g.payloadBytes(isEntityTableInitializer) },
+  });
+  rmSync(refDir, { recursive: true, force: true });
+  return { parity, quantization };
+}
+
+/** The embedding snapshots beside the model, one file per table or its part files. */
+function copyEmbeddings(sources: EmbeddingSource[], dir: string): void {
+  for (const s of sources) {
+    if (s.files.length === 1) copyFileSync(s.files[0]!, join(dir, `embeddings.${s.table}.parquet`));
+    else s.files.forEach((f, i) => copyFileSync(f, join(dir, `embeddings.${s.table}.part-${String(i).padStart(5, '0')}.parquet`)));
   }
+}
+
+/** The version's manifest.json: what the model was made from, what it takes and gives, its checks and file hashes. */
+function exportLineage(
+  x: ExportInputs,
+  o: { name: string; version: number; files: ModelFiles; parity: ParityReport | null; quantization: QuantizationReport | null; hashes: Record<string, string> },
+) {
+  const { cfg, spec, run, manifest, graph, sources, entitySources, quantize } = x;
+  const { files } = o;
+  return {
+    kind: 'export',
+    gnnctl: VERSION,
+    created_at: new Date().toISOString(),
+    model: o.name,
+    version: o.version,
+    task: spec.task,
+    distilled_run: run.id,
+    base_run: manifest.base_run,
+    graph_fingerprint: manifest.graph.schema_fingerprint,
+    data_fingerprint: graph.manifest.fingerprint,
+    max_embedding_offset_seconds: cfg.distillation?.max_embedding_offset ?? null,
+    embeddings: sources.map((s) => ({ table: s.table, anchor_time: s.anchor, run_id: s.runId, rows: entitySources[spec.embeddings.findIndex((k) => k.target === s.table)]?.rows ?? 0, sources: s.files })),
+    inputs: requestInputs(spec).map((i) => ({ name: i.name, datatype: tritonType(i.elemType).replace('TYPE_', ''), shape: i.sequence ? [-1, -1, 1] : [-1, 1] })),
+    output: outputName(spec.output.kind),
+    quantize,
+    external_data: files.dataPath ? { file: 'model.onnx.data', bytes: files.dataBytes, tensors: files.externalTensors } : null,
+    parity: o.parity,
+    quantization: o.quantization,
+    files: o.hashes,
+  };
 }
 
 /**

@@ -14,7 +14,7 @@ import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
 import { diffSchemas } from '../graph/schema_diff.js';
 import { newRunId, readManifest, readModelJson, resolveRun, writeModelJson, loadWeights, saveWeights, type RunManifestBase } from '../artifacts/run_store.js';
-import { RunLifecycle } from '../artifacts/run_lifecycle.js';
+import { RunLifecycle, runManifestHead } from '../artifacts/run_lifecycle.js';
 import { hashValue } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
 import { info, warn } from '../core/log.js';
@@ -39,7 +39,6 @@ import { BaselineJob } from './baseline_job.js';
 import { trainLoop, type EpochRecord, type LoopResult } from './loop.js';
 import { fitRanking } from './ranking_trainer.js';
 import type { RankingBaseline } from './ranking_baselines.js';
-import { chooseServed, type HeuristicsRecord } from './ranking_heuristics.js';
 import { MIN_HISTORY, PAIR_FEATURES, rankingEdges, type RankingSpec } from '../model/context_gnn.js';
 import type { Plan } from '../model/plan.js';
 import { availableParallelism } from 'node:os';
@@ -119,11 +118,6 @@ export interface TrainMetrics {
   /** ranking runs: every baseline's metrics, the best one on validation (also in `baseline`) */
   baselines?: Record<RankingBaseline, { val: Metrics; test: Metrics }>;
   best_baseline?: RankingBaseline;
-  /** ranking runs: each heuristic's choices on validation and the seen-items decision (train/ranking_heuristics.ts) */
-  heuristics?: HeuristicsRecord;
-  /** ranking runs: what a user should serve, the model or the heuristic that beat it on validation, and why */
-  chosen?: 'model' | RankingBaseline;
-  chosen_reason?: string;
 }
 
 export interface TrainManifest extends RunManifestBase {
@@ -311,22 +305,21 @@ function startTrainRun(ctx: TrainContext, examples: TrainExamples, setup: TrainS
   const { cfg, task, mc, graph, built, backend, seed, opts } = ctx;
   const runId = newRunId(task.name);
   const manifest: TrainManifest = {
-    kind: 'train',
-    id: runId,
-    task: task.name,
-    status: 'running',
-    gnnctl: VERSION,
-    created_at: new Date().toISOString(),
-    graph: { dir: built.dir, fingerprint: graph.manifest.fingerprint, schema_fingerprint: graph.manifest.schema_fingerprint },
-    graph_schema: graph.manifest.schema,
-    backend: backend.name,
+    ...runManifestHead({
+      kind: 'train',
+      id: runId,
+      task: task.name,
+      graph_dir: built.dir,
+      graph: graph.manifest,
+      backend: backend.name,
+      seed,
+      config: { name: cfg.name, path: cfg.path, task: { query: task.query.text, split: task.split }, model: mc, data: cfg.data },
+      timings: { training_tables: round(examples.seconds, 2) },
+    }),
     backend_info: backend,
-    seed,
-    config: { name: cfg.name, path: cfg.path, task: { query: task.query.text, split: task.split }, model: mc, data: cfg.data },
     split: splitRecord(examples.split),
     init_from: setup.init?.id ?? null,
     run_key: trainRunKey(cfg, task, graph.manifest.fingerprint, opts),
-    timings: { training_tables: round(examples.seconds, 2) },
   };
   const run = RunLifecycle.start(cfg.artifactsDir, manifest, { interruptible: true, t0 });
   writeModelJson(run.dir, 'spec.json', setup.specFor(setup.variants[0]!));
@@ -691,7 +684,7 @@ async function trainRankingRun(ctx: TrainContext, examples: TrainExamples, setup
     const fit = await fitRanking(
       model,
       tables,
-      { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr, workers: setup.workers, backend: opts.backend ?? 'auto', excludeSeen: task.rank?.exclude_seen ?? 'auto' },
+      { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr, workers: setup.workers, backend: opts.backend ?? 'auto' },
       seed,
       run.stop,
       run.dir,
@@ -720,8 +713,6 @@ async function trainRankingRun(ctx: TrainContext, examples: TrainExamples, setup
       parameters: { total: model.gnn.parameterCount(false), without_embeddings: model.gnn.parameterCount(true) },
       baselines: fit.baselines,
       best_baseline: fit.best_baseline,
-      heuristics: fit.heuristics,
-      ...chooseServed(fit.val, best.val, fit.best_baseline),
     };
     const behind = baselineWarning(task.name, 'map_at_k', metrics.val_lift, metrics.lift);
     if (behind) warn(behind.replace("the baseline uses only the entity's own columns and past-window aggregates", `the best baseline is ${fit.best_baseline}`));

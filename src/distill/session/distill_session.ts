@@ -6,18 +6,15 @@
  * popularity and repeat baselines, an ablation without the session, and what the session adds on the users
  * whose session departs from their earlier history.
  */
-import { join } from 'node:path';
 import { tf } from '../../core/tf.js';
-import { writeJsonAtomic } from '../../core/atomic.js';
 import { isoSeconds } from '../../core/duration.js';
 import { ConfigError } from '../../core/errors.js';
 import { info } from '../../core/log.js';
 import { round } from '../../core/number.js';
-import { VERSION } from '../../core/version.js';
 import { selectBackend, type BackendRequest } from '../../compute/backend.js';
 import type { Config } from '../../config/load.js';
-import type { GraphSchema } from '../../artifacts/graph_manifest.js';
-import { createRunDir, newRunId, readManifest, resolveRun, saveWeights, writeManifest, writeModelJson, type RunManifestBase } from '../../artifacts/run_store.js';
+import { newRunId, readManifest, resolveRun, saveWeights, writeModelJson, type RunManifestBase } from '../../artifacts/run_store.js';
+import { RunLifecycle, runManifestHead } from '../../artifacts/run_lifecycle.js';
 import { checkSchema } from '../../embed/embed.js';
 import { buildGraph } from '../../graph/build.js';
 import { Graph } from '../../graph/graph.js';
@@ -92,9 +89,36 @@ export function sessionRunTask(task: string): string {
   return `${task}-session`;
 }
 
+/** Distils the session recommender: prepare the data, start the run, train the students, write the metrics; the run's ending is written once. */
 export async function distillSession(opts: DistillSessionOptions): Promise<DistillSessionResult> {
   const t0 = performance.now();
   const startedAt = new Date().toISOString();
+  const p = await prepareSession(opts);
+  try {
+    const run = startSessionRun(p, startedAt, t0);
+    return await run.guard(async () => {
+      const students = trainSessionStudents(p, opts);
+      try {
+        const ser = students.main.model.params.serialize(students.main.best);
+        saveWeights(run.dir, ser.index, ser.blob);
+        writeModelJson(run.dir, SESSION_SPEC_FILE, p.spec);
+        const metrics = sessionMetrics(p, students, ser.blob.byteLength);
+        const headline = { test: metrics.test, baselines_test: { popularity: metrics.baselines.popularity.test, repeat: metrics.baselines.repeat.test }, no_session_test: metrics.ablations.no_session.test };
+        const ending = run.finish(metrics, headline);
+        return { runId: run.id, runDir: run.dir, metrics, seconds: ending.seconds };
+      } finally {
+        for (const m of [students.main, students.noSession, students.sessionOnly]) m.model.dispose();
+      }
+    });
+  } finally {
+    p.teacher?.dispose();
+    if (p.itemModel !== p.userModel) p.itemModel.dispose();
+    p.userModel.dispose();
+  }
+}
+
+/** Everything the session students train on: the base runs and their models, the examples, the spec and the session data. */
+async function prepareSession(opts: DistillSessionOptions) {
   const { cfg } = opts;
   const r = cfg.session_recommender;
   const target = cfg.sessionTarget;
@@ -110,45 +134,88 @@ export async function distillSession(opts: DistillSessionOptions): Promise<Disti
   checkSchema(itemRun, itemManifest, graph);
   const userModel = DeepModel.load(userRun.dir, graph);
   const itemModel = itemRun.dir === userRun.dir ? userModel : DeepModel.load(itemRun.dir, graph);
-  const cap = (m: TrainManifest): number => cfg.taskSpecs[m.task]?.model.exact_degree_cap ?? 1000;
-  const providers = { user: userModel, item: itemModel, userCap: cap(userManifest), itemCap: cap(itemManifest) };
-  const depths = checkProviders(providers, target, { user: userRun.id, item: itemRun.id });
+  try {
+    const cap = (m: TrainManifest): number => cfg.taskSpecs[m.task]?.model.exact_degree_cap ?? 1000;
+    const providers = { user: userModel, item: itemModel, userCap: cap(userManifest), itemCap: cap(itemManifest) };
+    const depths = checkProviders(providers, target, { user: userRun.id, item: itemRun.id });
 
-  const range = graph.manifest.time_range!;
-  const anchors = rankingAnchors(target, range, r.train_anchors);
-  const ex = rankingExamples(graph, target, anchors, { maxTrain: r.max_train_examples, seed: cfg.seed });
-  const nItems = graph.table(target.item_table).rows;
-  info(`recommender: ${ex.ranges.train[1]} train / ${ex.ranges.val[1] - ex.ranges.val[0]} val / ${ex.ranges.test[1] - ex.ranges.test[0]} test examples, ${nItems} items`);
-  const typeOf = (table: string, column: string): string => (graph.manifest.schema.tables[table]!.primary_key!.column === column ? graph.manifest.schema.tables[table]!.primary_key!.type : 'VARCHAR');
-  const spec: SessionSpec = {
-    query: target.query,
-    user: { table: target.user_table, column: target.user_key, type: typeOf(target.user_table, target.user_key), dim: userModel.spec.channels },
-    item: { table: target.item_table, column: target.item_key, type: typeOf(target.item_table, target.item_key), dim: itemModel.spec.channels },
-    items: nItems,
-    session: { path: `${target.user_table}.${target.user_key}->${target.fact_table}.${target.user_column}`, fact_table: target.fact_table, item_column: target.item_column, time_column: cfg.data.tables[target.fact_table]!.time_column!, max_length: r.session_length },
-    k: target.k,
-    dim: r.dim,
-    user_dim: r.user_dim,
-    element_dim: r.element_dim,
-    hidden: r.hidden,
-    use_user: true,
-    use_rti: true,
-    // Each session element sees its recency rank and its item's count in the session: without them the student
-    // cannot express "one of the last few articles, bought twice" and lost to the repeat baseline (README).
-    element_context: true,
-  };
-  let t = performance.now();
-  const data = sessionData(graph, target, spec, providers, ex.users, ex.anchors, { realTimeOffset: r.real_time_offset, minOffset: r.min_embedding_offset, maxOffset: r.max_embedding_offset, cadence: r.embedding_cadence }, depths);
-  const timings: Record<string, number> = { data: secs(t) };
+    const range = graph.manifest.time_range!;
+    const anchors = rankingAnchors(target, range, r.train_anchors);
+    const ex = rankingExamples(graph, target, anchors, { maxTrain: r.max_train_examples, seed: cfg.seed });
+    const nItems = graph.table(target.item_table).rows;
+    info(`recommender: ${ex.ranges.train[1]} train / ${ex.ranges.val[1] - ex.ranges.val[0]} val / ${ex.ranges.test[1] - ex.ranges.test[0]} test examples, ${nItems} items`);
+    const typeOf = (table: string, column: string): string => (graph.manifest.schema.tables[table]!.primary_key!.column === column ? graph.manifest.schema.tables[table]!.primary_key!.type : 'VARCHAR');
+    const spec: SessionSpec = {
+      query: target.query,
+      user: { table: target.user_table, column: target.user_key, type: typeOf(target.user_table, target.user_key), dim: userModel.spec.channels },
+      item: { table: target.item_table, column: target.item_key, type: typeOf(target.item_table, target.item_key), dim: itemModel.spec.channels },
+      items: nItems,
+      session: { path: `${target.user_table}.${target.user_key}->${target.fact_table}.${target.user_column}`, fact_table: target.fact_table, item_column: target.item_column, time_column: cfg.data.tables[target.fact_table]!.time_column!, max_length: r.session_length },
+      k: target.k,
+      dim: r.dim,
+      user_dim: r.user_dim,
+      element_dim: r.element_dim,
+      hidden: r.hidden,
+      use_user: true,
+      use_rti: true,
+      // Each session element sees its recency rank and its item's count in the session: without them the student
+      // cannot express "one of the last few articles, bought twice" and lost to the repeat baseline (README).
+      element_context: true,
+    };
+    let t = performance.now();
+    const data = sessionData(graph, target, spec, providers, ex.users, ex.anchors, { realTimeOffset: r.real_time_offset, minOffset: r.min_embedding_offset, maxOffset: r.max_embedding_offset, cadence: r.embedding_cadence }, depths);
+    const timings: Record<string, number> = { data: secs(t) };
 
-  // The deep recommender of this very task teaches (KD on its catalogue scores); other base runs only provide embeddings.
-  const teacherRun = [userRun, itemRun].find((x, i) => (i === 0 ? userModel : itemModel).ranking && x.manifest.task === r.task) ?? null;
-  let teacher: RankingTeacher | null = null;
-  if (teacherRun) {
-    t = performance.now();
-    teacher = new RankingTeacher(teacherRun === userRun ? userModel : itemModel, graph, ex, nItems, cap(teacherRun === userRun ? userManifest : itemManifest));
-    timings.teacher = secs(t);
+    // The deep recommender of this very task teaches (KD on its catalogue scores); other base runs only provide embeddings.
+    const teacherRun = [userRun, itemRun].find((x, i) => (i === 0 ? userModel : itemModel).ranking && x.manifest.task === r.task) ?? null;
+    let teacher: RankingTeacher | null = null;
+    if (teacherRun) {
+      t = performance.now();
+      teacher = new RankingTeacher(teacherRun === userRun ? userModel : itemModel, graph, ex, nItems, cap(teacherRun === userRun ? userManifest : itemManifest));
+      timings.teacher = secs(t);
+    }
+    return { cfg, r, target, backend, userRun, itemRun, built, graph, userModel, itemModel, anchors, ex, nItems, spec, data, timings, teacherRun, teacher };
+  } catch (e) {
+    if (itemModel !== userModel) itemModel.dispose();
+    userModel.dispose();
+    throw e;
   }
+}
+
+type PreparedSession = Awaited<ReturnType<typeof prepareSession>>;
+
+/** The session run's folder and `running` manifest (its timings fill in as the stages end). */
+function startSessionRun(p: PreparedSession, startedAt: string, t0: number): RunLifecycle<SessionDistillManifest> {
+  const { cfg, r, backend, userRun, itemRun, built, graph, timings } = p;
+  const manifest: SessionDistillManifest = {
+    ...runManifestHead({
+      kind: 'distill',
+      id: newRunId(sessionRunTask(r.task)),
+      task: sessionRunTask(r.task),
+      created_at: startedAt,
+      graph_dir: built.dir,
+      graph: graph.manifest,
+      backend: backend.name,
+      seed: cfg.seed,
+      config: { name: cfg.name, path: cfg.path, session_recommender: r },
+      timings,
+    }),
+    model: 'session_recommender',
+    user_base_run: userRun.id,
+    item_base_run: itemRun.id,
+  };
+  return RunLifecycle.start(cfg.artifactsDir, manifest, { t0 });
+}
+
+/** The student and its two ablations (without the session, without the user embedding). */
+interface SessionStudents {
+  main: TrainedSessionModel;
+  noSession: TrainedSessionModel;
+  sessionOnly: TrainedSessionModel;
+}
+
+function trainSessionStudents(p: PreparedSession, opts: DistillSessionOptions): SessionStudents {
+  const { cfg, r, spec, data, ex, teacher, timings } = p;
   const train = (variant: Partial<SessionSpec>, epochs: number, kd: boolean): TrainedSessionModel =>
     trainSessionModel({ ...spec, ...variant }, data, ex, {
       epochs,
@@ -159,7 +226,7 @@ export async function distillSession(opts: DistillSessionOptions): Promise<Disti
       seed: cfg.seed,
       ...(teacher && kd && r.kd_weight > 0 ? { teacher: { model: teacher, weight: r.kd_weight } } : {}),
     });
-  t = performance.now();
+  let t = performance.now();
   const epochs = opts.epochs ?? r.epochs;
   const main = train({}, epochs, true);
   timings.student = secs(t);
@@ -168,22 +235,21 @@ export async function distillSession(opts: DistillSessionOptions): Promise<Disti
   const noSession = train({ use_rti: false }, ablationEpochs, true);
   const sessionOnly = train({ use_user: false }, ablationEpochs, true);
   timings.ablations = secs(t);
+  return { main, noSession, sessionOnly };
+}
 
+/** metrics.json of a session run: the student beside the baselines, the ablations, the teacher and the session-departure split. */
+function sessionMetrics(p: PreparedSession, students: SessionStudents, studentBytes: number): SessionDistillMetrics {
+  const { r, target, graph, ex, spec, data, anchors, nItems, teacher, teacherRun, userRun, itemRun } = p;
+  const { main, noSession, sessionOnly } = students;
   const rows = (rg: [number, number]): Int32Array => Int32Array.from({ length: rg[1] - rg[0] }, (_, i) => rg[0] + i);
   const baseline = (f: (rs: Int32Array) => Int32Array) => ({ val: rankingMetrics(ex, rows(ex.ranges.val), f(rows(ex.ranges.val)), spec.k), test: rankingMetrics(ex, rows(ex.ranges.test), f(rows(ex.ranges.test)), spec.k) });
   const popularity = baseline((rs) => popularityLists(graph, target, ex, rs, spec.k, anchors.window));
   const repeat = baseline((rs) => repeatLists(graph, target, ex, rs, spec.k));
   const departure = departureSplit(graph, target, ex, data, spec, main, noSession);
   const teacherMetrics = teacher ? { val: rankingMetrics(ex, rows(ex.ranges.val), teacherLists(teacher, ex, rows(ex.ranges.val), spec.k), spec.k), test: rankingMetrics(ex, rows(ex.ranges.test), teacherLists(teacher, ex, rows(ex.ranges.test), spec.k), spec.k) } : null;
-  teacher?.dispose();
-
-  const runId = newRunId(sessionRunTask(r.task));
-  const runDir = createRunDir(cfg.artifactsDir, runId);
-  const ser = main.model.params.serialize(main.best);
-  saveWeights(runDir, ser.index, ser.blob);
-  writeModelJson(runDir, SESSION_SPEC_FILE, spec);
   const bestBaseline = Math.max(popularity.test.map, repeat.test.map);
-  const metrics: SessionDistillMetrics = {
+  return {
     task: r.task,
     query: target.query,
     k: spec.k,
@@ -201,37 +267,12 @@ export async function distillSession(opts: DistillSessionOptions): Promise<Disti
     teacher: teacherMetrics,
     teacher_ratio: teacherMetrics && teacherMetrics.test.map > 0 ? round(main.test.map / teacherMetrics.test.map, 4) : null,
     negatives: 'full',
-    student: { parameters: main.model.parameterCount(), parameters_per_item: spec.dim + 1, bytes: ser.blob.byteLength },
+    student: { parameters: main.model.parameterCount(), parameters_per_item: spec.dim + 1, bytes: studentBytes },
     counts: { train: ex.ranges.train[1] - ex.ranges.train[0], val: ex.ranges.val[1] - ex.ranges.val[0], test: ex.ranges.test[1] - ex.ranges.test[0], items: nItems },
     split: { train: anchors.train.map(isoSeconds), val: isoSeconds(anchors.val), test: isoSeconds(anchors.test) },
     epochs: main.epochs,
     best_epoch: main.bestEpoch,
   };
-  for (const m of [main, noSession, sessionOnly]) m.model.dispose();
-  writeJsonAtomic(join(runDir, 'metrics.json'), metrics);
-  const manifest: SessionDistillManifest = {
-    kind: 'distill',
-    model: 'session_recommender',
-    id: runId,
-    task: sessionRunTask(r.task),
-    status: 'complete',
-    gnnctl: VERSION,
-    created_at: startedAt,
-    finished_at: new Date().toISOString(),
-    graph: { dir: built.dir, fingerprint: graph.manifest.fingerprint, schema_fingerprint: graph.manifest.schema_fingerprint },
-    graph_schema: graph.manifest.schema as GraphSchema,
-    backend: backend.name,
-    seed: cfg.seed,
-    config: { name: cfg.name, path: cfg.path, session_recommender: r },
-    user_base_run: userRun.id,
-    item_base_run: itemRun.id,
-    timings: { ...timings, total: secs(t0) },
-    metrics: { test: main.test, baselines_test: { popularity: popularity.test, repeat: repeat.test }, no_session_test: noSession.test },
-  };
-  writeManifest(runDir, manifest);
-  if (itemModel !== userModel) itemModel.dispose();
-  userModel.dispose();
-  return { runId, runDir, metrics, seconds: secs(t0) };
 }
 
 /** Metrics of the student and the no-session ablation on test users whose session departs from their history, and on the rest. */

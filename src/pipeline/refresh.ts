@@ -24,6 +24,9 @@ import { warn } from '../core/log.js';
 import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
 import type { FeatureSpec } from '../model/features.js';
+import type { OnlineStoreTarget } from '../artifacts/online_store.js';
+import { publishSnapshot } from '../online_store/publish_snapshot.js';
+import type { PublishResult } from '../online_store/publisher.js';
 import { driftReport, type DriftReport } from './drift.js';
 
 export interface RefreshOptions {
@@ -33,6 +36,8 @@ export interface RefreshOptions {
   run?: string;
   /** trained runs (entity tasks) whose predictions to write at the newest time in the data */
   predict?: string[];
+  /** Then publish the new embeddings (and predictions) to the online store (`--publish`). */
+  publish?: OnlineStoreTarget;
   backend?: BackendRequest;
   cwd?: string;
 }
@@ -48,6 +53,10 @@ export interface RefreshResult {
   base_run: string;
   embedding_anchor: Record<string, string>;
   embedding_rows: Record<string, number>;
+  /** the snapshots embedded for this version, one per entity table */
+  embeddings: { table: string; path: string; run_id: string; anchor_time: string; dim: number }[];
+  /** what `--publish` wrote to the online store */
+  published?: PublishResult[];
   /** batch predictions written on the same cadence (`--predict`) */
   predictions: RefreshedPredictions;
   /** the base run's feature drift on the data this version was embedded from (reported, not enforced: `gnnctl check` gates on it) */
@@ -59,6 +68,7 @@ export interface RefreshResult {
 export interface PredictionsRefreshResult {
   model: null;
   predictions: RefreshedPredictions;
+  published?: PublishResult[];
   seconds: number;
 }
 
@@ -81,9 +91,23 @@ export async function refreshJob(opts: RefreshOptions): Promise<RefreshResult | 
   const modelDir = join(opts.modelRepository ?? join(opts.cfg.artifactsDir, 'model_repository'), opts.cfg.export.name);
   if (opts.predict?.length && !opts.run && latestVersion(modelDir) === null) {
     const predictions = await refreshPredictions(opts);
-    return { model: null, predictions, seconds: Math.round((performance.now() - t0) / 10) / 100 };
+    const published = opts.publish ? await publishRefreshed([], predictions, opts.publish) : undefined;
+    return { model: null, predictions, ...(published ? { published } : {}), seconds: Math.round((performance.now() - t0) / 10) / 100 };
   }
-  return refresh(opts);
+  const r = await refresh(opts);
+  if (!opts.publish) return r;
+  return { ...r, published: await publishRefreshed(r.embeddings, r.predictions, opts.publish) };
+}
+
+/**
+ * Publishes the refreshed snapshots, each as a new version of its keyspace, after the model version is
+ * exported: a failed publish leaves the store's previous versions current and fails the job, naming it.
+ */
+async function publishRefreshed(embeddings: RefreshResult['embeddings'], predictions: RefreshedPredictions, target: OnlineStoreTarget): Promise<PublishResult[]> {
+  const out: PublishResult[] = [];
+  for (const e of embeddings) out.push(await publishSnapshot({ path: e.path, kind: 'embedding', model: e.table, run_id: e.run_id, anchor_time: e.anchor_time, dim: e.dim }, target));
+  for (const p of predictions) out.push(await publishSnapshot({ path: p.path, kind: 'prediction', model: p.task, run_id: p.run_id, anchor_time: p.anchor_time, dim: 0 }, target));
+  return out;
 }
 
 export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
@@ -105,9 +129,11 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
   const dm = readManifest<DistillManifest>(distilled.dir);
   const tables = [...new Set((JSON.parse(readFileSync(join(distilled.dir, 'model', 'student.json'), 'utf8')) as { embeddings: { target: string }[] }).embeddings.map((e) => e.target))];
   const files: string[] = [];
+  const embeddings: RefreshResult['embeddings'] = [];
   for (const table of tables) {
     const r = await embed({ cfg, run: dm.base_run, table, mode: 'exact', backend: opts.backend, cwd: opts.cwd });
     files.push(r.path);
+    embeddings.push({ table, path: r.path, run_id: r.run_id, anchor_time: r.anchor_time, dim: r.dim });
   }
   const r = await exportModel({ cfg, run: distilled.id, embeddings: files, out: repo, name, backend: opts.backend, cwd: opts.cwd });
   const base = resolveRun(cfg.artifactsDir, dm.base_run, { kind: 'train', cwd: opts.cwd });
@@ -122,6 +148,7 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
     base_run: dm.base_run,
     embedding_anchor: r.embedding_anchor,
     embedding_rows: r.embedding_rows,
+    embeddings,
     predictions,
     drift,
     seconds: Math.round((performance.now() - t0) / 10) / 100,

@@ -7,6 +7,8 @@ import { refreshJob } from '../../pipeline/refresh.js';
 import { parseIsoTime } from '../../core/time.js';
 import { join, resolve } from 'node:path';
 import type { CommandOutput } from '../run.js';
+import { publishTarget, type PublishFlags } from '../publish_flags.js';
+import { formatPublished } from '../../online_store/publish_snapshot.js';
 import { checkQualityGates, parseGates } from '../gates.js';
 import { intFlag, numberFlag, optional, secondsFlag, timeFlag } from '../flags.js';
 
@@ -39,7 +41,7 @@ export async function pipelineCommand(opts: PipelineCommandOptions): Promise<Com
   return { result: r, text: formatPipeline(r) };
 }
 
-export interface RefreshCommandOptions {
+export interface RefreshCommandOptions extends PublishFlags {
   config: string;
   modelRepository?: string;
   run?: string;
@@ -50,17 +52,20 @@ export interface RefreshCommandOptions {
 }
 
 export async function refreshCommand(opts: RefreshCommandOptions): Promise<CommandOutput> {
+  const target = publishTarget(opts);
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
   const r = await refreshJob({
     cfg,
     modelRepository: opts.modelRepository ? resolve(opts.cwd ?? process.cwd(), opts.modelRepository) : undefined,
     run: opts.run,
     predict: opts.predict,
+    publish: target,
     backend: parseBackendRequest(opts.backend),
     cwd: opts.cwd,
   });
   const lines = r.predictions.map((p) => `predicted ${p.rows.toLocaleString('en-US')} ${p.table} (${p.task}) as of ${p.anchor_time}: ${p.path}`);
   if (r.model !== null) lines.push(`refreshed ${r.model}: version ${r.version}${r.previous_version ? ` (was ${r.previous_version})` : ''} in ${r.seconds}s with embeddings as of ${Object.values(r.embedding_anchor).join(', ')}: ${r.dir}`);
+  for (const p of r.published ?? []) lines.push(formatPublished(p));
   const text = lines.join('\n');
   return { result: r, text };
 }

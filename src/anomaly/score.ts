@@ -50,6 +50,8 @@ export interface ScoreReport {
   threshold_first: number;
   threshold_last: number;
   new_services: number;
+  /** pods replaced in the scored period (new pod names under metrics.service_from): recorded as events, which suppress */
+  pod_replacements: { ts: string; service: string }[];
   /** alerting snapshots within a planned scale-out's suppression window (the target is 0) */
   scale_out_alerts: Record<string, number>;
   evaluation?: {
@@ -121,6 +123,7 @@ export async function scoreAnomaly(cfg: Config, opts: ScoreOptions): Promise<Sco
       threshold_first: res.rows[0]!.threshold,
       threshold_last: res.rows[res.rows.length - 1]!.threshold,
       new_services: res.newServices,
+      pod_replacements: events.filter((e) => e.kind === 'pod_replaced' && e.ts >= snaps[0]!.ts).map((e) => ({ ts: isoSeconds(e.ts), service: e.service })),
       scale_out_alerts: scaleOut,
       seconds: 0,
     };

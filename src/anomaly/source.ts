@@ -278,10 +278,15 @@ export async function loadSnapshots(conn: DuckDBConnection, cfg: Config, range: 
   return { snapshots, featureColumns, edgeFeatureColumns, droppedEdges: dropped, emptySnapshots, ...(spans ? { spans } : {}) };
 }
 
-/** Planned events in a range (the kinds the config lets suppress), ascending by time. */
+/**
+ * Planned events in a range (the kinds the config lets suppress), ascending by time; with
+ * `metrics.service_from`, also a `pod_replaced` event wherever a service's pod name first appears after
+ * the service's first scrape (a redeploy: its memory and node-level columns shift with the new pod).
+ */
 export async function loadEvents(conn: DuckDBConnection, cfg: Config, range: TimeRange): Promise<PlannedEvent[]> {
   const a = anomalyConfig(cfg);
-  if (!a.events) return [];
+  const out = a.metrics.service_from ? await podReplacements(conn, cfg, range) : [];
+  if (!a.events) return out;
   const e = a.events;
   const cols = await openSource(conn, cfg, 'events');
   const t = epochSql(e.ts_column, requireColumn(cols, e.ts_column, 'anomaly.events', 'ts_column'));
@@ -293,7 +298,27 @@ export async function loadEvents(conn: DuckDBConnection, cfg: Config, range: Tim
     conn,
     `SELECT ${t} AS t, ${q(e.service_column)}::VARCHAR AS s, ${q(e.kind_column)}::VARCHAR AS k FROM anomaly_events ${where || 'WHERE true'} ${kinds} ORDER BY 1, 2`,
   );
-  return rows.map((r) => ({ ts: Number(r.t), service: r.s, kind: r.k }));
+  out.push(...rows.map((r) => ({ ts: Number(r.t), service: r.s, kind: r.k })));
+  return out.sort((x, y) => x.ts - y.ts || (x.service < y.service ? -1 : x.service > y.service ? 1 : 0));
+}
+
+/** `pod_replaced` events: a pod name's first scrape after its service's first scrape, over all the data. */
+export async function podReplacements(conn: DuckDBConnection, cfg: Config, range: TimeRange): Promise<PlannedEvent[]> {
+  const a = anomalyConfig(cfg);
+  const m = a.metrics;
+  const cols = await openSource(conn, cfg, 'metrics');
+  const t = metricsTimeSql(a, cols);
+  requireColumn(cols, m.service_column, 'anomaly.metrics', 'service_column');
+  const pod = `${q(m.service_column)}::VARCHAR`;
+  const rows = await queryRows<{ t: number; s: string }>(
+    conn,
+    `SELECT first_t AS t, service AS s FROM (
+       SELECT service, pod, min(t) AS first_t, min(min(t)) OVER (PARTITION BY service) AS service_first
+       FROM (SELECT ${t} AS t, ${serviceSql(pod, m.service_from)} AS service, ${pod} AS pod FROM anomaly_metrics WHERE ${pod} IS NOT NULL)
+       GROUP BY service, pod)
+     ${rangeSql('first_t', range) || 'WHERE true'} AND first_t > service_first ORDER BY 1, 2`,
+  );
+  return rows.map((r) => ({ ts: Number(r.t), service: r.s, kind: 'pod_replaced' }));
 }
 
 /** Labelled incidents, when `anomaly.labels` is configured. */

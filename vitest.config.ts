@@ -1,17 +1,26 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Two tiers, chosen by file name. `*.e2e.test.ts` files spawn the binary or train a model for more than a
+ * few seconds; they need the compiled `dist/` (training's worker threads run it), so only they run the
+ * global setup that rebuilds it. Every other `*.test.ts` is a fast unit test of pure logic.
+ * `npm run test:unit` and `npm run test:e2e` pick one with `--project`; `npm test` runs both.
+ */
+const E2E = 'test/**/*.e2e.test.ts';
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    globalSetup: ['test/global-setup.ts'],
     // TF.js wasm and DuckDB hold native state; one fork per file keeps them apart.
     pool: 'forks',
     // At least two files at a time: vitest's default (cores − 1) runs one at a time on a 2-core machine,
-    // and most files wait on DuckDB, spawned binaries and worker start-up as much as they compute. On this
-    // 2-core machine the default suite took 624 s with one fork and 473 s with two (2026-11-28, CI=true).
+    // and most files wait on DuckDB, spawned binaries and worker start-up as much as they compute.
     maxWorkers: Math.max(2, availableParallelism() - 1),
     testTimeout: 120_000,
     hookTimeout: 120_000,
+    projects: [
+      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [E2E] } },
+      { extends: true, test: { name: 'e2e', include: [E2E], globalSetup: ['test/global-setup.ts'] } },
+    ],
   },
 });

@@ -1,7 +1,6 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-// @ts-expect-error -- a plain .mjs build script without type declarations
 import { EMBEDDED_PROTOS, generatedPath, generatedSource } from '../../scripts/embed_protos.mjs';
 
 const root = join(import.meta.dirname, '..', '..');

@@ -65,7 +65,7 @@ export function retailFixture(overrides: Partial<Record<'customers' | 'articles'
 
 /**
  * TRANSACTIONS plus rows exactly on the edges of 7-day label windows at the anchors 2020-01-06, 2020-01-13
- * and 2020-01-20 (test/train/examples.test.ts): row 9 sits at 2020-01-20 00:00, row 10 at 2020-01-27 00:00
+ * and 2020-01-20 (test/train/examples.e2e.test.ts): row 9 sits at 2020-01-20 00:00, row 10 at 2020-01-27 00:00
  * and row 11 at 2020-01-13 00:00. Every earlier row keeps its meaning.
  */
 export const BOUNDARY_TRANSACTIONS = `${TRANSACTIONS}9,2020-01-20 00:00:00,c4,0110065001,0.10,2,0

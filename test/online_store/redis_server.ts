@@ -1,12 +1,14 @@
 /**
  * A throwaway `redis-server` (Debian's) on a free loopback port, without persistence, for the online
- * store tests; `available` is false where it is not installed (the tests then skip with a message).
+ * store tests. `available` is false where it is not installed, outside CI (the tests then skip with a
+ * message); under CI=true they run and fail (`test/helpers/system_binary.ts`).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { systemBinary } from '../helpers/system_binary.js';
 
-export const available = spawnSync('redis-server', ['--version']).status === 0;
-if (!available) console.warn('online store tests: redis-server is not installed (apt-get install redis-server); skipping');
+const redis = systemBinary({ command: 'redis-server', aptPackage: 'redis-server', testFile: 'test/online_store' });
+export const available = !redis.skip;
 
 export interface TestRedis {
   url: string;
@@ -28,6 +30,7 @@ export async function freePort(): Promise<number> {
 }
 
 export async function startRedis(): Promise<TestRedis> {
+  redis.require();
   const port = await freePort();
   let child: ChildProcess | undefined;
   const start = async () => {

@@ -1,5 +1,5 @@
 /**
- * The no-graph baseline's DuckDB aggregates on the hand-written fixture (see examples.test.ts for the
+ * The no-graph baseline's DuckDB aggregates on the hand-written fixture (see examples.e2e.test.ts for the
  * rows): values worked out by hand, only earlier rows used, the target column never used.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

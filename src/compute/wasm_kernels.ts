@@ -1,7 +1,7 @@
 /**
  * Kernels the TF.js wasm backend (4.22) does not ship, registered for `backendName: 'wasm'`.
  *
- * How the list was found: `test/compute/wasm_kernels.test.ts` runs forward and backward of every op a GNN
+ * How the list was found: `test/compute/wasm_kernels.e2e.test.ts` runs forward and backward of every op a GNN
  * trainer uses (gather, matMul, the activations, softmax, reductions, moments, concat/slice/tile,
  * where, oneHot, dropout, the losses, `tf.train.adam`, `tf.variableGrads`, …) on wasm and on cpu and
  * compares them; the only "Kernel 'X' not registered for backend 'wasm'" failures among them come from

@@ -1,22 +1,27 @@
 #!/usr/bin/env node
 /**
- * The recommendation targets (docs/recommendations.md, docs/performance.md): train the bundled `next_purchases` task (MAP@12
- * of the deep recommender against the popularity, repeat and co-occurrence baselines on the test anchor),
- * then time `predict`'s exact top-12 over the whole catalogue for every customer (median of --repeats).
+ * The recommendation targets (docs/recommendations.md, docs/performance.md): train a ranking task (MAP@12
+ * of the deep recommender against every heuristic of train/ranking_heuristics.ts on the test anchor: popularity,
+ * repeat, attribute affinity, co-occurrence, repeat + affinity), then time `predict`'s exact top-12 over the
+ * whole catalogue for every user (median of --repeats).
  *
- *   npm run build && node bench/recommend.mjs --size small|medium [--data DIR] [--run RUN]
- *     [--epochs N] [--max-steps N] [--train-anchors N] [--repeats 3] [--verbose]
+ *   npm run build && node bench/recommend.mjs --size tiny|small|medium [--preset retail|retail-dates|bursty|ratings]
+ *     [--data DIR] [--run RUN] [--epochs N] [--max-steps N] [--train-anchors N] [--repeats 3] [--verbose]
  *
- * --run skips training and reads that run's metrics; --max-steps caps optimizer steps per epoch (medium).
+ * --preset picks the generator's data shape (`gnnctl datasets synth --preset`): the retail presets train
+ * configs' `next_purchases`; the ratings presets (users/items/ratings) a `next_rated` task added here, the
+ * items a user rates in the next week. --run skips training and reads that run's metrics; --max-steps caps
+ * optimizer steps per epoch (medium).
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
-import { arg, benchConfig, CACHE, dataset, peakRssMb } from './common.mjs';
+import { arg, benchConfig, CACHE, dataset, peakRssMb, ROOT } from './common.mjs';
 
 const size = arg('size', 'small');
-const data = arg('data', null) ?? (await dataset(size));
+const preset = arg('preset', 'retail');
 mkdirSync(CACHE, { recursive: true });
+const data = arg('data', null) ?? (preset === 'retail' ? await dataset(size) : await presetData(preset, size));
 const { loadConfig } = await import('../dist/config/load.js');
 const { train } = await import('../dist/train/trainer.js');
 const { predict } = await import('../dist/predict/predict.js');
@@ -24,8 +29,10 @@ const { resolveRun } = await import('../dist/artifacts/run_store.js');
 const { setQuiet } = await import('../dist/core/log.js');
 setQuiet(!process.argv.includes('--verbose'));
 
-const cfg = loadConfig(benchConfig(`${size}-recommend`, data));
-const task = cfg.taskSpecs.next_purchases;
+const ratingsShape = preset === 'bursty' || preset === 'ratings';
+const taskName = ratingsShape ? 'next_rated' : 'next_purchases';
+const cfg = loadConfig(preset === 'retail' ? benchConfig(`${size}-recommend`, data) : presetConfig(preset, size, data));
+const task = cfg.taskSpecs[taskName];
 const maxSteps = arg('max-steps', null);
 const anchors = arg('train-anchors', null);
 if (maxSteps) task.model = { ...task.model, max_steps_per_epoch: Number(maxSteps) };
@@ -38,7 +45,7 @@ if (given) runDir = resolveRun(cfg.artifactsDir, given).dir;
 else {
   const t = performance.now();
   const epochs = arg('epochs', null);
-  runDir = (await train({ cfg, task: 'next_purchases', ...(epochs ? { epochs: Number(epochs) } : {}) })).runDir;
+  runDir = (await train({ cfg, task: taskName, ...(epochs ? { epochs: Number(epochs) } : {}) })).runDir;
   trainSeconds = Math.round((performance.now() - t) / 100) / 10;
 }
 const m = JSON.parse(readFileSync(join(runDir, 'metrics.json'), 'utf8'));
@@ -64,6 +71,8 @@ console.log(
   JSON.stringify({
     bench: 'recommend',
     size,
+    preset,
+    task: taskName,
     run: runDir.split('/').pop(),
     k: m.test.k,
     counts: m.counts,
@@ -76,6 +85,10 @@ console.log(
     deep_above_repeat: test.deep > test.repeat,
     lift_over_best_baseline: m.lift,
     best_baseline: m.best_baseline,
+    deep_over_best_baseline: Math.round((test.deep / Math.max(1e-9, test[m.best_baseline])) * 100) / 100,
+    chosen: m.chosen ?? null,
+    chosen_reason: m.chosen_reason ?? null,
+    heuristics: m.heuristics ?? null,
     predict: {
       users: last.rows / last.k,
       items: last.items,
@@ -89,3 +102,35 @@ console.log(
     peak_rss_mb: peakRssMb(),
   }),
 );
+
+/** The generator's data of a preset and size (seed 0), written once under the bench cache. */
+async function presetData(name, sz) {
+  const dir = join(CACHE, `data-${name}-${sz}`);
+  const shape = name === 'bursty' || name === 'ratings';
+  if (!existsSync(join(dir, shape ? 'ratings.csv' : 'transactions.csv'))) {
+    mkdirSync(dir, { recursive: true });
+    if (shape) {
+      const { generateRatingsSynthetic } = await import('../dist/datasets/ratings_synth.js');
+      await generateRatingsSynthetic({ out: dir, preset: name, size: sz, seed: 0, format: 'csv' });
+    } else {
+      const { generateSynthetic } = await import('../dist/datasets/synth.js');
+      const { SYNTH_PRESETS } = await import('../dist/datasets/presets.js');
+      await generateSynthetic({ out: dir, size: sz, seed: 0, format: 'csv', dateOnly: SYNTH_PRESETS[name].dateOnly });
+    }
+  }
+  return dir;
+}
+
+/** The preset's bundled config pointed at the data, with a ranking task for the ratings shape. */
+function presetConfig(name, sz, dir) {
+  const file = { 'retail-dates': 'retail_dates.yaml', bursty: 'bursty.yaml', ratings: 'ratings.yaml' }[name];
+  if (!file) throw new Error(`unknown --preset ${name} (use retail, retail-dates, bursty or ratings)`);
+  let text = readFileSync(join(ROOT, 'configs', file), 'utf8').replaceAll(`datasets/${name.replace('-', '_')}`, dir);
+  const query = name === 'bursty' || name === 'ratings'
+    ? ['next_rated', 'PREDICT LIST_DISTINCT(ratings.item_id, 0, 7, days) RANK TOP 12 FOR EACH users.user_id']
+    : ['next_purchases', 'PREDICT LIST_DISTINCT(transactions.article_id, 0, 7, days) RANK TOP 12 FOR EACH customers.customer_id'];
+  if (!text.includes(`  ${query[0]}:`)) text = text.replace(/^tasks:\n/m, `tasks:\n  ${query[0]}:\n    query: ${query[1]}\n    split: { train_anchors: 6 }\n`);
+  const path = join(CACHE, `${name}-${sz}-recommend.yaml`);
+  writeFileSync(path, `${text}\nartifacts: ${join(CACHE, `artifacts-${name}-${sz}`)}\n`);
+  return path;
+}

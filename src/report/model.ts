@@ -90,9 +90,21 @@ const trainMetricsSchema = z.object({
   curves: curvesSchema.optional(),
   baseline_curves: curvesSchema.omit({ calibration: true }).optional(),
   parameters: z.object({ total: z.number(), without_embeddings: z.number() }).optional(),
-  /** ranking runs: popularity, repeat and co-occurrence, and the one with the best validation MAP@k */
+  /** ranking runs: every heuristic (train/ranking_heuristics.ts), and the one with the best validation MAP@k */
   baselines: z.record(z.string(), z.object({ val: metricsSchema, test: metricsSchema })).optional(),
   best_baseline: z.string().optional(),
+  /** ranking runs: the heuristics' choices on validation and the seen-items decision */
+  heuristics: z
+    .object({
+      exclude_seen: z.object({ exclude: z.boolean(), reason: z.string() }),
+      popularity: z.object({ window: z.string() }),
+      affinity: z.object({ column: z.string().nullable() }),
+      repeat_affinity: z.object({ repeat_weight: z.number() }),
+    })
+    .optional(),
+  /** ranking runs: what to serve (the model or the heuristic that beat it on validation) and why */
+  chosen: z.string().optional(),
+  chosen_reason: z.string().optional(),
 });
 
 const studentMetricsSchema = z.object({ val: metricsSchema, test: metricsSchema, best_epoch: z.number().optional() });

@@ -101,11 +101,16 @@ export function rankingBaselinesSection(d: TrainReport | DistillReport): string 
     columns: [{ label: 'Model' }, ...specs.flatMap((s) => [{ label: `${s.label} · val`, numeric: true }, { label: `${s.label} · test`, numeric: true }])],
     rows,
   });
+  const h = m.heuristics;
+  const choices = h
+    ? `<p class="summary">Popularity window ${esc(h.popularity.window)}; affinity column ${esc(h.affinity.column ?? 'none (no categorical item column)')}; blend repeat weight ${esc(String(h.repeat_affinity.repeat_weight))} (each chosen on validation). Seen items: ${esc(h.exclude_seen.reason)}.</p>`
+    : '';
+  const chosen = m.chosen ? `<p class="summary" data-metric="chosen" data-value="${esc(m.chosen)}"><strong>Serve: ${esc(m.chosen === 'model' ? 'the deep recommender' : m.chosen)}</strong> — ${esc(m.chosen_reason ?? '')}.</p>` : '';
   return section(
     'ranking-baselines',
     'Ranking baselines',
-    tbl,
-    "popularity: the most bought items in the last window, for everyone; repeat: the user's own past items, most bought first; cooccurrence: items bought together with the user's recent items by other users (item-kNN).",
+    chosen + tbl + choices,
+    "popularity: the most bought items in a window chosen on validation, for everyone; repeat: the user's own past items, most bought first; affinity: popular items of the kinds (one categorical item column) the user bought, weighted by their share; cooccurrence: items bought together with the user's recent items by other users (item-kNN); repeat_affinity: a blend of the two.",
   );
 }
 

@@ -5,7 +5,9 @@
  *   score_u(i) = P(v_i | u) · P(i | v_i)
  *
  * where P(v | u) is the share of the user's interactions before the anchor whose item has value v, and
- * P(i | v) is item i's share of the window's interactions among items with value v. The scores of one user
+ * P(i | v) is item i's share of the window's interactions among items with value v. A multi-valued
+ * attribute (genre flags: a film is Drama and Romance) sums over the item's values, each interaction
+ * spreading its weight over its item's values: score_u(i) = Σ_{v ∈ values(i)} P(v | u) · P(i | v). The scores of one user
  * sum to 1 over the catalogue, so they mix with the repeat shares P(i | u) (`repeatShares`) as a blend:
  * w · P_repeat(i | u) + (1 − w) · P_affinity(i | u).
  *
@@ -58,8 +60,20 @@ export function repeatShares(g: InteractionCsr, user: number, anchor: number): M
   return out;
 }
 
+/** An item attribute: each item's values (CSR over items); one value per item for a categorical column. */
+export interface ItemAttribute {
+  name: string;
+  ptr: Int32Array;
+  values: Int32Array;
+}
+
+/** A categorical column's codes as an attribute (one value per item). */
+export function singleValued(name: string, codes: Int32Array): ItemAttribute {
+  return { name, ptr: Int32Array.from({ length: codes.length + 1 }, (_, i) => i), values: codes };
+}
+
 /**
- * Per value of one item column, its items by window count (most first, ties: lower id), at most `depth`
+ * Per value of one item attribute, its items by window count (most first, ties: lower id), at most `depth`
  * each, and each value's total count; items never interacted with in the window are left out.
  */
 export interface ValueLists {
@@ -69,17 +83,20 @@ export interface ValueLists {
   share: Float32Array;
 }
 
-export function valueLists(codes: Int32Array, counts: Float32Array, depth: number): ValueLists {
+export function valueLists(attr: ItemAttribute, counts: Float32Array, depth: number): ValueLists {
   let values = 0;
-  for (const c of codes) values = Math.max(values, c + 1);
+  for (const c of attr.values) values = Math.max(values, c + 1);
   const byValue: number[][] = Array.from({ length: values }, () => []);
   const total = new Float64Array(values);
-  for (let i = 0; i < codes.length; i++) {
-    const v = codes[i]!;
+  for (let i = 0; i + 1 < attr.ptr.length; i++) {
     const c = counts[i]!;
-    if (v < 0 || c <= 0) continue;
-    byValue[v]!.push(i);
-    total[v]! += c;
+    if (c <= 0) continue;
+    for (let p = attr.ptr[i]!; p < attr.ptr[i + 1]!; p++) {
+      const v = attr.values[p]!;
+      if (v < 0) continue;
+      byValue[v]!.push(i);
+      total[v]! += c;
+    }
   }
   const ptr = new Int32Array(values + 1);
   const items: number[] = [];
@@ -96,23 +113,52 @@ export function valueLists(codes: Int32Array, counts: Float32Array, depth: numbe
 }
 
 /** P(i | u) of attribute affinity over the items `lists` hold (see the file comment). */
-export function affinityShares(g: InteractionCsr, codes: Int32Array, lists: ValueLists, user: number, anchor: number): Map<number, number> {
+export function affinityShares(g: InteractionCsr, attr: ItemAttribute, lists: ValueLists, user: number, anchor: number): Map<number, number> {
   const [start, end] = historyRange(g, user, anchor);
   const perValue = new Map<number, number>();
   let n = 0;
   for (let j = start; j < end; j++) {
     const item = g.itemOf[g.userIdx[j]!]!;
     if (item < 0) continue;
-    const v = codes[item]!;
-    perValue.set(v, (perValue.get(v) ?? 0) + 1);
+    const lo = attr.ptr[item]!;
+    const hi = attr.ptr[item + 1]!;
+    if (hi === lo) continue;
+    for (let p = lo; p < hi; p++) perValue.set(attr.values[p]!, (perValue.get(attr.values[p]!) ?? 0) + 1 / (hi - lo));
     n++;
   }
   const out = new Map<number, number>();
   for (const [v, c] of perValue) {
     if (v < 0 || v + 1 >= lists.ptr.length) continue;
-    for (let p = lists.ptr[v]!; p < lists.ptr[v + 1]!; p++) out.set(lists.items[p]!, (c / n) * lists.share[p]!);
+    for (let p = lists.ptr[v]!; p < lists.ptr[v + 1]!; p++) out.set(lists.items[p]!, (out.get(lists.items[p]!) ?? 0) + (c / n) * lists.share[p]!);
   }
   return out;
+}
+
+/**
+ * The item table's 0/1 numeric columns (genre flags) as one multi-valued attribute, or null with fewer
+ * than two such columns: a flag alone splits the catalogue in two, too coarse to say what a user likes.
+ */
+export function flagAttribute(columns: { name: string; values: Float32Array }[]): ItemAttribute | null {
+  const flags = columns.filter((c) => {
+    const seen = new Set<number>();
+    for (const x of c.values) {
+      if (!Number.isNaN(x)) seen.add(x);
+      if (seen.size > 2) return false;
+    }
+    return seen.size === 2;
+  });
+  if (flags.length < 2) return null;
+  const n = flags[0]!.values.length;
+  const on = flags.map((c) => Math.max(...new Set(c.values)));
+  const ptr = new Int32Array(n + 1);
+  const values: number[] = [];
+  for (let i = 0; i < n; i++) {
+    flags.forEach((c, f) => {
+      if (c.values[i] === on[f]) values.push(f);
+    });
+    ptr[i + 1] = values.length;
+  }
+  return { name: `flags(${flags.map((c) => c.name).join(',')})`, ptr, values: Int32Array.from(values) };
 }
 
 /**

@@ -6,7 +6,8 @@
  *   label window, or all time: the best on validation);
  * - `repeat`: the user's own past items (train/ranking_baselines.ts);
  * - `affinity`: attribute-affinity popularity (train/ranking_affinity.ts) over the item table's categorical
- *   column that scores best on validation, in popularity's window;
+ *   column (or its 0/1 flag columns taken together, e.g. genres) that scores best on validation, in
+ *   popularity's window;
  * - `cooccurrence`: item-to-item co-occurrence from the user's recent items (train/ranking_baselines.ts);
  * - `repeat_affinity`: the blend w · repeat + (1 − w) · affinity, w chosen on validation.
  *
@@ -19,7 +20,7 @@ import type { RankingSpec } from '../model/context_gnn.js';
 import { upperBound } from '../model/sampler.js';
 import { rankingMetrics, type RankingMetrics } from '../task/metrics.js';
 import type { Examples } from '../task/task_spec.js';
-import { affinityShares, blend, repeatShares, seenItems, topOf, valueLists, type InteractionCsr, type ValueLists } from './ranking_affinity.js';
+import { affinityShares, blend, flagAttribute, repeatShares, seenItems, singleValued, topOf, valueLists, type InteractionCsr, type ItemAttribute, type ValueLists } from './ranking_affinity.js';
 import { cooccurrenceTopK, interactionCsr, RANKING_BASELINES, repeatTopK, type RankingBaseline } from './ranking_baselines.js';
 
 export type ExcludeSeenSetting = 'auto' | boolean;
@@ -148,7 +149,11 @@ export function rankingHeuristics(graph: Graph, rs: RankingSpec, data: { val: Ex
   const k = rs.top_k;
   const depth = k + (seen.exclude ? SEEN_MARGIN : k);
   const items = graph.tables[rs.item_table]!;
-  const columns = items.categorical.filter((c) => c.meta.vocab.length >= 2 && c.meta.vocab.length < items.rows);
+  const flags = flagAttribute(items.numeric.map((c) => ({ name: c.meta.name, values: c.values })));
+  const columns: ItemAttribute[] = [
+    ...items.categorical.filter((c) => c.meta.vocab.length >= 2 && c.meta.vocab.length < items.rows).map((c) => singleValued(c.meta.name, c.codes)),
+    ...(flags ? [flags] : []),
+  ];
   const counts = new Map<string, Float32Array>();
   const countsAt = (anchor: number, window: number): Float32Array => {
     const key = `${anchor}/${window}`;
@@ -160,7 +165,7 @@ export function rankingHeuristics(graph: Graph, rs: RankingSpec, data: { val: Ex
   const listsAt = (anchor: number, window: number, column: number): ValueLists => {
     const key = `${anchor}/${window}/${column}`;
     let l = lists.get(key);
-    if (!l) lists.set(key, (l = valueLists(columns[column]!.codes, countsAt(anchor, window), depth)));
+    if (!l) lists.set(key, (l = valueLists(columns[column]!, countsAt(anchor, window), depth)));
     return l;
   };
 
@@ -185,9 +190,9 @@ export function rankingHeuristics(graph: Graph, rs: RankingSpec, data: { val: Ex
         });
       } else {
         const vl = p.column !== undefined ? listsAt(anchor, p.window!, p.column) : null;
-        const codes = p.column !== undefined ? columns[p.column]!.codes : null;
+        const attr = p.column !== undefined ? columns[p.column]! : null;
         users.forEach((u, j) => {
-          const aff = vl && codes ? affinityShares(g, codes, vl, u, anchor) : new Map<number, number>();
+          const aff = vl && attr ? affinityShares(g, attr, vl, u, anchor) : new Map<number, number>();
           const scores = p.name === 'repeat_affinity' ? blend(repeatShares(g, u, anchor), aff, p.weight!) : aff;
           ids.set(topOf(scores, k, exclude(u), fill), (at + j) * k);
         });
@@ -225,7 +230,7 @@ export function rankingHeuristics(graph: Graph, rs: RankingSpec, data: { val: Ex
   const windows = popularityWindows(rs.window);
   const pop = choose(windows, ([, w]) => ({ name: 'popularity', window: w }), ([n]) => n);
   const window = pop.best[1];
-  const columnChoice = columns.length > 0 ? choose(columns.map((_, i) => i), (c) => ({ name: 'affinity', window, column: c }), (c) => columns[c]!.meta.name) : null;
+  const columnChoice = columns.length > 0 ? choose(columns.map((_, i) => i), (c) => ({ name: 'affinity', window, column: c }), (c) => columns[c]!.name) : null;
   const column = columnChoice?.best;
   const weight = choose([...BLEND_WEIGHTS], (w) => ({ name: 'repeat_affinity', window, column, weight: w }), (w) => String(w));
   const chosen: Record<RankingBaseline, Params> = {
@@ -244,7 +249,7 @@ export function rankingHeuristics(graph: Graph, rs: RankingSpec, data: { val: Ex
     record: {
       exclude_seen: seen,
       popularity: { window: pop.best[0], val_map_by_window: pop.scores },
-      affinity: { column: column === undefined ? null : columns[column]!.meta.name, val_map_by_column: columnChoice?.scores ?? {} },
+      affinity: { column: column === undefined ? null : columns[column]!.name, val_map_by_column: columnChoice?.scores ?? {} },
       repeat_affinity: { repeat_weight: weight.best, val_map_by_weight: weight.scores },
     },
   };

@@ -6,7 +6,7 @@
  *   user 2: nothing
  */
 import { describe, expect, it } from 'vitest';
-import { affinityShares, blend, repeatShares, seenItems, topOf, valueLists, type InteractionCsr } from '../../src/train/ranking_affinity.js';
+import { affinityShares, blend, flagAttribute, repeatShares, seenItems, singleValued, topOf, valueLists, type InteractionCsr } from '../../src/train/ranking_affinity.js';
 import { chooseServed, decideExcludeSeen, popularityWindows, rankedByCount, repeatRate } from '../../src/train/ranking_heuristics.js';
 import { unseen } from '../../src/train/ranking_trainer.js';
 import type { Examples } from '../../src/task/task_spec.js';
@@ -19,6 +19,7 @@ const g: InteractionCsr = {
   time: Float64Array.from([1, 2, 3, 1, 5]),
 };
 const codes = Int32Array.from([2, 2, 2, 3, 3, 3]);
+const attr = singleValued('section', codes);
 // window counts: item 2 the most bought shoe, item 5 the most bought hat
 const counts = Float32Array.from([1, 2, 5, 0, 1, 3]);
 
@@ -37,7 +38,7 @@ describe('seen items and repeat shares', () => {
 });
 
 describe('attribute affinity', () => {
-  const lists = valueLists(codes, counts, 10);
+  const lists = valueLists(attr, counts, 10);
   it('lists each value\'s items by window count with their share within the value', () => {
     expect([...lists.items.subarray(lists.ptr[2]!, lists.ptr[3]!)]).toEqual([2, 1, 0]);
     expect([...lists.share.subarray(lists.ptr[2]!, lists.ptr[3]!)].map((x) => +x.toFixed(4))).toEqual([0.625, 0.25, 0.125]);
@@ -46,16 +47,41 @@ describe('attribute affinity', () => {
   });
   it('scores P(value | user) · P(item | value)', () => {
     // user 0: 2/3 shoes, 1/3 hats
-    const s = affinityShares(g, codes, lists, 0, 10);
+    const s = affinityShares(g, attr, lists, 0, 10);
     expect(s.get(2)).toBeCloseTo((2 / 3) * 0.625);
     expect(s.get(5)).toBeCloseTo((1 / 3) * 0.75);
     // the scores of one user sum to 1 over the listed items
     expect([...s.values()].reduce((a, b) => a + b, 0)).toBeCloseTo(1);
-    expect(affinityShares(g, codes, lists, 2, 10).size).toBe(0);
+    expect(affinityShares(g, attr, lists, 2, 10).size).toBe(0);
   });
   it('cuts each value\'s list at the depth', () => {
-    const short = valueLists(codes, counts, 1);
+    const short = valueLists(attr, counts, 1);
     expect([...short.items]).toEqual([2, 5]);
+  });
+});
+
+describe('multi-valued attributes (flag columns)', () => {
+  // genre flags: A on items 0, 1; B on items 1, 2; a constant column and a 3-valued one are no flags
+  const cols = [
+    { name: 'A', values: Float32Array.from([1, 1, 0, 0, 0, 0]) },
+    { name: 'B', values: Float32Array.from([0, 1, 1, 0, 0, 0]) },
+    { name: 'all', values: Float32Array.from([1, 1, 1, 1, 1, 1]) },
+    { name: 'year', values: Float32Array.from([1990, 1991, 1992, 1990, 1991, 1992]) },
+  ];
+  const flags = flagAttribute(cols)!;
+  it('takes the 0/1 columns together, each item with the flags it has on', () => {
+    expect(flags.name).toBe('flags(A,B)');
+    expect([...flags.ptr]).toEqual([0, 1, 3, 4, 4, 4, 4]);
+    expect([...flags.values]).toEqual([0, 0, 1, 1]);
+    expect(flagAttribute(cols.slice(0, 1))).toBeNull();
+  });
+  it('spreads an interaction over its item\'s values and sums an item\'s values', () => {
+    const lists = valueLists(flags, counts, 10);
+    // user 0 bought 0 (A), 1 (A, B), 3 (no flag): P(A) = 1.5 / 2, P(B) = 0.5 / 2
+    // P(1 | A) = 2 / 3, P(1 | B) = 2 / 7
+    const s = affinityShares(g, flags, lists, 0, 10);
+    expect(s.get(1)).toBeCloseTo(0.75 * (2 / 3) + 0.25 * (2 / 7));
+    expect(s.get(2)).toBeCloseTo(0.25 * (5 / 7));
   });
 });
 

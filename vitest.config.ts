@@ -19,7 +19,9 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     projects: [
-      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [E2E] } },
+      // Unit files share a fork's module cache: loading TF.js and DuckDB once per fork, not once per file,
+      // is most of this tier's time, and these files leave no backend or server state behind.
+      { extends: true, test: { name: 'unit', include: ['test/**/*.test.ts'], exclude: [E2E], isolate: false } },
       { extends: true, test: { name: 'e2e', include: [E2E], globalSetup: ['test/global-setup.ts'] } },
     ],
   },

@@ -140,8 +140,8 @@ describe('a training run', () => {
 describe('fine-tuning with --init-from', () => {
   it('a graph whose articles gained categorical values loads the run with grown vocabularies', async () => {
     const grown = copyFixture(fx, 'data-new-colours');
-    // New articles, bought before fit_until, so their colour enters the vocabulary.
-    appendFutureRows(grown.dir, '2020-09-01T00:00:00Z', { transactions: 40, customers: 0, articles: 4, seed: 5, days: 1 });
+    // New articles, bought before fit_until (the earliest validation anchor, 2020-04-08 with 20 test anchors), so their colour enters the vocabulary.
+    appendFutureRows(grown.dir, '2020-03-20T00:00:00Z', { transactions: 40, customers: 0, articles: 4, seed: 5, days: 1 });
     const cfg2 = loadConfig(grown.config, { cwd: grown.dir, artifacts: fx.artifacts });
     const r = await train({ cfg: cfg2, task: 'churn', backend: 'wasm', init_from: first.runId, skip_baseline: true });
     expect(r.status).toBe('complete');

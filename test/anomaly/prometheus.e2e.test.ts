@@ -18,7 +18,7 @@ import { watchAnomaly } from '../../src/anomaly/watch.js';
 import { setQuiet } from '../../src/core/log.js';
 import { systemBinary } from '../helpers/system_binary.js';
 
-const prometheus = systemBinary({ command: process.env.GNNCTL_PROMETHEUS_BIN ?? 'prometheus', aptPackage: 'prometheus', testFile: 'test/anomaly/prometheus.test.ts' });
+const prometheus = systemBinary({ command: process.env.GNNCTL_PROMETHEUS_BIN ?? 'prometheus', aptPackage: 'prometheus', testFile: 'test/anomaly/prometheus.e2e.test.ts' });
 const PROMETHEUS = prometheus.command;
 
 const FEATURES = ['request_rate', 'error_rate', 'p50_latency_ms', 'p99_latency_ms', 'cpu', 'memory_mb', 'active_connections', 'pods'];

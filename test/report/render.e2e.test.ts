@@ -14,7 +14,7 @@ import { systemBinary } from '../helpers/system_binary.js';
 import { decodePng, inkStats, isPng, pngSize } from './png.js';
 import { DISTILL_ID, runsFixture, TRAIN_BINARY_ID, writeDistillRun, writeTrainBinaryRun, type RunsFixture } from './runs.js';
 
-const chromium = systemBinary({ command: '/usr/bin/chromium', aptPackage: 'chromium', testFile: 'test/report/render.test.ts' });
+const chromium = systemBinary({ command: '/usr/bin/chromium', aptPackage: 'chromium', testFile: 'test/report/render.e2e.test.ts' });
 const CHROMIUM = chromium.command;
 const WIDTH = 1280;
 const HEIGHT = 2400;

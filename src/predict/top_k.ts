@@ -12,6 +12,10 @@
  * the unsharded job or shard 0) holds e_i per item at the anchor: the item-side vectors a downstream
  * student scores against with a dot product. The user-side vectors are `gnnctl embed --table <entity>`
  * of the same run and anchor (exactly h_u).
+ *
+ * When the run decided to exclude seen items (`heuristics.exclude_seen` in its metrics.json,
+ * train/ranking_heuristics.ts), a wider list is ranked and each user's items before the anchor are
+ * dropped from it, as training evaluated.
  */
 import * as arrow from 'apache-arrow';
 import { tf } from '../core/tf.js';
@@ -21,6 +25,11 @@ import { Progress } from '../core/progress.js';
 import { round } from '../core/number.js';
 import { VERSION } from '../core/version.js';
 import { writeJsonAtomic } from '../core/atomic.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { seenItems } from '../train/ranking_affinity.js';
+import { interactionCsr } from '../train/ranking_baselines.js';
+import { SEEN_MARGIN } from '../train/ranking_heuristics.js';
+import { unseen } from '../train/ranking_trainer.js';
 import { embedExact } from '../embed/layerwise.js';
 import { exactDegreeCap, existingAt, kvMetadata, readTableKeys, representations, snapshotMetadata, type Snapshot, type SnapshotFigures, type SnapshotOptions } from '../embed/snapshot.js';
 import { writeColumns, writeEmbeddings } from '../embed/writer.js';
@@ -72,7 +81,10 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
   // The catalogue side [e_i, pop_i] lives in the onnxruntime session for the whole job: every chunk of users
   // is one MatMul + TopK on all cores (compute/catalogue_top_k.ts).
   t = performance.now();
-  const kernel = await catalogueKernel(items, pop, nItems, C, k);
+  const exclude = excludesSeen(s.runDir);
+  const wide = exclude ? k + SEEN_MARGIN : k;
+  const csr = exclude ? interactionCsr(s.graph, rs) : null;
+  const kernel = await catalogueKernel(items, pop, nItems, C, wide);
   timing.computeMs += performance.now() - t;
 
   const meta = { ...snapshotMetadata(s, VERSION), task: s.manifest.task, objective: 'ranking' as const, prediction: 'top_k' as const, k, item_table: rs.item_table, item_key: itemCol, items: nItems };
@@ -84,7 +96,8 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
       const n = chunk.keys.length;
       const users = Int32Array.from({ length: n }, (_, i) => chunk.start + i);
       const histories = userHistories(s.graph, rs, users, new Float64Array(n).fill(s.anchor), () => pop);
-      const { ids, scores } = await rankCatalogueOnnx(model.ranking!, kernel, chunk.embeddings, histories, k);
+      const ranked = await rankCatalogueOnnx(model.ranking!, kernel, chunk.embeddings, histories, wide);
+      const { ids, scores } = csr ? dropSeen(ranked, users, (u) => seenItems(csr, u, s.anchor), wide, k) : ranked;
       timing.computeMs += performance.now() - t;
       // k rows per user, except past the end of a catalogue smaller than k.
       let m = 0;
@@ -217,4 +230,28 @@ function flatUtf8(v: arrow.Vector): { offsets: Int32Array; bytes: Uint8Array } {
   const flat = { offsets, bytes };
   flatCache.set(v, flat);
   return flat;
+}
+
+/** Whether the run's lists skip seen items (its metrics.json `heuristics.exclude_seen.exclude`; runs without it: no). */
+function excludesSeen(runDir: string): boolean {
+  const file = join(runDir, 'metrics.json');
+  if (!existsSync(file)) return false;
+  const m = JSON.parse(readFileSync(file, 'utf8')) as { heuristics?: { exclude_seen?: { exclude?: boolean } } };
+  return m.heuristics?.exclude_seen?.exclude === true;
+}
+
+/** Each user's first k unseen ids of a wide list, with their scores (−1 / NaN where the list runs out). */
+export function dropSeen(r: { ids: Int32Array; scores: Float32Array }, users: Int32Array, seen: (u: number) => Set<number>, wide: number, k: number): { ids: Int32Array; scores: Float32Array } {
+  const ids = new Int32Array(users.length * k).fill(-1);
+  const scores = new Float32Array(users.length * k).fill(Number.NaN);
+  for (let u = 0; u < users.length; u++) {
+    const list = r.ids.subarray(u * wide, (u + 1) * wide);
+    const kept = unseen(list, seen(users[u]!), k);
+    ids.set(kept, u * k);
+    for (let j = 0, r0 = 0; j < k && kept[j]! >= 0; j++) {
+      while (list[r0] !== kept[j]) r0++;
+      scores[u * k + j] = r.scores[u * wide + r0]!;
+    }
+  }
+  return { ids, scores };
 }

@@ -70,11 +70,13 @@ describe.skipIf(!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))('the real bin
       expect(split.map_at_k).toBeLessThanOrEqual(1);
     }
     expect(m.lift).toBeCloseTo(m.test.map_at_k! - m.baseline.test.map_at_k!, 4);
-    // metrics.json has all three baselines, and the best (on val) is the one reported as `baseline`
-    const file = (await import(join(trained.run_dir, 'metrics.json'), { with: { type: 'json' } })).default as { baselines: Record<string, { val: { map_at_k: number } }>; best_baseline: string };
-    expect(Object.keys(file.baselines).sort()).toEqual(['cooccurrence', 'popularity', 'repeat']);
+    // metrics.json has every heuristic, and the best (on val) is the one reported as `baseline`
+    const file = (await import(join(trained.run_dir, 'metrics.json'), { with: { type: 'json' } })).default as { baselines: Record<string, { val: { map_at_k: number } }>; best_baseline: string; chosen: string; val: { map_at_k: number } };
+    expect(Object.keys(file.baselines).sort()).toEqual(['affinity', 'cooccurrence', 'popularity', 'repeat', 'repeat_affinity']);
     const best = Object.entries(file.baselines).sort((a, b) => b[1].val.map_at_k - a[1].val.map_at_k)[0]![0];
     expect(file.best_baseline).toBe(best);
+    // never worse: the heuristic is the one to serve exactly when it beats the model on validation
+    expect(file.chosen).toBe(file.val.map_at_k >= file.baselines[best]!.val.map_at_k ? 'model' : best);
     // On 2+ cores the steps split their item tower over two worker threads (train/ranking_engine.ts).
     const manifest = JSON.parse(readFileSync(join(trained.run_dir, 'manifest.json'), 'utf8')) as { workers: number };
     expect(manifest.workers).toBe(availableParallelism() >= 2 ? 2 : 1);
@@ -122,7 +124,7 @@ describe.skipIf(!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))('the real bin
     const m = trained.metrics as { test: Record<string, number> };
     expect(html).toContain(`data-metric="test.map_at_k" data-value="${m.test.map_at_k}"`);
     expect(html).toContain('id="ranking-baselines"');
-    for (const name of ['popularity', 'repeat', 'cooccurrence', 'Recall@k', 'NDCG@k']) expect(html).toContain(name);
+    for (const name of ['popularity', 'repeat', 'affinity', 'cooccurrence', 'repeat_affinity', 'Recall@k', 'NDCG@k', 'Serve: ']) expect(html).toContain(name);
     expect(html).not.toContain('no-graph MLP');
   });
 

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { affinityShares, blend, flagAttribute, repeatShares, seenItems, singleValued, topOf, valueLists, type InteractionCsr } from '../../src/train/ranking_affinity.js';
 import { chooseServed, decideExcludeSeen, popularityWindows, rankedByCount, repeatRate } from '../../src/train/ranking_heuristics.js';
 import { unseen } from '../../src/train/ranking_trainer.js';
+import { dropSeen } from '../../src/predict/top_k.js';
 import type { Examples } from '../../src/task/task_spec.js';
 
 // rows: 0..2 user 0, 3..4 user 1
@@ -102,6 +103,15 @@ describe('top lists', () => {
   });
   it('drops seen items from the model\'s wide list', () => {
     expect([...unseen(Int32Array.from([3, 0, 4, 1, -1]), new Set([0, 1]), 3)]).toEqual([3, 4, -1]);
+  });
+  it('predict keeps each user\'s first k unseen items with their own scores', () => {
+    // two users, wide lists of 4, k = 2; user 7 has seen item 3, user 8 items 5 and 6
+    const r = { ids: Int32Array.from([3, 1, 2, 0, 5, 6, -1, -1]), scores: Float32Array.from([9, 8, 7, 6, 5, 4, Number.NaN, Number.NaN]) };
+    const seen = new Map([[7, new Set([3])], [8, new Set([5, 6])]]);
+    const out = dropSeen(r, Int32Array.from([7, 8]), (u) => seen.get(u)!, 4, 2);
+    expect([...out.ids]).toEqual([1, 2, -1, -1]);
+    expect([...out.scores.subarray(0, 2)]).toEqual([8, 7]);
+    expect(Number.isNaN(out.scores[2]!)).toBe(true);
   });
 });
 

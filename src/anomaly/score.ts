@@ -28,6 +28,7 @@ import { evaluateRootCause, snapshotRanking, type Evidence, type RootCauseReport
 import { edgeZScores, fitEdgeZScore, zScores, type EdgeZScoreStats } from './zscore_baseline.js';
 import { SlidingThreshold } from './threshold.js';
 import { writeScores, type ScoreRow } from './writer.js';
+import { writeScoreRecord } from './score_record.js';
 
 export interface ScoreOptions {
   run: string;
@@ -129,6 +130,7 @@ export async function scoreAnomaly(cfg: Config, opts: ScoreOptions): Promise<Sco
     };
     if (incidents) report.evaluation = evaluation(res, incidents, snaps, a.evaluation_grace_seconds);
     report.seconds = Math.round((performance.now() - t0) / 100) / 10;
+    writeScoreRecord(run.dir, report, incidents ?? null, snaps, res.rows);
     return report;
   } finally {
     await scorer?.close();

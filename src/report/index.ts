@@ -1,6 +1,7 @@
 /**
  * `renderReport(runDir)`: a train or distill run folder → one self-contained HTML page (inline CSS and
- * SVG, no script or URL), for reading offline, attaching to a CI job or printing.
+ * SVG, no script or URL), for reading offline, attaching to a CI job or printing. An anomaly run gets its
+ * own sections (anomaly_report.ts) in the same page.
  *
  * Sections (each a `<section id=…>`; the header is `<header id="header">`):
  *
@@ -20,6 +21,9 @@
  * | `details`     | ✓     | ✓       | stage timings, baseline features, resolved config              |
  */
 import { VERSION } from '../core/version.js';
+import { readManifest } from '../artifacts/run_store.js';
+import { loadAnomalyReportData } from './anomaly_model.js';
+import { renderAnomalyReport } from './anomaly_report.js';
 import { loadReportData, type LoadOptions, type ReportData } from './model.js';
 import { page } from './page.js';
 import { calibrationSection, rocPrSection } from './sections/curves.js';
@@ -42,12 +46,14 @@ export interface RenderOptions extends LoadOptions {
 export interface RenderedReport {
   html: string;
   runId: string;
-  kind: 'train' | 'distill';
+  kind: 'train' | 'distill' | 'anomaly';
   /** ids of the sections in page order, header first */
   sections: string[];
 }
 
 export function renderReport(runDir: string, opts: RenderOptions = {}): RenderedReport {
+  const manifest = readManifest(runDir);
+  if ((manifest.kind as string) === 'anomaly') return renderAnomalyReport(loadAnomalyReportData(runDir, manifest), opts.now ?? new Date(), VERSION);
   return renderReportData(loadReportData(runDir, opts), opts.now ?? new Date());
 }
 

@@ -264,9 +264,9 @@ export interface LoadOptions {
 export function loadReportData(runDir: string, opts: LoadOptions = {}): ReportData {
   const manifest = readManifest(runDir);
   if ((manifest.kind as string) === 'anomaly') {
-    throw new NotImplementedError(`run ${manifest.id} is an anomaly-detection run; the HTML report covers train and distill runs`, {
+    throw new NotImplementedError(`run ${manifest.id} is an anomaly-detection run; these report data cover train and distill runs`, {
       where: runDir,
-      hint: 'see its figures with `gnnctl anomaly score --config … --run ' + manifest.id + ' --json`',
+      hint: 'render it with renderReport (report/index.ts), which reads anomaly runs through anomaly_model.ts',
     });
   }
   const metricsPath = join(runDir, 'metrics.json');

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { reportCommand } from '../../src/cli/commands/report.js';
-import { ArtifactError, NotImplementedError } from '../../src/core/errors.js';
+import { ArtifactError } from '../../src/core/errors.js';
 import { countPathPoints } from '../../src/report/charts/line.js';
 import { fmtAge, fmtBytes, fmtPercent, fmtSigned } from '../../src/report/format.js';
 import { renderReport } from '../../src/report/index.js';
@@ -356,15 +356,15 @@ describe('gnnctl report', () => {
     expect(existsSync(join(fx.artifacts, 'runs', RUNNING_ID, 'report.html'))).toBe(false);
   });
 
-  it('says an anomaly run is not covered (exit 2), instead of asking for a metrics.json', async () => {
+  it('says an anomaly run that was never scored needs `gnnctl anomaly score` first, instead of asking for a metrics.json', async () => {
     const id = 'anomaly-20261125-101010-abcd';
     const dir = join(fx.artifacts, 'runs', id);
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'manifest.json'), JSON.stringify({ id, kind: 'anomaly', task: 'anomaly', status: 'complete', gnnctl: '0.2.0', created_at: '2026-11-25T10:10:10.000Z' }));
     const err = await reportCommand({ run: id, artifacts: fx.artifacts }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(NotImplementedError);
-    expect((err as NotImplementedError).message).toMatch(/anomaly-detection run; the HTML report covers train and distill runs/);
-    expect((err as NotImplementedError).hint).toContain('gnnctl anomaly score');
+    expect(err).toBeInstanceOf(ArtifactError);
+    expect((err as ArtifactError).message).toMatch(/anomaly run .* has not been scored: no score_report\.json/);
+    expect((err as ArtifactError).hint).toContain('gnnctl anomaly score');
     expect(existsSync(join(dir, 'report.html'))).toBe(false);
   });
 

@@ -21,7 +21,7 @@ export interface ReportOptions {
 export interface ReportResult {
   path: string;
   run_id: string;
-  kind: 'train' | 'distill';
+  kind: 'train' | 'distill' | 'anomaly';
   bytes: number;
 }
 

@@ -93,63 +93,27 @@ export function eventsBetween(events: PlannedEvent[], snapshots: Snapshot[], bef
 
 export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<FitResult> {
   const t0 = performance.now();
-  const configured = anomalyConfig(cfg);
-  const from = opts.from ?? (configured.fit_from ? parseIsoTime(configured.fit_from)! : undefined);
-  const until = opts.until ?? (configured.fit_until ? parseIsoTime(configured.fit_until)! : undefined);
   const backend = await selectBackend(opts.backend ?? 'auto');
   const base = opts.initFrom === undefined ? null : loadRun(cfg.artifactsDir, opts.initFrom);
-  const fixedColumns = base ? { featureColumns: base.manifest.feature_columns, edgeFeatureColumns: base.manifest.edge_feature_columns } : undefined;
-  const { loaded, events } = await withDuck(async ({ conn }) => ({
-    loaded: await loadSnapshots(conn, cfg, { from, until }, fixedColumns),
-    events: await loadEvents(conn, cfg, { from, until }),
-  }));
+  const { a, loaded, events, until } = await loadNormalPeriod(cfg, opts, base);
   const snaps = loaded.snapshots;
-  const a = withAlertBudget(configured, snaps);
-  if (loaded.emptySnapshots > 0) info(`anomaly fit: ${loaded.emptySnapshots} of ${snaps.length} snapshots have no call edges; ${emptyGraphAction(loaded.emptySnapshots, cfg)}`);
   const W = a.window;
-  const need = a.warmup_snapshots + W + 10;
-  if (snaps.length < need) {
-    throw new DataError(`the normal period has ${snaps.length} snapshots; fitting needs at least ${need} (warmup_snapshots ${a.warmup_snapshots} + window ${W} + 10 to train on)`, {
-      where: 'anomaly.metrics',
-      hint: 'widen --from/--until (anomaly.fit_from/fit_until), or lower anomaly.warmup_snapshots',
-    });
-  }
-  // The warm-up snapshots are held out of training and spread evenly over the normal period (after the
-  // first window), so the baselines and the first τ they set cover its whole daily cycle — a warm-up
-  // taken from the period's last hours only would see one time of day and mistake the others for anomalies.
-  const isWarm = new Uint8Array(snaps.length);
-  const span = snaps.length - W;
-  for (let k = 0; k < a.warmup_snapshots; k++) isWarm[W + Math.floor(((k + 0.5) * span) / a.warmup_snapshots)] = 1;
-  const trainIdx = snaps.flatMap((_, k) => (isWarm[k] ? [] : [k]));
-  const warmIdx = snaps.flatMap((_, k) => (isWarm[k] ? [k] : []));
-  const nTrain = trainIdx.length;
+  const { isWarm, trainIdx, warmIdx } = splitWarmup(snaps.length, W, a.warmup_snapshots);
   const train = trainIdx.map((k) => snaps[k]!);
   const warm = warmIdx.map((k) => snaps[k]!);
   const stats = base ? base.stats : fitFeatureStats(train, loaded.featureColumns, loaded.edgeFeatureColumns);
   // Graphs of every snapshot: held-out ones still serve as history (inputs), never as targets.
   const graphs = snaps.map((s) => buildGraph(s, stats));
   const seed = cfg.seed;
-  const args: TagaeArgs = {
-    featDim: loaded.featureColumns.length,
-    edgeExtra: loaded.edgeFeatureColumns.length,
-    hidden: a.hidden,
-    heads: a.heads,
-    embeddingDim: a.embedding_dim,
-    window: W,
-    structureWeight: a.structure_weight,
-    negativeRatio: a.negative_ratio,
-    allPairsMaxNodes: a.all_pairs_max_nodes,
-    seed,
-  };
+  const args = modelArgs(a, loaded, seed);
   const model = new Tagae(args);
   const flat = new FlatAutoencoder(args.featDim, seed + 1);
   if (base) loadInitWeights(base, args, model, flat);
   const epochs = opts.epochs ?? a.epochs;
-  const losses: number[] = [];
   const timings: Record<string, number> = {};
   try {
     const tTrain = performance.now();
-    losses.push(...trainEpochs(model, graphs, trainIdx, { epochs, lr: a.lr, window: W, seed }));
+    const losses = trainEpochs(model, graphs, trainIdx, { epochs, lr: a.lr, window: W, seed });
     timings.train_seconds = (performance.now() - tTrain) / 1000;
 
     // Warm-up: the detector steps through the whole period in order (the window needs every snapshot);
@@ -194,11 +158,11 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
       fit: {
         from: isoSeconds(snaps[0]!.ts),
         until: isoSeconds(until ?? snaps[snaps.length - 1]!.ts + 1),
-        train_snapshots: nTrain,
+        train_snapshots: train.length,
         warmup_snapshots: warm.length,
         first_train_ts: isoSeconds(train[0]!.ts),
         last_warmup_ts: isoSeconds(warm[warm.length - 1]!.ts),
-        warmup_ts: warm.map((w) => isoSeconds(w.ts)),
+        warmup_ts: warm.map((x) => isoSeconds(x.ts)),
       },
       feature_columns: loaded.featureColumns,
       edge_feature_columns: loaded.edgeFeatureColumns,
@@ -209,33 +173,96 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
     };
     state.run_id = runId;
     await produceAtomically(runDir, async (tmp) => writeRun(tmp, { manifest, stats, baselines, state, model, flat, onnx: onnxModel }));
-    return {
-      run_id: runId,
-      init_from: base?.manifest.id ?? null,
-      run_dir: runDir,
-      fit_from: manifest.fit.from,
-      fit_until: manifest.fit.until,
-      train_snapshots: nTrain,
-      warmup_snapshots: warm.length,
-      services: nServices,
-      mean_edges: Math.round(meanEdges * 10) / 10,
-      feature_columns: loaded.featureColumns,
-      edge_feature_columns: loaded.edgeFeatureColumns,
-      dropped_edges: loaded.droppedEdges,
-      snapshots_without_edges: loaded.emptySnapshots,
-      empty_graph_action: emptyGraphAction(loaded.emptySnapshots, cfg),
-      epochs,
-      loss: losses,
-      threshold,
-      flat_threshold: flatThreshold,
-      static_baseline_columns: staticThresholds?.columns ?? [],
-      backend: backend.name,
-      seconds: Math.round(timings.total_seconds * 10) / 10,
-    };
+    return fitResult(manifest, runDir, loaded, { losses, epochs, staticColumns: staticThresholds?.columns ?? [], emptyGraphAction: emptyGraphAction(loaded.emptySnapshots, cfg) });
   } finally {
     model.params.dispose();
     flat.params.dispose();
   }
+}
+
+/** What `fit` prints and returns, read off the manifest it wrote. */
+function fitResult(m: AnomalyManifest, runDir: string, loaded: { featureColumns: string[]; edgeFeatureColumns: string[]; droppedEdges: number; emptySnapshots: number }, o: { losses: number[]; epochs: number; staticColumns: string[]; emptyGraphAction: string | null }): FitResult {
+  const metrics = m.metrics as { threshold: number; flat_threshold: number; services: number; mean_edges: number };
+  const initFrom = m.inputs.init_from;
+  return {
+    run_id: m.id,
+    init_from: typeof initFrom === 'string' ? initFrom : null,
+    run_dir: runDir,
+    fit_from: m.fit.from,
+    fit_until: m.fit.until,
+    train_snapshots: m.fit.train_snapshots,
+    warmup_snapshots: m.fit.warmup_snapshots,
+    services: metrics.services,
+    mean_edges: Math.round(metrics.mean_edges * 10) / 10,
+    feature_columns: loaded.featureColumns,
+    edge_feature_columns: loaded.edgeFeatureColumns,
+    dropped_edges: loaded.droppedEdges,
+    snapshots_without_edges: loaded.emptySnapshots,
+    empty_graph_action: o.emptyGraphAction,
+    epochs: o.epochs,
+    loss: o.losses,
+    threshold: metrics.threshold,
+    flat_threshold: metrics.flat_threshold,
+    static_baseline_columns: o.staticColumns,
+    backend: m.backend,
+    seconds: Math.round((m.timings.total_seconds ?? 0) * 10) / 10,
+  };
+}
+
+/**
+ * The normal period's snapshots and planned events, with the config's alert budget turned into a
+ * quantile; refuses a period too short to hold the warm-up, one window and something to train on.
+ */
+async function loadNormalPeriod(cfg: Config, opts: FitOptions, base: ReturnType<typeof loadRun> | null) {
+  const configured = anomalyConfig(cfg);
+  const from = opts.from ?? (configured.fit_from ? parseIsoTime(configured.fit_from)! : undefined);
+  const until = opts.until ?? (configured.fit_until ? parseIsoTime(configured.fit_until)! : undefined);
+  const fixedColumns = base ? { featureColumns: base.manifest.feature_columns, edgeFeatureColumns: base.manifest.edge_feature_columns } : undefined;
+  const { loaded, events } = await withDuck(async ({ conn }) => ({
+    loaded: await loadSnapshots(conn, cfg, { from, until }, fixedColumns),
+    events: await loadEvents(conn, cfg, { from, until }),
+  }));
+  const snaps = loaded.snapshots;
+  const a = withAlertBudget(configured, snaps);
+  if (loaded.emptySnapshots > 0) info(`anomaly fit: ${loaded.emptySnapshots} of ${snaps.length} snapshots have no call edges; ${emptyGraphAction(loaded.emptySnapshots, cfg)}`);
+  const need = a.warmup_snapshots + a.window + 10;
+  if (snaps.length < need) {
+    throw new DataError(`the normal period has ${snaps.length} snapshots; fitting needs at least ${need} (warmup_snapshots ${a.warmup_snapshots} + window ${a.window} + 10 to train on)`, {
+      where: 'anomaly.metrics',
+      hint: 'widen --from/--until (anomaly.fit_from/fit_until), or lower anomaly.warmup_snapshots',
+    });
+  }
+  return { a, loaded, events, until };
+}
+
+/**
+ * The warm-up snapshots are held out of training and spread evenly over the normal period (after the
+ * first window), so the baselines and the first τ they set cover its whole daily cycle — a warm-up taken
+ * from the period's last hours only would see one time of day and mistake the others for anomalies.
+ */
+function splitWarmup(n: number, window: number, warmup: number): { isWarm: Uint8Array; trainIdx: number[]; warmIdx: number[] } {
+  const isWarm = new Uint8Array(n);
+  const span = n - window;
+  for (let k = 0; k < warmup; k++) isWarm[window + Math.floor(((k + 0.5) * span) / warmup)] = 1;
+  const trainIdx: number[] = [];
+  const warmIdx: number[] = [];
+  for (let k = 0; k < n; k++) (isWarm[k] ? warmIdx : trainIdx).push(k);
+  return { isWarm, trainIdx, warmIdx };
+}
+
+function modelArgs(a: ReturnType<typeof anomalyConfig>, loaded: { featureColumns: string[]; edgeFeatureColumns: string[] }, seed: number): TagaeArgs {
+  return {
+    featDim: loaded.featureColumns.length,
+    edgeExtra: loaded.edgeFeatureColumns.length,
+    hidden: a.hidden,
+    heads: a.heads,
+    embeddingDim: a.embedding_dim,
+    window: a.window,
+    structureWeight: a.structure_weight,
+    negativeRatio: a.negative_ratio,
+    allPairsMaxNodes: a.all_pairs_max_nodes,
+    seed,
+  };
 }
 
 /** --init-from: the run's weights as the start (its model must match the config's); the run's params are freed. */

@@ -2,7 +2,6 @@
  * `gnnctl anomaly fit | score | watch` end to end on a tiny generated mesh, through the real binary
  * (--json, bad values, exit codes) and in process (watch's /metrics, Alertmanager posts, restarts).
  */
-import { spawnSync } from 'node:child_process';
 import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,8 +14,8 @@ import { loadConfig } from '../../src/config/load.js';
 import { watchAnomaly } from '../../src/anomaly/watch.js';
 import type { WindowState } from '../../src/anomaly/detector.js';
 import { setQuiet } from '../../src/core/log.js';
+import { gnnctlJson } from './gnnctl_json.js';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'gnnctl.js');
 const root = mkdtempSync(join(tmpdir(), 'gnnctl-anomaly-'));
 const artifacts = join(root, 'artifacts');
 let mesh: MeshResult;
@@ -32,14 +31,7 @@ const EXTRA = `  warmup_snapshots: 8
 `;
 
 function gnnctl(args: string[]): { status: number | null; json: Record<string, unknown>; stderr: string } {
-  const r = spawnSync('node', [BIN, ...args, '--json'], { encoding: 'utf8', cwd: root });
-  let json: Record<string, unknown> = {};
-  try {
-    json = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
-  } catch {
-    /* the assertion on status says what went wrong */
-  }
-  return { status: r.status, json, stderr: r.stderr };
+  return gnnctlJson(args, root);
 }
 
 async function query(sql: string): Promise<Record<string, unknown>[]> {

@@ -3,17 +3,16 @@
  * (with root-cause labels), then render its report and check that every section shows the run's own
  * numbers — those `anomaly score --json` printed and those in the Parquet scores.
  */
-import { spawnSync } from 'node:child_process';
 import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { generateMesh } from '../../src/datasets/mesh/generate.js';
 import { setQuiet } from '../../src/core/log.js';
+import { gnnctlJson, type JsonRun } from '../anomaly/gnnctl_json.js';
+import { duckRows } from '../helpers/graph.js';
 import { checkWellFormed, elementById, findElements } from './wellformed.js';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'gnnctl.js');
 const root = mkdtempSync(join(tmpdir(), 'gnnctl-anomaly-report-'));
 const artifacts = join(root, 'artifacts');
 let runId: string;
@@ -21,27 +20,8 @@ let score: Record<string, any>;
 let report: Record<string, unknown>;
 let html: string;
 
-function gnnctl(args: string[]): { status: number | null; json: Record<string, any>; stderr: string } {
-  const r = spawnSync('node', [BIN, ...args, '--json'], { encoding: 'utf8', cwd: root });
-  let json: Record<string, unknown> = {};
-  try {
-    json = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
-  } catch {
-    /* the assertion on status says what went wrong */
-  }
-  return { status: r.status, json, stderr: r.stderr };
-}
-
-async function query(sql: string): Promise<Record<string, unknown>[]> {
-  const db = await DuckDBInstance.create(':memory:');
-  const conn = await db.connect();
-  try {
-    return (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
-  } finally {
-    conn.closeSync();
-    db.closeSync();
-  }
-}
+const gnnctl = (args: string[]): JsonRun => gnnctlJson(args, root);
+const query = duckRows;
 
 /** The `data-value` of the element tagged `data-metric="tag"`. */
 function value(tag: string): string {

@@ -8,7 +8,8 @@
  *
  * Every entity that exists at the anchor gets a row, including one without any history (no interaction
  * before the anchor): its prediction comes from its own columns alone — the cold-start path — never a
- * missing row. Ranking runs write each entity's top-k items instead (predict/top_k.ts). The task's WHERE filter (e.g. "active in the last 7 days") is not applied: it selects
+ * missing row. Ranking runs write each entity's top-k items instead (predict/top_k.ts): the model's, or the
+ * heuristic's when the run chose one because it beat the model on validation. The task's WHERE filter (e.g. "active in the last 7 days") is not applied: it selects
  * training examples, while a batch job scores the whole table; filter the file by the same rule if needed.
  */
 import { tf } from '../core/tf.js';
@@ -24,6 +25,8 @@ import { predictTopK, type TopKResult } from './top_k.js';
 export interface PredictOptions extends SnapshotOptions {
   /** also write each entity's embedding (the representation the head reads) */
   withEmbeddings?: boolean;
+  /** ranking runs: the deep model's lists even when the run chose a heuristic (`chosen` in metrics.json) */
+  serveModel?: boolean;
 }
 
 export interface PredictResult extends SnapshotFigures {

@@ -13,6 +13,11 @@
  * student scores against with a dot product. The user-side vectors are `gnnctl embed --table <entity>`
  * of the same run and anchor (exactly h_u).
  *
+ * Never worse than the simplest method: when the run chose a heuristic (`chosen` in its metrics.json: the
+ * best heuristic beat the model on validation MAP@k), its lists are written instead, with the settings
+ * training chose (window, column, blend weight, seen items), in the same format; `served_by` says which.
+ * `serveModel` (--serve-model) writes the model's lists anyway.
+ *
  * When the run decided to exclude seen items (`heuristics.exclude_seen` in its metrics.json,
  * train/ranking_heuristics.ts), a wider list is ranked and each user's items before the anchor are
  * dropped from it, as training evaluated.
@@ -20,7 +25,8 @@
 import * as arrow from 'apache-arrow';
 import { tf } from '../core/tf.js';
 import { basename, join } from 'node:path';
-import { UsageError } from '../core/errors.js';
+import { ArtifactError, UsageError } from '../core/errors.js';
+import { info } from '../core/log.js';
 import { Progress } from '../core/progress.js';
 import { round } from '../core/number.js';
 import { VERSION } from '../core/version.js';
@@ -28,7 +34,8 @@ import { writeJsonAtomic } from '../core/atomic.js';
 import { existsSync, readFileSync } from 'node:fs';
 import { seenItems } from '../train/ranking_affinity.js';
 import { interactionCsr } from '../train/ranking_baselines.js';
-import { SEEN_MARGIN } from '../train/ranking_heuristics.js';
+import { HeuristicLists, recordedParams, SEEN_MARGIN, type HeuristicsRecord } from '../train/ranking_heuristics.js';
+import type { RankingBaseline } from '../train/ranking_baselines.js';
 import { unseen } from '../train/ranking_trainer.js';
 import { embedExact } from '../embed/layerwise.js';
 import { exactDegreeCap, existingAt, kvMetadata, readTableKeys, representations, snapshotMetadata, type Snapshot, type SnapshotFigures, type SnapshotOptions } from '../embed/snapshot.js';
@@ -46,8 +53,12 @@ export interface TopKResult extends SnapshotFigures {
   item_key: string;
   /** items in the catalogue at the anchor */
   items: number;
-  /** e_i per item, or null for shards other than 0 */
+  /** e_i per item, or null for shards other than 0 and for lists served by a heuristic */
   item_embeddings: string | null;
+  /** what wrote the lists: the deep model, or the heuristic the run chose because it beat the model on validation */
+  served_by: 'model' | RankingBaseline;
+  /** why (the run's `chosen_reason`, or that --serve-model asked for the model) */
+  served_reason: string;
 }
 
 /** The Parquet column of the item key: its own name, or `<items table>_<key>` when it equals the entity key. */
@@ -55,13 +66,19 @@ export function itemKeyColumn(entityKey: string, itemTable: string, itemKey: str
   return itemKey === entityKey ? `${itemTable}_${itemKey}` : itemKey;
 }
 
-export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boolean }, s: Snapshot, t0: number): Promise<TopKResult> {
+export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boolean; serveModel?: boolean }, s: Snapshot, t0: number): Promise<TopKResult> {
   if (opts.withEmbeddings) {
     throw new UsageError(`run ${s.runId} ranks items: its top-k file has k rows per ${s.table} and no embedding column`, {
       where: '--with-embeddings',
       hint: `the user-side vectors are gnnctl embed --table ${s.table} --run ${s.runId} (same anchor); the item-side ones are written beside the predictions (item_embeddings.parquet)`,
     });
   }
+  const choice = runChoice(s.runDir);
+  if (choice.chosen !== 'model' && !opts.serveModel) {
+    info(`predict: serving ${choice.chosen}, the run's choice: ${choice.reason} (--serve-model writes the deep model's lists)`);
+    return predictHeuristicTopK(opts, s, t0, choice.chosen, choice.reason);
+  }
+  const servedReason = choice.chosen === 'model' ? choice.reason : `--serve-model (the run chose ${choice.chosen}: ${choice.reason})`;
   const model = s.model;
   const rs = model.spec.ranking!;
   const C = model.spec.channels;
@@ -81,7 +98,7 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
   // The catalogue side [e_i, pop_i] lives in the onnxruntime session for the whole job: every chunk of users
   // is one MatMul + TopK on all cores (compute/catalogue_top_k.ts).
   t = performance.now();
-  const exclude = excludesSeen(s.runDir);
+  const exclude = choice.excludeSeen;
   const wide = exclude ? k + SEEN_MARGIN : k;
   const csr = exclude ? interactionCsr(s.graph, rs) : null;
   const kernel = await catalogueKernel(items, pop, nItems, C, wide);
@@ -167,7 +184,87 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
     item_key: itemCol,
     items: nItems,
     item_embeddings: itemFile,
+    served_by: 'model',
+    served_reason: servedReason,
   };
+}
+
+/**
+ * The top-k of the heuristic the run chose (`chosen` in its metrics.json), with the settings it chose
+ * on validation (`heuristics`), for every entity at the anchor, in the model's file format: no GNN runs
+ * and no item embeddings are written. `HeuristicLists` is the implementation training evaluated.
+ */
+async function predictHeuristicTopK(opts: SnapshotOptions, s: Snapshot, t0: number, name: RankingBaseline, reason: string): Promise<TopKResult> {
+  const rs = s.model.spec.ranking!;
+  const k = rs.top_k;
+  const record = readMetrics(s.runDir).heuristics;
+  if (!record) throw new ArtifactError(`run ${s.runId} chose ${name} but does not record its settings (heuristics in metrics.json)`, { where: join(s.runDir, 'metrics.json'), hint: 'retrain the run, or serve its deep model with --serve-model' });
+  const itemPk = s.graph.manifest.schema.tables[rs.item_table]!.primary_key!.column;
+  const itemCol = itemKeyColumn(s.key, rs.item_table, itemPk);
+  const nItems = existingAt(s.graph, rs.item_table, s.anchor);
+  const itemKeys = await readTableKeys(s.graph, rs.item_table, itemPk, 0, nItems, s.path);
+  const lists = new HeuristicLists(s.graph, rs, record.exclude_seen.exclude);
+  const params = recordedParams(record, name, lists.columns, rs);
+  const chunkSize = opts.chunkSize ?? 65536;
+  const keys = await readTableKeys(s.graph, s.table, s.key, s.lo, s.hi, s.path);
+  const timing = { computeMs: 0 };
+  const meta = { ...snapshotMetadata(s, VERSION), task: s.manifest.task, objective: 'ranking' as const, prediction: 'top_k' as const, k, item_table: rs.item_table, item_key: itemCol, items: nItems, served_by: name };
+  const progress = new Progress();
+  progress.begin(`predict top ${k} ${rs.item_table} per ${s.table} (${name})`, s.hi - s.lo);
+  async function* chunks(): AsyncGenerator<Record<string, arrow.Vector>> {
+    for (let from = s.lo; from < s.hi || from === s.lo; from += chunkSize) {
+      const to = Math.min(s.hi, from + chunkSize);
+      const t = performance.now();
+      const users = Int32Array.from({ length: to - from }, (_, i) => from + i);
+      const { ids, scores } = lists.rank(params, users, s.anchor);
+      // Items that did not exist at the anchor are never listed (heuristics count only interactions before it).
+      const rows = filledRows(ids, k, nItems);
+      timing.computeMs += performance.now() - t;
+      progress.update(to - s.lo);
+      yield {
+        [s.key]: takeRows(keys.slice(from - s.lo, to - s.lo), rows.users),
+        rank: arrow.makeVector(Int16Array.from(rows.keep, (i) => (i % k) + 1)),
+        [itemCol]: takeRows(itemKeys, rows.items),
+        score: arrow.makeVector(Float32Array.from(rows.keep, (i) => scores[i]!)),
+      };
+      if (to >= s.hi) break;
+    }
+  }
+  const { rows } = await writeColumns(s.path, chunks(), { rowGroupSize: 65536 * Math.min(k, 16), metadata: kvMetadata(meta, s.shard) });
+  const seconds = (performance.now() - t0) / 1000;
+  progress.end(`listed ${(s.hi - s.lo).toLocaleString('en-US')} ${s.table} × ${nItems.toLocaleString('en-US')} ${rs.item_table} by ${name} in ${seconds.toFixed(1)}s`);
+  writeJsonAtomic(join(s.outDir, 'manifest.json'), { kind: 'predictions', ...meta, run_dir: s.runDir, graph_dir: s.graphDir, shards: opts.shard?.count ?? 1, rows_total: s.existing, files: opts.shard ? 'part-*.parquet' : basename(s.path), item_embeddings: null });
+  return {
+    path: s.path,
+    rows,
+    anchor_time: meta.anchor_time,
+    seconds: round(seconds, 3),
+    compute_seconds: round(timing.computeMs / 1000, 3),
+    entities_per_s: Math.round((s.hi - s.lo) / Math.max(1e-9, timing.computeMs / 1000)),
+    workers: 1,
+    mode: s.mode,
+    table: s.table,
+    run_id: s.runId,
+    shard: s.shard,
+    task: meta.task,
+    objective: 'ranking',
+    prediction: 'top_k',
+    k,
+    key: s.key,
+    item_table: rs.item_table,
+    item_key: itemCol,
+    items: nItems,
+    item_embeddings: null,
+    served_by: name,
+    served_reason: reason,
+  };
+}
+
+/** The listed entries of [users × k] ids (−1: the list ran out; ids past the catalogue at the anchor dropped): flat index, user row, item. */
+function filledRows(ids: Int32Array, k: number, nItems: number): { keep: Int32Array; users: Int32Array; items: Int32Array } {
+  const keep: number[] = [];
+  for (let i = 0; i < ids.length; i++) if (ids[i]! >= 0 && ids[i]! < nItems) keep.push(i);
+  return { keep: Int32Array.from(keep), users: Int32Array.from(keep, (i) => Math.floor(i / k)), items: Int32Array.from(keep, (i) => ids[i]!) };
 }
 
 /** e_i for the catalogue at the snapshot's anchor [N × C]: the item tree (exact or sampled, as asked) plus v_i. */
@@ -232,12 +329,26 @@ function flatUtf8(v: arrow.Vector): { offsets: Int32Array; bytes: Uint8Array } {
   return flat;
 }
 
-/** Whether the run's lists skip seen items (its metrics.json `heuristics.exclude_seen.exclude`; runs without it: no). */
-function excludesSeen(runDir: string): boolean {
+interface RunMetricsFile {
+  heuristics?: HeuristicsRecord;
+  chosen?: 'model' | RankingBaseline;
+  chosen_reason?: string;
+}
+
+function readMetrics(runDir: string): RunMetricsFile {
   const file = join(runDir, 'metrics.json');
-  if (!existsSync(file)) return false;
-  const m = JSON.parse(readFileSync(file, 'utf8')) as { heuristics?: { exclude_seen?: { exclude?: boolean } } };
-  return m.heuristics?.exclude_seen?.exclude === true;
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as RunMetricsFile) : {};
+}
+
+/**
+ * What the run chose to serve and whether its lists skip seen items (`chosen`, `heuristics.exclude_seen`
+ * in its metrics.json; a run without them: the model, seen items kept).
+ */
+function runChoice(runDir: string): { chosen: 'model' | RankingBaseline; reason: string; excludeSeen: boolean } {
+  const m = readMetrics(runDir);
+  const chosen = m.chosen ?? 'model';
+  const reason = m.chosen_reason ?? 'the run records no choice between the model and a heuristic';
+  return { chosen, reason, excludeSeen: m.heuristics?.exclude_seen?.exclude === true };
 }
 
 /** Each user's first k unseen ids of a wide list, with their scores (−1 / NaN where the list runs out). */

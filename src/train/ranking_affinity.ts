@@ -163,21 +163,26 @@ export function flagAttribute(columns: { name: string; values: Float32Array }[])
 
 /**
  * The k best of `scores` (ties: lower item first), skipping `exclude`, then filled from `fill` (a global
- * list, best first) so a user with a thin history still gets k items; −1 where both run out.
+ * list, best first) so a user with a thin history still gets k items; −1 where both run out. With
+ * `scoresOut` (length k), each listed item's score goes there: its value in `scores`, `fillScore(i)` for
+ * a filled item (0 without it: the user's own scores gave it nothing), NaN where the list runs out.
  */
-export function topOf(scores: Map<number, number>, k: number, exclude: Set<number> | null, fill: Int32Array): Int32Array {
+export function topOf(scores: Map<number, number>, k: number, exclude: Set<number> | null, fill: Int32Array, scoresOut?: Float32Array, fillScore?: (i: number) => number): Int32Array {
   const ranked = [...scores.entries()].filter(([i, s]) => s > 0 && !exclude?.has(i)).sort((a, b) => b[1] - a[1] || a[0] - b[0]);
   const out = new Int32Array(k).fill(-1);
+  scoresOut?.fill(Number.NaN);
   const taken = new Set<number>();
   let at = 0;
-  for (const [i] of ranked) {
+  for (const [i, s] of ranked) {
     if (at === k) break;
+    if (scoresOut) scoresOut[at] = s;
     out[at++] = i;
     taken.add(i);
   }
   for (let f = 0; f < fill.length && at < k; f++) {
     const i = fill[f]!;
     if (i < 0 || taken.has(i) || exclude?.has(i)) continue;
+    if (scoresOut) scoresOut[at] = fillScore ? fillScore(i) : 0;
     out[at++] = i;
     taken.add(i);
   }

@@ -89,9 +89,9 @@ function recentItems(g: Csr, user: number, anchor: number): number[] {
  * pairs: every user's basket goes into a CSR, items get the list of the baskets holding them (`reverseCsr`),
  * and each item's partners are counted in one dense pass over its baskets, keeping its NEIGHBOURS most
  * frequent (ties: lower item first). A Map of pairs passed V8's 2^24 entries at `large` (1.37M baskets).
- * The work is Σ basket² ≈ 100 per user.
+ * The work is Σ basket² ≈ 100 per user. `scoresOut` ([users × k]) receives each listed item's summed count.
  */
-export function cooccurrenceTopK(graph: Graph, rs: RankingSpec, users: Int32Array, anchor: number, k: number): Int32Array {
+export function cooccurrenceTopK(graph: Graph, rs: RankingSpec, users: Int32Array, anchor: number, k: number, scoresOut?: Float32Array): Int32Array {
   const g = interactionCsr(graph, rs);
   const nItems = graph.tables[rs.item_table]!.rows;
   const nUsers = g.userPtr.length - 1;
@@ -155,7 +155,10 @@ export function cooccurrenceTopK(graph: Graph, rs: RankingSpec, users: Int32Arra
     if (touched.length > 0) {
       const cand = Float32Array.from(touched, (i) => score[i]!);
       topK(cand, 1, cand.length, k, ids, vals);
-      for (let j = 0; j < k; j++) out[u * k + j] = ids[j]! >= 0 ? touched[ids[j]!]! : -1;
+      for (let j = 0; j < k; j++) {
+        out[u * k + j] = ids[j]! >= 0 ? touched[ids[j]!]! : -1;
+        if (scoresOut) scoresOut[u * k + j] = ids[j]! >= 0 ? vals[j]! : Number.NaN;
+      }
     }
     for (const i of touched) score[i] = 0;
     touched.length = 0;

@@ -15,6 +15,7 @@
  * (the model's too, see `SeenDecision`) when the training windows' label items were almost never seen
  * before; `true` / `false` force it.
  */
+import { assertUnreachable, DataError } from '../core/errors.js';
 import type { Graph } from '../graph/graph.js';
 import type { RankingSpec } from '../model/context_gnn.js';
 import { upperBound } from '../model/sampler.js';
@@ -37,7 +38,8 @@ export interface SeenDecision {
 /** What each heuristic chose on validation (the run's `heuristics` in metrics.json and --json). */
 export interface HeuristicsRecord {
   exclude_seen: SeenDecision;
-  popularity: { window: string; val_map_by_window: Record<string, number> };
+  /** `window_seconds`: the chosen window in seconds, null for all time */
+  popularity: { window: string; window_seconds: number | null; val_map_by_window: Record<string, number> };
   affinity: { column: string | null; val_map_by_column: Record<string, number> };
   repeat_affinity: { repeat_weight: number; val_map_by_weight: Record<string, number> };
 }
@@ -143,31 +145,111 @@ function byAnchor(ex: Examples, stride = 1): Map<number, number[]> {
   return m;
 }
 
-/** Computes every heuristic on val and test, making each free choice on (a stride through) validation. */
-export function rankingHeuristics(graph: Graph, rs: RankingSpec, data: { val: Examples; test: Examples }, seen: SeenDecision): HeuristicsResult {
-  const g = interactionCsr(graph, rs);
-  const k = rs.top_k;
-  const depth = k + (seen.exclude ? SEEN_MARGIN : k);
+/** The item attributes affinity may use: categorical columns with 2+ values that are not keys, and the 0/1 flag columns together. */
+export function itemAttributes(graph: Graph, rs: RankingSpec): ItemAttribute[] {
   const items = graph.tables[rs.item_table]!;
   const flags = flagAttribute(items.numeric.map((c) => ({ name: c.meta.name, values: c.values })));
-  const columns: ItemAttribute[] = [
-    ...items.categorical.filter((c) => c.meta.vocab.length >= 2 && c.meta.vocab.length < items.rows).map((c) => singleValued(c.meta.name, c.codes)),
-    ...(flags ? [flags] : []),
-  ];
-  const counts = new Map<string, Float32Array>();
-  const countsAt = (anchor: number, window: number): Float32Array => {
+  return [...items.categorical.filter((c) => c.meta.vocab.length >= 2 && c.meta.vocab.length < items.rows).map((c) => singleValued(c.meta.name, c.codes)), ...(flags ? [flags] : [])];
+}
+
+/**
+ * One heuristic's settings as training chose them on validation (`heuristics` in metrics.json):
+ * `window` in seconds (Infinity: all time), `column` an index into `itemAttributes`, `weight` the blend's
+ * repeat weight.
+ */
+export type HeuristicParams = Params;
+
+/**
+ * Every heuristic's top-k lists, with scores, for users at one anchor: what training evaluates and what
+ * `predict` serves when the run chose a heuristic, one implementation for both. Scores are the
+ * heuristic's own: popularity the window's interaction count, repeat the item's share of the user's
+ * history, affinity and the blend P(i | u), co-occurrence the summed co-occurrence counts; an item filled
+ * in from popularity after the user's own scores ran out scores 0.
+ */
+export class HeuristicLists {
+  readonly g: InteractionCsr;
+  readonly columns: ItemAttribute[];
+  private readonly depth: number;
+  private readonly counts = new Map<string, Float32Array>();
+  private readonly lists = new Map<string, ValueLists>();
+
+  constructor(
+    readonly graph: Graph,
+    readonly rs: RankingSpec,
+    readonly excludeSeen: boolean,
+  ) {
+    this.g = interactionCsr(graph, rs);
+    this.columns = itemAttributes(graph, rs);
+    this.depth = rs.top_k + (excludeSeen ? SEEN_MARGIN : rs.top_k);
+  }
+
+  countsAt(anchor: number, window: number): Float32Array {
     const key = `${anchor}/${window}`;
-    let c = counts.get(key);
-    if (!c) counts.set(key, (c = windowCounts(graph, rs, anchor, window)));
+    let c = this.counts.get(key);
+    if (!c) this.counts.set(key, (c = windowCounts(this.graph, this.rs, anchor, window)));
     return c;
-  };
-  const lists = new Map<string, ValueLists>();
-  const listsAt = (anchor: number, window: number, column: number): ValueLists => {
+  }
+
+  private listsAt(anchor: number, window: number, column: number): ValueLists {
     const key = `${anchor}/${window}/${column}`;
-    let l = lists.get(key);
-    if (!l) lists.set(key, (l = valueLists(columns[column]!, countsAt(anchor, window), depth)));
+    let l = this.lists.get(key);
+    if (!l) this.lists.set(key, (l = valueLists(this.columns[column]!, this.countsAt(anchor, window), this.depth)));
     return l;
-  };
+  }
+
+  /** [users × k] item ids (−1 where a list runs out) and scores (NaN there) of heuristic `p` at `anchor`. */
+  rank(p: Params, users: Int32Array, anchor: number): { ids: Int32Array; scores: Float32Array } {
+    const { graph, rs, g } = this;
+    const k = rs.top_k;
+    const ids = new Int32Array(users.length * k).fill(-1);
+    const scores = new Float32Array(users.length * k).fill(Number.NaN);
+    const counts = p.window !== undefined ? this.countsAt(anchor, p.window) : null;
+    const fill = counts ? rankedByCount(counts, this.depth) : new Int32Array(0);
+    const exclude = (u: number): Set<number> | null => (this.excludeSeen ? seenItems(g, u, anchor) : null);
+    if (p.name === 'repeat') {
+      // With seen items excluded, the repeat rule has nothing left to list.
+      if (this.excludeSeen) return { ids, scores };
+      ids.set(repeatTopK(graph, rs, users, anchor, k));
+      users.forEach((u, j) => {
+        const share = repeatShares(g, u, anchor);
+        for (let r = 0; r < k && ids[j * k + r]! >= 0; r++) scores[j * k + r] = share.get(ids[j * k + r]!)!;
+      });
+    } else if (p.name === 'cooccurrence') {
+      const wide = this.excludeSeen ? k + SEEN_MARGIN : k;
+      const sums = new Float32Array(users.length * wide).fill(Number.NaN);
+      const lists = cooccurrenceTopK(graph, rs, users, anchor, wide, sums);
+      users.forEach((u, j) => {
+        // Ranked by the co-occurrence list's own order; reported with its summed counts.
+        const order = new Map<number, number>();
+        const sum = new Map<number, number>();
+        for (let r = 0; r < wide; r++) {
+          if (lists[j * wide + r]! < 0) continue;
+          order.set(lists[j * wide + r]!, wide - r);
+          sum.set(lists[j * wide + r]!, sums[j * wide + r]!);
+        }
+        const out = scores.subarray(j * k, (j + 1) * k);
+        ids.set(topOf(order, k, exclude(u), new Int32Array(0), out), j * k);
+        for (let r = 0; r < k && ids[j * k + r]! >= 0; r++) out[r] = sum.get(ids[j * k + r]!)!;
+      });
+    } else {
+      const vl = p.column !== undefined ? this.listsAt(anchor, p.window!, p.column) : null;
+      const attr = p.column !== undefined ? this.columns[p.column]! : null;
+      const fillScore = p.name === 'popularity' && counts ? (i: number) => counts[i]! : undefined;
+      users.forEach((u, j) => {
+        const aff = vl && attr ? affinityShares(g, attr, vl, u, anchor) : new Map<number, number>();
+        const own = p.name === 'repeat_affinity' ? blend(repeatShares(g, u, anchor), aff, p.weight!) : aff;
+        ids.set(topOf(own, k, exclude(u), fill, scores.subarray(j * k, (j + 1) * k), fillScore), j * k);
+      });
+    }
+    return { ids, scores };
+  }
+}
+
+/** Computes every heuristic on val and test, making each free choice on (a stride through) validation. */
+export function rankingHeuristics(graph: Graph, rs: RankingSpec, data: { val: Examples; test: Examples }, seen: SeenDecision): HeuristicsResult {
+  const k = rs.top_k;
+  const h = new HeuristicLists(graph, rs, seen.exclude);
+  const columns = h.columns;
 
   const ranked = (p: Params, ex: Examples, stride: number): { labels: Examples['label_items'] & object; ids: Int32Array } => {
     const groups = byAnchor(ex, stride);
@@ -175,28 +257,7 @@ export function rankingHeuristics(graph: Graph, rs: RankingSpec, data: { val: Ex
     const ids = new Int32Array(rows.length * k).fill(-1);
     let at = 0;
     for (const [anchor, idx] of groups) {
-      const users = Int32Array.from(idx, (i) => ex.nodes[i]!);
-      const fill = p.window !== undefined ? rankedByCount(countsAt(anchor, p.window), depth) : new Int32Array(0);
-      const exclude = (u: number): Set<number> | null => (seen.exclude ? seenItems(g, u, anchor) : null);
-      if (p.name === 'repeat') {
-        if (!seen.exclude) ids.set(repeatTopK(graph, rs, users, anchor, k), at * k);
-      } else if (p.name === 'cooccurrence') {
-        const wide = seen.exclude ? k + SEEN_MARGIN : k;
-        const lists = cooccurrenceTopK(graph, rs, users, anchor, wide);
-        users.forEach((u, j) => {
-          const scores = new Map<number, number>();
-          for (let r = 0; r < wide; r++) if (lists[j * wide + r]! >= 0) scores.set(lists[j * wide + r]!, wide - r);
-          ids.set(topOf(scores, k, exclude(u), new Int32Array(0)), (at + j) * k);
-        });
-      } else {
-        const vl = p.column !== undefined ? listsAt(anchor, p.window!, p.column) : null;
-        const attr = p.column !== undefined ? columns[p.column]! : null;
-        users.forEach((u, j) => {
-          const aff = vl && attr ? affinityShares(g, attr, vl, u, anchor) : new Map<number, number>();
-          const scores = p.name === 'repeat_affinity' ? blend(repeatShares(g, u, anchor), aff, p.weight!) : aff;
-          ids.set(topOf(scores, k, exclude(u), fill), (at + j) * k);
-        });
-      }
+      ids.set(h.rank(p, Int32Array.from(idx, (i) => ex.nodes[i]!), anchor).ids, at * k);
       at += idx.length;
     }
     const lo: number[] = [0];
@@ -248,11 +309,42 @@ export function rankingHeuristics(graph: Graph, rs: RankingSpec, data: { val: Ex
     best_baseline,
     record: {
       exclude_seen: seen,
-      popularity: { window: pop.best[0], val_map_by_window: pop.scores },
+      popularity: { window: pop.best[0], window_seconds: Number.isFinite(pop.best[1]) ? pop.best[1] : null, val_map_by_window: pop.scores },
       affinity: { column: column === undefined ? null : columns[column]!.name, val_map_by_column: columnChoice?.scores ?? {} },
       repeat_affinity: { repeat_weight: weight.best, val_map_by_weight: weight.scores },
     },
   };
+}
+
+/**
+ * The settings heuristic `name` was chosen with, from the run's record, for `HeuristicLists.rank` over
+ * today's graph; a DataError when the recorded affinity column is no longer an item attribute.
+ */
+export function recordedParams(record: HeuristicsRecord, name: RankingBaseline, columns: ItemAttribute[], rs: RankingSpec): Params {
+  const named = popularityWindows(rs.window).find(([n]) => n === record.popularity.window)?.[1];
+  const window = record.popularity.window_seconds ?? named ?? Number.POSITIVE_INFINITY;
+  const columnName = record.affinity.column;
+  const column = columnName === null ? undefined : columns.findIndex((c) => c.name === columnName);
+  if (column === -1 && (name === 'affinity' || name === 'repeat_affinity')) {
+    throw new DataError(`the run's ${name} heuristic uses the item column ${columnName}, which ${rs.item_table} no longer has as a categorical attribute`, {
+      where: `${rs.item_table}.${columnName}`,
+      hint: 'retrain on today\'s data, or serve the deep model (gnnctl predict --serve-model)',
+    });
+  }
+  const col = column === -1 ? undefined : column;
+  switch (name) {
+    case 'popularity':
+      return { name, window };
+    case 'repeat':
+    case 'cooccurrence':
+      return { name };
+    case 'affinity':
+      return { name, window, column: col };
+    case 'repeat_affinity':
+      return { name, window, column: col, weight: record.repeat_affinity.repeat_weight };
+    default:
+      return assertUnreachable(name);
+  }
 }
 
 /**

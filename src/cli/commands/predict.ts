@@ -10,6 +10,7 @@ import type { EmbedCommandOptions } from './embed.js';
 
 export interface PredictCommandOptions extends EmbedCommandOptions {
   withEmbeddings?: boolean;
+  serveModel?: boolean;
 }
 
 export async function predictCommand(opts: PredictCommandOptions): Promise<CommandOutput> {
@@ -29,6 +30,7 @@ export async function predictCommand(opts: PredictCommandOptions): Promise<Comma
     mode,
     workers,
     withEmbeddings: opts.withEmbeddings,
+    serveModel: opts.serveModel,
     allowSchemaDrift: opts.allowSchemaDrift,
     backend: parseBackendRequest(opts.backend),
     cwd: opts.cwd,
@@ -36,7 +38,7 @@ export async function predictCommand(opts: PredictCommandOptions): Promise<Comma
   if (r.prediction === 'top_k') {
     if (target) throw new NotImplementedError('--publish of top-k lists (ranking runs) is not implemented; publish a binary or regression run\'s predictions, or the embeddings with `gnnctl embed --publish`', { value: r.task });
     const text =
-      `wrote the top ${r.k} ${r.item_table} of ${(r.rows / r.k).toLocaleString('en-US', { maximumFractionDigits: 0 })} ${r.table} (${r.task}, ${r.mode}, anchor ${r.anchor_time}, ${r.items.toLocaleString('en-US')} items) in ${r.seconds}s: ${r.path}` +
+      `wrote the top ${r.k} ${r.item_table} of ${(r.rows / r.k).toLocaleString('en-US', { maximumFractionDigits: 0 })} ${r.table} (${r.task}, ${r.served_by === 'model' ? r.mode : `served by ${r.served_by}`}, anchor ${r.anchor_time}, ${r.items.toLocaleString('en-US')} items) in ${r.seconds}s: ${r.path}` +
       `\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s${r.workers > 1 ? ` over ${r.workers} worker threads` : ''}${r.item_embeddings ? `\n  item embeddings: ${r.item_embeddings}` : ''}`;
     return { result: r, text };
   }

@@ -39,6 +39,7 @@ import { BaselineJob } from './baseline_job.js';
 import { trainLoop, type EpochRecord, type LoopResult } from './loop.js';
 import { fitRanking } from './ranking_trainer.js';
 import type { RankingBaseline } from './ranking_baselines.js';
+import { chooseServed, type HeuristicsRecord } from './ranking_heuristics.js';
 import { MIN_HISTORY, PAIR_FEATURES, rankingEdges, type RankingSpec } from '../model/context_gnn.js';
 import type { Plan } from '../model/plan.js';
 import { availableParallelism } from 'node:os';
@@ -118,6 +119,11 @@ export interface TrainMetrics {
   /** ranking runs: every baseline's metrics, the best one on validation (also in `baseline`) */
   baselines?: Record<RankingBaseline, { val: Metrics; test: Metrics }>;
   best_baseline?: RankingBaseline;
+  /** ranking runs: each heuristic's choices on validation and the seen-items decision (train/ranking_heuristics.ts) */
+  heuristics?: HeuristicsRecord;
+  /** ranking runs: what a user should serve, the model or the heuristic that beat it on validation, and why */
+  chosen?: 'model' | RankingBaseline;
+  chosen_reason?: string;
 }
 
 export interface TrainManifest extends RunManifestBase {
@@ -684,7 +690,7 @@ async function trainRankingRun(ctx: TrainContext, examples: TrainExamples, setup
     const fit = await fitRanking(
       model,
       tables,
-      { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr, workers: setup.workers, backend: opts.backend ?? 'auto' },
+      { epochs: opts.epochs ?? mc.epochs, batchSize: mc.batch_size, patience: mc.patience, maxSteps: mc.max_steps_per_epoch, lr: mc.lr, workers: setup.workers, backend: opts.backend ?? 'auto', excludeSeen: task.rank?.exclude_seen ?? 'auto' },
       seed,
       run.stop,
       run.dir,
@@ -713,6 +719,8 @@ async function trainRankingRun(ctx: TrainContext, examples: TrainExamples, setup
       parameters: { total: model.gnn.parameterCount(false), without_embeddings: model.gnn.parameterCount(true) },
       baselines: fit.baselines,
       best_baseline: fit.best_baseline,
+      heuristics: fit.heuristics,
+      ...chooseServed(fit.val, best.val, fit.best_baseline),
     };
     const behind = baselineWarning(task.name, 'map_at_k', metrics.val_lift, metrics.lift);
     if (behind) warn(behind.replace("the baseline uses only the entity's own columns and past-window aggregates", `the best baseline is ${fit.best_baseline}`));

@@ -117,23 +117,7 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
       const { ids, scores } = csr ? dropSeen(ranked, users, (u) => seenItems(csr, u, s.anchor), wide, k) : ranked;
       timing.computeMs += performance.now() - t;
       // k rows per user, except past the end of a catalogue smaller than k.
-      let m = 0;
-      for (let i = 0; i < ids.length; i++) if (ids[i]! >= 0) m++;
-      const keep = new Int32Array(m);
-      const userRows = new Int32Array(m);
-      const itemRows = new Int32Array(m);
-      for (let i = 0, j = 0; i < ids.length; i++) {
-        if (ids[i]! < 0) continue;
-        keep[j] = i;
-        userRows[j] = Math.floor(i / k);
-        itemRows[j++] = ids[i]!;
-      }
-      yield {
-        [s.key]: takeRows(chunk.keys, userRows),
-        rank: arrow.makeVector(Int16Array.from(keep, (i) => (i % k) + 1)),
-        [itemCol]: takeRows(itemKeys, itemRows),
-        score: arrow.makeVector(Float32Array.from(keep, (i) => scores[i]!)),
-      };
+      yield listColumns(s.key, chunk.keys, itemCol, itemKeys, ids, scores, k, nItems);
     }
   }
   let rows: number;
@@ -218,15 +202,10 @@ async function predictHeuristicTopK(opts: SnapshotOptions, s: Snapshot, t0: numb
       const users = Int32Array.from({ length: to - from }, (_, i) => from + i);
       const { ids, scores } = lists.rank(params, users, s.anchor);
       // Items that did not exist at the anchor are never listed (heuristics count only interactions before it).
-      const rows = filledRows(ids, k, nItems);
+      const columns = listColumns(s.key, keys.slice(from - s.lo, to - s.lo), itemCol, itemKeys, ids, scores, k, nItems);
       timing.computeMs += performance.now() - t;
       progress.update(to - s.lo);
-      yield {
-        [s.key]: takeRows(keys.slice(from - s.lo, to - s.lo), rows.users),
-        rank: arrow.makeVector(Int16Array.from(rows.keep, (i) => (i % k) + 1)),
-        [itemCol]: takeRows(itemKeys, rows.items),
-        score: arrow.makeVector(Float32Array.from(rows.keep, (i) => scores[i]!)),
-      };
+      yield columns;
       if (to >= s.hi) break;
     }
   }
@@ -261,10 +240,29 @@ async function predictHeuristicTopK(opts: SnapshotOptions, s: Snapshot, t0: numb
 }
 
 /** The listed entries of [users × k] ids (−1: the list ran out; ids past the catalogue at the anchor dropped): flat index, user row, item. */
-function filledRows(ids: Int32Array, k: number, nItems: number): { keep: Int32Array; users: Int32Array; items: Int32Array } {
-  const keep: number[] = [];
-  for (let i = 0; i < ids.length; i++) if (ids[i]! >= 0 && ids[i]! < nItems) keep.push(i);
-  return { keep: Int32Array.from(keep), users: Int32Array.from(keep, (i) => Math.floor(i / k)), items: Int32Array.from(keep, (i) => ids[i]!) };
+/**
+ * The file's columns for one chunk of users: `ids`/`scores` hold k slots per user (user-major); a slot is
+ * written when it names an item of the catalogue at the anchor (an id in [0, nItems)), so a catalogue smaller
+ * than k, or a heuristic with fewer candidates, gives that user fewer rows.
+ */
+function listColumns(keyName: string, userKeys: arrow.Vector, itemCol: string, itemKeys: arrow.Vector, ids: Int32Array, scores: Float32Array, k: number, nItems: number): Record<string, arrow.Vector> {
+  let m = 0;
+  for (let i = 0; i < ids.length; i++) if (ids[i]! >= 0 && ids[i]! < nItems) m++;
+  const keep = new Int32Array(m);
+  const userRows = new Int32Array(m);
+  const itemRows = new Int32Array(m);
+  for (let i = 0, j = 0; i < ids.length; i++) {
+    if (!(ids[i]! >= 0 && ids[i]! < nItems)) continue;
+    keep[j] = i;
+    userRows[j] = Math.floor(i / k);
+    itemRows[j++] = ids[i]!;
+  }
+  return {
+    [keyName]: takeRows(userKeys, userRows),
+    rank: arrow.makeVector(Int16Array.from(keep, (i) => (i % k) + 1)),
+    [itemCol]: takeRows(itemKeys, itemRows),
+    score: arrow.makeVector(Float32Array.from(keep, (i) => scores[i]!)),
+  };
 }
 
 /** e_i for the catalogue at the snapshot's anchor [N × C]: the item tree (exact or sampled, as asked) plus v_i. */

@@ -80,22 +80,41 @@ export interface RankedIncident {
   ranking: string[];
 }
 
-export interface RootCauseQuality {
+export interface RankQuality {
   incidents: number;
   /** the root cause ranked first / within the first three; Avg@5 = mean of AC@1..AC@5 */
   ac_at_1: number;
   ac_at_3: number;
   avg_at_5: number;
-  by_kind: Record<string, { incidents: number; ac_at_1: number; ac_at_3: number; avg_at_5: number }>;
+  /** 95% Wilson score intervals of AC@1 and AC@3: ground-truth counts are small, a difference inside them is not one */
+  ac_at_1_interval: [number, number];
+  ac_at_3_interval: [number, number];
+}
+
+export interface RootCauseQuality extends RankQuality {
+  by_kind: Record<string, RankQuality>;
 }
 
 function acAt(list: RankedIncident[], k: number): number {
   return list.length ? list.filter((r) => r.ranking.slice(0, k).includes(r.root_cause)).length / list.length : 0;
 }
 
-function summary(list: RankedIncident[]): { incidents: number; ac_at_1: number; ac_at_3: number; avg_at_5: number } {
+/** The 95% Wilson score interval of a proportion p over n trials (n = 0: [0, 1]). */
+export function wilsonInterval(p: number, n: number): [number, number] {
+  if (n === 0) return [0, 1];
+  const z = 1.959964;
+  const d = 1 + (z * z) / n;
+  const centre = (p + (z * z) / (2 * n)) / d;
+  const half = (z * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n))) / d;
+  const r = (x: number): number => Math.round(x * 1000) / 1000;
+  return [r(Math.max(0, centre - half)), r(Math.min(1, centre + half))];
+}
+
+function summary(list: RankedIncident[]): RankQuality {
   const avg5 = [1, 2, 3, 4, 5].reduce((s, k) => s + acAt(list, k), 0) / 5;
-  return { incidents: list.length, ac_at_1: acAt(list, 1), ac_at_3: acAt(list, 3), avg_at_5: avg5 };
+  const a1 = acAt(list, 1);
+  const a3 = acAt(list, 3);
+  return { incidents: list.length, ac_at_1: a1, ac_at_3: a3, avg_at_5: avg5, ac_at_1_interval: wilsonInterval(a1, list.length), ac_at_3_interval: wilsonInterval(a3, list.length) };
 }
 
 export function rootCauseQuality(ranked: RankedIncident[]): RootCauseQuality {

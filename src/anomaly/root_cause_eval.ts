@@ -6,27 +6,42 @@
  * Methods: `tagae` (TAGAE's relative errors), `flat` (the flat autoencoder's), `static` (ratio to the
  * static thresholds), `zscore` (largest robust |z| of the service's metrics), `telemetry` (that z plus the
  * largest z of the calls it receives: latency and caller-to-callee gap, from spans), and each of those
- * propagated through the call graph (`*_graph`, root_cause.ts). The recommended method is the one with the
- * best AC@1 (then AC@3, then Avg@5), the simpler one on a tie.
+ * propagated through the call graph (`*_graph`, root_cause.ts), and `signals` (each signal family's
+ * deviation turned into shares across services over the window, shares summed: signal_share.ts).
+ *
+ * The recommended method is chosen on the validation incidents only — the earlier half, in time — by
+ * AC@1 (then AC@3, then Avg@5), the simpler one on a tie; the later half is the test its figures are
+ * quoted on (`test`), so the choice is never made on the incidents it is judged by. `methods` covers
+ * every labelled incident, with 95% intervals.
  */
 import { propagate, rankServices, rootCauseQuality, type RankedIncident, type RootCauseQuality } from './root_cause.js';
+import { shareScores } from './signal_share.js';
 import type { Incident, Snapshot } from './source.js';
 
 /** Cheapest first: a tie goes to the earlier one. */
-export const RANKING_METHODS = ['static', 'zscore', 'telemetry', 'flat', 'tagae', 'zscore_graph', 'telemetry_graph', 'flat_graph', 'tagae_graph'] as const;
+export const RANKING_METHODS = ['static', 'zscore', 'telemetry', 'signals', 'flat', 'tagae', 'zscore_graph', 'telemetry_graph', 'flat_graph', 'tagae_graph'] as const;
 export type RankingMethod = (typeof RANKING_METHODS)[number];
 export type BaseMethod = 'static' | 'zscore' | 'telemetry' | 'flat' | 'tagae';
+
+/** With fewer labelled incidents than this, there is no held-out half: all of them validate and test. */
+const MIN_SPLIT_INCIDENTS = 6;
 
 export interface RootCauseReport {
   incidents: number;
   methods: Partial<Record<RankingMethod, RootCauseQuality>>;
+  /** the method with the best AC@1 on the validation incidents */
   recommended_method: RankingMethod | null;
+  /** the earlier incidents (the recommendation is chosen on them) and the later ones (its figures are quoted on them) */
+  selection: { validation_incidents: number; test_incidents: number; validation: Partial<Record<RankingMethod, RootCauseQuality>>; test: Partial<Record<RankingMethod, RootCauseQuality>> };
   /** per labelled incident: each method's first five services */
   rankings: { start: number; kind: string; root_cause: string; top: Partial<Record<RankingMethod, string[]>> }[];
 }
 
-/** Per snapshot (aligned with `snaps`), per base method, per-service evidence. */
-export type Evidence = Partial<Record<BaseMethod, Float64Array>>[];
+/**
+ * Per snapshot (aligned with `snaps`), per base method, per-service evidence; `signals` holds the
+ * snapshot's per-family deviations [families][services] (signal_share.ts), shared out over a window.
+ */
+export type Evidence = (Partial<Record<BaseMethod, Float64Array>> & { signals?: Float64Array[] })[];
 
 /** One snapshot's ranking under a method, with scores: the list every alert carries. */
 export function snapshotRanking(s: Snapshot, evidence: Float64Array, graph: boolean, k: number): { service: string; score: number }[] {
@@ -37,26 +52,15 @@ export function snapshotRanking(s: Snapshot, evidence: Float64Array, graph: bool
 }
 
 export function evaluateRootCause(snaps: Snapshot[], evidence: Evidence, incidents: Incident[]): RootCauseReport | null {
-  const labelled = incidents.filter((i) => i.root_cause !== undefined && snaps.some((s) => s.ts >= i.start && s.ts < i.end));
+  const labelled = incidents.filter((i) => i.root_cause !== undefined && snaps.some((s) => s.ts >= i.start && s.ts < i.end)).sort((x, y) => x.start - y.start);
   if (labelled.length === 0) return null;
-  const available = RANKING_METHODS.filter((m) => evidence.some((e) => e[m.replace(/_graph$/, '') as BaseMethod] !== undefined));
+  const available = RANKING_METHODS.filter((m) => evidence.some((e) => (m === 'signals' ? e.signals : e[m.replace(/_graph$/, '') as BaseMethod]) !== undefined));
   const perMethod = new Map<RankingMethod, RankedIncident[]>();
   const rankings: RootCauseReport['rankings'] = [];
   for (const inc of labelled) {
     const top: RootCauseReport['rankings'][number]['top'] = {};
     for (const m of available) {
-      const base = m.replace(/_graph$/, '') as BaseMethod;
-      const graph = m.endsWith('_graph');
-      const acc = new Map<string, number>();
-      snaps.forEach((s, k) => {
-        if (s.ts < inc.start || s.ts >= inc.end) return;
-        const e = evidence[k]?.[base];
-        if (!e) return;
-        const score = graph ? propagate({ services: s.services, evidence: e, src: s.src, dst: s.dst }) : e;
-        s.services.forEach((name, i) => acc.set(name, (acc.get(name) ?? 0) + (score[i] ?? 0)));
-      });
-      const names = [...acc.keys()];
-      const ranking = rankServices(names, names.map((n) => acc.get(n)!));
+      const ranking = windowRanking(m, snaps, evidence, inc);
       const list = perMethod.get(m) ?? [];
       list.push({ kind: inc.kind, root_cause: inc.root_cause!, ranking });
       perMethod.set(m, list);
@@ -64,13 +68,55 @@ export function evaluateRootCause(snaps: Snapshot[], evidence: Evidence, inciden
     }
     rankings.push({ start: inc.start, kind: inc.kind, root_cause: inc.root_cause!, top });
   }
-  const methods: RootCauseReport['methods'] = {};
-  for (const [m, list] of perMethod) methods[m] = rootCauseQuality(list);
+  const nValidation = labelled.length < MIN_SPLIT_INCIDENTS ? labelled.length : Math.ceil(labelled.length / 2);
+  const quality = (part: (list: RankedIncident[]) => RankedIncident[]): Partial<Record<RankingMethod, RootCauseQuality>> => {
+    const out: Partial<Record<RankingMethod, RootCauseQuality>> = {};
+    for (const [m, list] of perMethod) out[m] = rootCauseQuality(part(list));
+    return out;
+  };
+  const methods = quality((l) => l);
+  const validation = quality((l) => l.slice(0, nValidation));
+  const test = quality((l) => (nValidation === l.length ? l : l.slice(nValidation)));
   let best: RankingMethod | null = null;
   for (const m of available) {
-    const q = methods[m]!;
-    const b = best ? methods[best]! : null;
+    const q = validation[m]!;
+    const b = best ? validation[best]! : null;
     if (!b || q.ac_at_1 > b.ac_at_1 || (q.ac_at_1 === b.ac_at_1 && (q.ac_at_3 > b.ac_at_3 || (q.ac_at_3 === b.ac_at_3 && q.avg_at_5 > b.avg_at_5)))) best = m;
   }
-  return { incidents: labelled.length, methods, recommended_method: best, rankings };
+  const testCount = nValidation === labelled.length ? labelled.length : labelled.length - nValidation;
+  return { incidents: labelled.length, methods, recommended_method: best, selection: { validation_incidents: nValidation, test_incidents: testCount, validation, test }, rankings };
+}
+
+/** One method's ranking of an incident: evidence summed per service over the window (signals: shared out per family). */
+function windowRanking(m: RankingMethod, snaps: Snapshot[], evidence: Evidence, inc: Incident): string[] {
+  const acc = new Map<string, number>();
+  if (m === 'signals') {
+    const sums = new Map<string, Float64Array>();
+    snaps.forEach((s, k) => {
+      if (s.ts < inc.start || s.ts >= inc.end) return;
+      const dev = evidence[k]?.signals;
+      if (!dev) return;
+      s.services.forEach((name, i) => {
+        let v = sums.get(name);
+        if (!v) sums.set(name, (v = new Float64Array(dev.length)));
+        dev.forEach((row, f) => (v![f]! += row[i] ?? 0));
+      });
+    });
+    const names = [...sums.keys()];
+    const families = sums.get(names[0]!)?.length ?? 0;
+    const rows = Array.from({ length: families }, (_, f) => names.map((n) => sums.get(n)![f]!));
+    const score = shareScores(rows, names.length);
+    return rankServices(names, score);
+  }
+  const base = m.replace(/_graph$/, '') as BaseMethod;
+  const graph = m.endsWith('_graph');
+  snaps.forEach((s, k) => {
+    if (s.ts < inc.start || s.ts >= inc.end) return;
+    const e = evidence[k]?.[base];
+    if (!e) return;
+    const score = graph ? propagate({ services: s.services, evidence: e, src: s.src, dst: s.dst }) : e;
+    s.services.forEach((name, i) => acc.set(name, (acc.get(name) ?? 0) + (score[i] ?? 0)));
+  });
+  const names = [...acc.keys()];
+  return rankServices(names, names.map((n) => acc.get(n)!));
 }

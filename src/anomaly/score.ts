@@ -25,6 +25,7 @@ import type { ScorerRuntime, SnapshotScorer } from './scorer.js';
 import { anomalyConfig, loadEvents, loadIncidents, loadSnapshots, snapshotTimes, type Incident, type PlannedEvent, type Snapshot } from './source.js';
 import { staticAlerts, staticRatios } from './static_baseline.js';
 import { evaluateRootCause, snapshotRanking, type Evidence, type RootCauseReport } from './root_cause_eval.js';
+import { signalDeviations, signalFamilies } from './signal_share.js';
 import { edgeZScores, fitEdgeZScore, zScores, type EdgeZScoreStats } from './zscore_baseline.js';
 import { SlidingThreshold } from './threshold.js';
 import { writeScores, type ScoreRow } from './writer.js';
@@ -175,6 +176,7 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
   const zSeries: DetectorSeries | null = zs ? { ts, score: [], alert: [] } : null;
   const zThreshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, [...(run.baselines.zscore_warmup_scores ?? [])]);
   const edgeStats = edgeZScoreStats(run, snaps);
+  const families = signalFamilies(cols, run.manifest.edge_feature_columns);
   const evidence: Evidence = [];
   for (let k = 0; k < snaps.length; k++) {
     const s = snaps[k]!;
@@ -187,6 +189,7 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
       const e = edgeZScores(edgeStats, s);
       ev.zscore = z;
       ev.telemetry = z.map((x, i) => x + e[i]!);
+      ev.signals = signalDeviations(families, zs, edgeStats, s);
       const top = Math.max(0, ...z);
       zSeries!.score.push(top);
       zSeries!.alert.push(zThreshold.judge(top).alert);

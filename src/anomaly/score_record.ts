@@ -1,39 +1,17 @@
 /**
  * `<run dir>/score_report.json`: what `gnnctl anomaly score` found, kept beside the run so `gnnctl report`
- * can draw it without re-scoring — the score file's location, the evaluation (detection per detector,
- * root-cause AC@k per method, the recommended methods), the labelled fault windows of the scored period,
- * and the call graph around the strongest alert. The report reads only this file, the manifest and the
- * Parquet scores (report and anomaly sit in the same layer and never import each other).
+ * can draw it without re-scoring. Its schema is src/artifacts/anomaly_score_record.ts (report and anomaly
+ * sit in the same layer and never import each other; both read the contract from artifacts).
  */
 import { join } from 'node:path';
 import { writeJsonAtomic } from '../core/atomic.js';
 import { isoSeconds } from '../core/duration.js';
+import { SCORE_RECORD_FILE, type AlertGraph, type AnomalyScoreRecord } from '../artifacts/anomaly_score_record.js';
 import type { Incident, Snapshot } from './source.js';
 import type { ScoreRow } from './writer.js';
 
-export const SCORE_RECORD_FILE = 'score_report.json';
-
-/** The strongest alert's top root-cause service, its callers and callees, and the calls among them. */
-export interface AlertGraph {
-  ts: string;
-  score: number;
-  threshold: number | null;
-  /** the service ranked first as root cause at that snapshot */
-  service: string;
-  /** services drawn: the centre first, then its neighbours; `rank` is the 1-based root-cause rank, if ranked */
-  nodes: { service: string; rank: number | null }[];
-  edges: { source: string; destination: string; rate: number }[];
-}
-
-/** `score`'s result (score.ts: ScoreReport, taken structurally: score.ts imports this file) plus: */
-export interface ScoreRecord {
-  kind: 'anomaly_score_report';
-  /** the Parquet score file (absolute path) */
-  scores_path: string;
-  /** labelled faults that overlap the scored period */
-  incidents: { start: string; end: string; kind: string; root_cause: string | null }[];
-  alert_graph: AlertGraph | null;
-}
+/** `score`'s result (score.ts: ScoreReport, taken structurally: score.ts imports this file) plus what the schema adds. */
+export type ScoreRecord = Pick<AnomalyScoreRecord, 'kind' | 'scores_path' | 'incidents' | 'alert_graph'>;
 
 /** Neighbours beyond this are left out of the drawing: a hub's 40 callers would be unreadable. */
 const MAX_NEIGHBOURS = 12;
@@ -56,6 +34,8 @@ export function writeScoreRecord(runDir: string, report: { out: string }, incide
 }
 
 /** The graph around the highest-scoring alerting snapshot's first root cause (no alert: null). */
+export type { AlertGraph };
+
 export function alertGraph(snaps: Snapshot[], rows: ScoreRow[]): AlertGraph | null {
   let best = -1;
   rows.forEach((r, k) => {

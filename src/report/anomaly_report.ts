@@ -195,11 +195,11 @@ function rootCauseSection(ev: AnomalyEvaluation): string | null {
   const tbl = table({
     id: 'root-cause-table',
     caption: `Root-cause accuracy over ${rc.incidents} labelled faults (AC@k: the injected service among the first k)`,
-    columns: [{ label: 'Method' }, { label: 'AC@1', numeric: true }, { label: 'AC@3', numeric: true }, { label: 'Avg@5', numeric: true }, { label: 'AC@1 per kind' }],
+    columns: [{ label: 'Method' }, { label: 'AC@1 (95% interval)', numeric: true }, { label: 'AC@3 (95% interval)', numeric: true }, { label: 'Avg@5', numeric: true }, { label: 'AC@1 per kind' }],
     rows: methods.map(([m, q]) => [
       `${esc(m)}${m === rc.recommended_method ? '<span class="tag">recommended</span>' : ''}`,
-      tagged(`root_cause.${m}.ac_at_1`, q.ac_at_1, fmtMetric(q.ac_at_1, 2)),
-      tagged(`root_cause.${m}.ac_at_3`, q.ac_at_3, fmtMetric(q.ac_at_3, 2)),
+      tagged(`root_cause.${m}.ac_at_1`, q.ac_at_1, `${fmtMetric(q.ac_at_1, 2)}${interval(q.ac_at_1_interval)}`),
+      tagged(`root_cause.${m}.ac_at_3`, q.ac_at_3, `${fmtMetric(q.ac_at_3, 2)}${interval(q.ac_at_3_interval)}`),
       tagged(`root_cause.${m}.avg_at_5`, q.avg_at_5, fmtMetric(q.avg_at_5, 2)),
       esc(Object.entries(q.by_kind).map(([k, v]) => `${k} ${v.ac_at_1.toFixed(2)}`).join(', ') || MISSING),
     ]),
@@ -215,7 +215,16 @@ function rootCauseSection(ev: AnomalyEvaluation): string | null {
     rows: rc.rankings.map((f) => [esc(fmtTime(new Date(f.start * 1000).toISOString())), esc(f.kind), code(f.root_cause), ...shown.map((m) => ranked(f.top[m], f.root_cause))]),
     className: 'compact',
   });
-  return section('root-cause', 'Root cause', tbl + per, 'Each method ranks services by its evidence summed over the fault\'s window; <code>*_graph</code> methods propagate it through the call graph, preferring the service whose own signals explain its neighbours\'.');
+  const sel = rc.selection;
+  const chosen = sel && rc.recommended_method ? sel.test[rc.recommended_method] : undefined;
+  const selection = sel
+    ? `<p class="summary">The recommendation is chosen on the ${sel.validation_incidents} earliest faults (validation)${chosen ? `; on the ${sel.test_incidents} later ones (test) ${esc(rc.recommended_method!)} has AC@1 ${fmtMetric(chosen.ac_at_1, 2)}${interval(chosen.ac_at_1_interval)}, AC@3 ${fmtMetric(chosen.ac_at_3, 2)}${interval(chosen.ac_at_3_interval)}` : ''}. Differences inside the intervals are not differences.</p>`
+    : '';
+  return section('root-cause', 'Root cause', tbl + selection + per, 'Each method ranks services by its evidence summed over the fault\'s window; <code>*_graph</code> methods propagate it through the call graph, preferring the service whose own signals explain its neighbours\'; <code>signals</code> gives each signal family (CPU, memory, server latency, the calls a service receives, …) one vote, shared among the services that deviate in it.');
+}
+
+function interval(i: [number, number] | undefined): string {
+  return i ? ` <span class="muted">[${i[0].toFixed(2)}, ${i[1].toFixed(2)}]</span>` : '';
 }
 
 function serviceGraphSection(d: AnomalyReportData): string {

@@ -2,10 +2,11 @@
  * Root-cause ranking on hand-made call graphs whose answer is clear by eye, and the AC@k arithmetic.
  */
 import { describe, expect, it } from 'vitest';
-import { propagate, rankServices, rootCauseQuality } from '../../src/anomaly/root_cause.js';
+import { propagate, rankServices, rootCauseQuality, wilsonInterval } from '../../src/anomaly/root_cause.js';
+import { shareScores, signalDeviations, signalFamilies, signalFamily } from '../../src/anomaly/signal_share.js';
 import { evaluateRootCause } from '../../src/anomaly/root_cause_eval.js';
 import type { Snapshot } from '../../src/anomaly/source.js';
-import { fitZScore, zScores } from '../../src/anomaly/zscore_baseline.js';
+import { fitEdgeZScore, fitZScore, zScores } from '../../src/anomaly/zscore_baseline.js';
 
 // frontend → checkout → payment; frontend → catalog
 const services = ['catalog', 'checkout', 'frontend', 'payment'];
@@ -62,5 +63,75 @@ describe('evaluateRootCause', () => {
     expect(r.methods.static!.ac_at_1).toBe(0);
     expect(r.rankings[0]!.top.zscore![0]).toBe('payment');
     expect(r.recommended_method).toBe('zscore');
+  });
+});
+
+describe('evaluateRootCause: validation picks, test reports', () => {
+  const snap = (ts: number): Snapshot => ({ ts, services, features: new Float32Array(4), src, dst, rate: Float32Array.from([1, 1, 1]), edgeFeatures: new Float32Array(0) });
+  it('recommends the method best on the earlier half, even when another wins the later half', () => {
+    // 8 incidents, one snapshot each; static names the root cause in the first four, zscore in the last four
+    const snaps = Array.from({ length: 8 }, (_, k) => snap(k * 600));
+    const truth = (k: number): string => services[k % 4]!;
+    const oneHot = (name: string): Float64Array => Float64Array.from(services, (s) => (s === name ? 1 : 0));
+    const wrong = (k: number): string => services[(k + 1) % 4]!;
+    const ev = snaps.map((_, k) => ({ static: oneHot(k < 4 ? truth(k) : wrong(k)), zscore: oneHot(k < 4 ? wrong(k) : truth(k)) }));
+    const incidents = snaps.map((s, k) => ({ start: s.ts, end: s.ts + 60, kind: 'x', root_cause: truth(k) }));
+    const r = evaluateRootCause(snaps, ev, incidents)!;
+    expect(r.selection.validation_incidents).toBe(4);
+    expect(r.selection.test_incidents).toBe(4);
+    expect(r.selection.validation.static!.ac_at_1).toBe(1);
+    expect(r.selection.test.zscore!.ac_at_1).toBe(1);
+    expect(r.methods.zscore!.ac_at_1).toBe(0.5);
+    expect(r.recommended_method).toBe('static');
+  });
+
+  it('AC@k carries a Wilson interval around it', () => {
+    expect(wilsonInterval(0.5, 0)).toEqual([0, 1]);
+    const [lo, hi] = wilsonInterval(0.7, 56);
+    expect(lo).toBeCloseTo(0.57, 2);
+    expect(hi).toBeCloseTo(0.8, 2);
+    const q = rootCauseQuality([{ kind: 'k', root_cause: 'a', ranking: ['a'] }]);
+    expect(q.ac_at_1_interval[0]).toBeCloseTo(0.207, 3);
+    expect(q.ac_at_1_interval[1]).toBe(1);
+  });
+});
+
+describe('signals: each signal family votes once, shared among the services that deviate in it', () => {
+  it('groups percentiles of one quantity into one family', () => {
+    expect(signalFamily('PodServerLatencyP99(s)')).toBe('PodServerLatency(s)');
+    expect(signalFamily('latency_p50_ms')).toBe('latency_ms');
+    expect(signalFamily('cpu')).toBe('cpu');
+    const f = signalFamilies(['cpu', 'lat_p50', 'lat_p99', 'mem'], ['latency_p50_ms', 'latency_p99_ms', 'gap_p50_ms']);
+    expect(f.names).toEqual(['cpu', 'lat', 'mem', 'latency_ms:in', 'gap_ms:in']);
+    expect(f.node).toEqual([[0], [1, 2], [3]]);
+    expect(f.edge).toEqual([[0, 1], [2]]);
+  });
+
+  it('a service alone in one family outranks services that share a larger but common deviation', () => {
+    // memory moves on every service by a lot (a redeploy); only payment's CPU moves
+    const dev = [Float64Array.from([0, 0, 0, 3]), Float64Array.from([40, 40, 40, 40])];
+    const score = shareScores(dev, 4);
+    expect([...score]).toEqual([0.25, 0.25, 0.25, 1.25]);
+    expect(rankServices(services, score)[0]).toBe('payment');
+  });
+
+  it('deviations: node columns by |z| against the normal period, edge columns by the increase on calls received', () => {
+    const cols = ['cpu', 'lat_p50', 'lat_p99'];
+    const row = (ts: number, v: number[], edge: number[]): Snapshot => ({ ts, services, features: Float32Array.from(v), src, dst, rate: Float32Array.from([1, 1, 1]), edgeFeatures: Float32Array.from(edge) });
+    const normal = Array.from({ length: 10 }, (_, k) => row(k * 60, Array.from({ length: 12 }, () => 10 + (k % 2)), [5 + (k % 2), 5, 5]));
+    const zs = fitZScore(normal, cols);
+    const es = fitEdgeZScore(normal, ['gap_p50_ms']);
+    const fam = signalFamilies(cols, ['gap_p50_ms']);
+    // checkout's lat_p99 doubles; the call checkout → payment takes 10 ms longer between the services
+    const v = Array.from({ length: 12 }, () => 10);
+    v[1 * 3 + 2] = 20;
+    const d = signalDeviations(fam, zs, es, row(1000, v, [5, 15, 5]));
+    expect(fam.names).toEqual(['cpu', 'lat', 'gap_ms:in']);
+    // scale: max(1.4826 × MAD 0.5, 5% of the median 10.5) = 0.741; the family takes the larger of p50, p99
+    expect(d[1]![1]).toBeCloseTo(9.5 / 0.7413, 2);
+    expect(d[1]![3]).toBeCloseTo(0.5 / 0.7413, 2);
+    // edge 1 is checkout → payment: the gap's increase is payment's (median 5, scale 5% of it: 10 / 0.25)
+    expect(d[2]![3]).toBeCloseTo(40, 5);
+    expect(d[2]![1]).toBe(0);
   });
 });

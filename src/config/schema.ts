@@ -111,6 +111,12 @@ const splitSchema = z
 
 export const modelSchema = z
   .object({
+    kind: z
+      .enum(['auto', 'gnn', 'gbdt', 'hybrid'])
+      .default('auto')
+      .describe(
+        'binary and regression tasks: "auto" trains the GNN, gradient-boosted trees on own columns + relational aggregates (gbdt) and trees on the same plus the GNN\'s embeddings (hybrid), and keeps the best on validation, the cheaper on a tie within the bootstrap interval (docs/models.md); "gnn", "gbdt", "hybrid" force one. The GNN always trains (distillation\'s embeddings come from it). Ranking tasks choose among their heuristics instead',
+      ),
     encoder: z.enum(['sage', 'gat']).default('sage').describe('GNN layer: GraphSAGE (mean) or GAT (multi-head attention)'),
     layers: z.number().int().min(1).max(4).default(2).describe('message-passing depth'),
     channels: z.number().int().min(4).max(1024).default(64).describe('hidden width (and embedding dimension)'),
@@ -135,7 +141,7 @@ export const modelSchema = z
     search: z
       .boolean()
       .default(false)
-      .describe('try the variant set (sampling last/uniform × layers 1/2 × encoder sage/gat, the configured model first) within search_budget and keep the best on validation; `model: auto` is short for this'),
+      .describe('try the variant set (sampling last/uniform × layers 1/2 × encoder sage/gat, the configured model first) within search_budget and keep the best on validation; `model: auto` is short for this (model.kind stays auto)'),
     search_budget: durationSchema
       .refine((s) => s > 0, 'a positive duration, e.g. "10 minutes"')
       .default(600)

@@ -17,6 +17,7 @@ import { round } from '../core/number.js';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
 import { readManifest, resolveRun } from '../artifacts/run_store.js';
 import { buildGraph } from '../graph/build.js';
+import { runFit } from '../graph/fit_until.js';
 import { Graph } from '../graph/graph.js';
 import { DeepModel } from '../model/deep_model.js';
 import { targetTimeRange, taskSplit, parseTime, type TaskSplit } from '../task/split.js';
@@ -29,6 +30,8 @@ import { buildTrainingTables } from '../train/examples.js';
 import { predictInChunks } from '../train/engine.js';
 import { EVAL_SEED, type TrainManifest } from '../train/trainer.js';
 import { checkSchema } from '../embed/snapshot.js';
+import { chosenTreeModel, predictTreeModel } from '../train/tree_model.js';
+import { exampleEmbeddings } from '../train/candidates.js';
 
 /** Which anchors to score: explicit times, a range stepped one window at a time, or (neither) the run's test anchors. */
 export type AnchorChoice = { anchors: string[] } | { from: string; to: string } | null;
@@ -49,6 +52,8 @@ export interface EvaluateResult {
   task: string;
   kind: ObjectiveKind;
   main_metric: string;
+  /** the model scored: the run's chosen candidate (`model.kind`), the GNN unless training chose its trees or hybrid */
+  scored_model: 'gnn' | 'gbdt' | 'hybrid';
   /** how the anchors were chosen: "run test anchors", "anchors", or "from … to …" */
   anchors_from: string;
   anchors: string[];
@@ -80,7 +85,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
   }
   if (task.query.taskType === 'ranking') throw new NotImplementedError(`evaluate does not score ranking tasks yet (${task.name})`, { hint: 'the run\'s own metrics.json has its test MAP@k' });
 
-  const built = await buildGraph(cfg);
+  const built = await buildGraph(cfg, { fit: runFit(run.dir, manifest) });
   const graph = Graph.load(built.dir);
   checkSchema(run, manifest, graph, opts.allowSchemaDrift, 'evaluate');
   const range = targetTimeRange(task, graph.manifest.tables);
@@ -98,11 +103,15 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
   }
 
   const model = DeepModel.load(run.dir, graph);
+  const tree = chosenTreeModel(run.dir);
   let predictions: Float32Array;
   try {
     const progress = new Progress();
-    progress.begin(`evaluate ${task.name}`, ex.nodes.length);
-    predictions = model.toOutput(await predictInChunks(model, ex, EVAL_SEED, (done) => progress.update(done)));
+    progress.begin(`evaluate ${task.name}${tree ? ` (the run's ${tree.kind} model)` : ''}`, ex.nodes.length);
+    // The hybrid's embeddings are sampled as training sampled them, so at the run's test anchors its figures are the run's.
+    predictions = tree
+      ? Float32Array.from(await predictTreeModel(tree, built.dir, graph.manifest, ex, tree.embedding_dim > 0 ? exampleEmbeddings(model, ex, EVAL_SEED) : null))
+      : model.toOutput(await predictInChunks(model, ex, EVAL_SEED, (done) => progress.update(done)));
     progress.end(`evaluate: ${ex.nodes.length.toLocaleString('en-US')} examples at ${anchors.length - empty.length} anchor(s)`);
   } finally {
     model.dispose();
@@ -124,6 +133,7 @@ export async function evaluate(opts: EvaluateOptions): Promise<EvaluateResult> {
     task: task.name,
     kind: objective.kind,
     main_metric: objective.mainMetric.name,
+    scored_model: tree?.kind ?? 'gnn',
     anchors_from: from,
     anchors: anchors.map(isoSeconds),
     empty_anchors: empty,

@@ -21,11 +21,16 @@ import type { EmbeddingChunk, EntityColumn } from '../embed/writer.js';
 import { objectiveFor, type ObjectiveKind } from '../task/objective/objective.js';
 import { targetTable } from '../task/split.js';
 import { predictTopK, type TopKResult } from './top_k.js';
+import { info } from '../core/log.js';
+import { chosenTreeModel, predictTreeModel, type TreeModelFile } from '../train/tree_model.js';
 
 export interface PredictOptions extends SnapshotOptions {
   /** also write each entity's embedding (the representation the head reads) */
   withEmbeddings?: boolean;
-  /** ranking runs: the deep model's lists even when the run chose a heuristic (`chosen` in metrics.json) */
+  /**
+   * ranking runs: the deep model's lists even when the run chose a heuristic (`chosen` in metrics.json);
+   * binary and regression runs: the GNN's predictions even when the run chose its trees or hybrid
+   */
   serveModel?: boolean;
 }
 
@@ -36,6 +41,8 @@ export interface PredictResult extends SnapshotFigures {
   prediction: 'probability' | 'value';
   key: string;
   with_embeddings: boolean;
+  /** the model that wrote `prediction`: the run's chosen candidate (`gnn`, `gbdt`, `hybrid`), or `gnn` under --serve-model */
+  served_by: 'gnn' | 'gbdt' | 'hybrid';
 }
 
 /** What the parquet metadata and the folder manifest record about a predictions file. */
@@ -45,6 +52,7 @@ export interface PredictionMetadata extends ReturnType<typeof snapshotMetadata> 
   prediction: 'probability' | 'value';
   /** embedding dimension, or 0 without an embedding column */
   dim: number;
+  served_by: PredictResult['served_by'];
 }
 
 export async function predict(opts: PredictOptions): Promise<PredictResult | TopKResult> {
@@ -56,12 +64,15 @@ export async function predict(opts: PredictOptions): Promise<PredictResult | Top
     const output = s.model.spec.output;
     const objective = objectiveFor(output.kind);
     const C = s.model.spec.channels;
+    const tree = opts.serveModel ? null : chosenTreeModel(s.runDir);
+    if (tree) info(`predict: serving the run's ${tree.kind} model (chosen in training; --serve-model writes the GNN's predictions)`);
     const meta: PredictionMetadata = {
       ...snapshotMetadata(s, VERSION),
       task: s.manifest.task,
       objective: objective.kind,
       prediction: objective.probabilistic ? 'probability' : 'value',
       dim: opts.withEmbeddings ? C : 0,
+      served_by: tree?.kind ?? 'gnn',
     };
     const timing = { computeMs: 0 };
     const progress = new Progress();
@@ -69,14 +80,14 @@ export async function predict(opts: PredictOptions): Promise<PredictResult | Top
     async function* chunks(): AsyncGenerator<EmbeddingChunk> {
       for await (const chunk of representations(s, opts, timing, progress)) {
         const t = performance.now();
-        const predictions = headOutputs(s, chunk);
+        const predictions = tree ? await treeOutputs(s, tree, chunk) : headOutputs(s, chunk);
         timing.computeMs += performance.now() - t;
         yield { keys: chunk.keys, predictions, embeddings: opts.withEmbeddings ? chunk.embeddings : undefined };
       }
     }
     const columns: EntityColumn[] = opts.withEmbeddings ? ['anchor_time', 'prediction', 'embedding'] : ['anchor_time', 'prediction'];
     const figures = await writeSnapshot(s, opts, chunks(), { meta, columns, timing, progress, t0 });
-    return { ...figures, task: meta.task, objective: meta.objective, prediction: meta.prediction, key: s.key, with_embeddings: !!opts.withEmbeddings };
+    return { ...figures, task: meta.task, objective: meta.objective, prediction: meta.prediction, key: s.key, with_embeddings: !!opts.withEmbeddings, served_by: meta.served_by };
   } finally {
     s.model.dispose();
   }
@@ -125,4 +136,13 @@ function headOutputs(s: Snapshot, chunk: RepresentationChunk): Float32Array {
   const values = raw.dataSync() as Float32Array;
   raw.dispose();
   return s.model.toOutput(values);
+}
+
+/** The tree model on a chunk's entities at the snapshot's anchor (the hybrid also reads their embeddings). */
+async function treeOutputs(s: Snapshot, tree: TreeModelFile, chunk: RepresentationChunk): Promise<Float32Array> {
+  const n = chunk.keys.length;
+  if (n === 0) return new Float32Array(0);
+  const nodes = Int32Array.from({ length: n }, (_, i) => chunk.start + i);
+  const anchors = new Float64Array(n).fill(s.anchor);
+  return Float32Array.from(await predictTreeModel(tree, s.graphDir, s.graph.manifest, { anchors, nodes }, tree.embedding_dim > 0 ? chunk.embeddings : null));
 }

@@ -40,9 +40,12 @@ import { trainLoop, type EpochRecord, type LoopResult } from './loop.js';
 import { fitRanking } from './ranking_trainer.js';
 import type { RankingBaseline } from './ranking_baselines.js';
 import { chooseServed, type HeuristicsRecord } from './ranking_heuristics.js';
+import type { RerankRecord } from './rerank.js';
 import { MIN_HISTORY, PAIR_FEATURES, rankingEdges, type RankingSpec } from '../model/context_gnn.js';
 import type { Plan } from '../model/plan.js';
 import { availableParallelism } from 'node:os';
+import { trainCandidates, type ModelChoiceRecord } from './candidates.js';
+import type { CandidateKind } from './model_choice.js';
 
 export interface TrainOptions {
   cfg: Config;
@@ -121,8 +124,15 @@ export interface TrainMetrics {
   best_baseline?: RankingBaseline;
   /** ranking runs: each heuristic's choices on validation and the seen-items decision (train/ranking_heuristics.ts) */
   heuristics?: HeuristicsRecord;
-  /** ranking runs: what a user should serve, the model or the heuristic that beat it on validation, and why */
-  chosen?: 'model' | RankingBaseline;
+  /** ranking runs: the learned re-ranker over the heuristics' and the model's candidates (train/rerank.ts), when fitted */
+  reranker?: RerankRecord;
+  /** binary and regression runs: the GNN, the trees and the hybrid on validation and test, and the choice (train/candidates.ts) */
+  model_choice?: ModelChoiceRecord;
+  /**
+   * what a user should serve, and why. Ranking runs: the model or the heuristic that beat it on validation;
+   * binary and regression runs: the candidate `model.kind` kept (`predict` and `evaluate` use it)
+   */
+  chosen?: 'model' | 'reranker' | RankingBaseline | CandidateKind;
   chosen_reason?: string;
 }
 
@@ -217,7 +227,8 @@ async function trainContext(opts: TrainOptions): Promise<TrainContext> {
   if (search && opts.init_from) {
     throw new ConfigError('a variant search trains every variant from scratch, so it cannot fine-tune', [], { where: opts.search ? '--search' : `tasks.${task.name}.model.search`, hint: 'drop --init-from, or train without the search (omit --search; model.search: false)' });
   }
-  const built = await buildGraph(cfg);
+  // Statistics fitted before this task's own validation data; no other task's split moves them.
+  const built = await buildGraph(cfg, { fit: { task: task.name } });
   const graph = Graph.load(built.dir);
   return { opts, cfg, task, mc, seed: mc.seed ?? cfg.seed, backend, search, built, graph, exclusions: targetExclusions(task) };
 }
@@ -417,7 +428,24 @@ async function trainGraphRun(ctx: TrainContext, examples: TrainExamples, setup: 
     baselineJob = startBaseline(ctx, examples, setup);
     chosen = await fitVariants(ctx, examples, setup, run);
     const baseline = baselineJob ? await awaitBaseline(baselineJob.job, baselineJob.rows, examples, run) : null;
-    return graphMetrics(ctx, examples, setup, run, chosen, baseline);
+    const metrics = graphMetrics(ctx, examples, setup, run, chosen, baseline);
+    const f = chosen.fitted;
+    const t = performance.now();
+    const choice = await trainCandidates({
+      graphDir: ctx.built.dir,
+      manifest: ctx.graph.manifest,
+      task: ctx.task,
+      // --skip-baseline (benchmarks, quick runs) times the GNN alone: no comparison model of any kind.
+      setting: ctx.opts.skip_baseline ? 'gnn' : ctx.mc.kind,
+      tables: examples.tables,
+      gnn: { model: f.model, valPred: f.valPred, testPred: f.testPred, val: f.val, test: f.test, seconds: f.trainingSeconds },
+      seed: ctx.seed,
+      evalSeed: EVAL_SEED,
+      runDir: run.dir,
+      stopped: () => run.stop.requested,
+    });
+    run.manifest.timings.candidates = round((performance.now() - t) / 1000, 2);
+    return { ...metrics, model_choice: choice.record, chosen: choice.chosen, chosen_reason: choice.chosen_reason };
   } finally {
     await baselineJob?.job.close();
     chosen?.fitted.model.dispose();
@@ -720,7 +748,8 @@ async function trainRankingRun(ctx: TrainContext, examples: TrainExamples, setup
       baselines: fit.baselines,
       best_baseline: fit.best_baseline,
       heuristics: fit.heuristics,
-      ...chooseServed(fit.val, best.val, fit.best_baseline),
+      ...(fit.reranker ? { reranker: fit.reranker } : {}),
+      ...chooseServed(fit.val, best.val, fit.best_baseline, fit.reranker?.val),
     };
     const behind = baselineWarning(task.name, 'map_at_k', metrics.val_lift, metrics.lift);
     if (behind) warn(behind.replace("the baseline uses only the entity's own columns and past-window aggregates", `the best baseline is ${fit.best_baseline}`));

@@ -1,21 +1,94 @@
 /**
- * The tree model of a task, as one stage function: the task's training tables (the same examples and
- * anchors the GNN trains on), the entity's own columns plus relational aggregates (graph/aggregates.ts)
- * computed strictly before each anchor, gradient-boosted trees fitted with early stopping on the
- * validation split, and validation and test metrics from the task's objective. It is the "GBDT on own
- * columns + aggregates" candidate of `model: auto` (docs/models.md); the trainer does not call it yet.
+ * The tree candidates of a task: gradient-boosted trees on the entity's own columns plus relational
+ * aggregates (train/tree_features.ts) — the "GBDT" of `model.kind` — and the same trees with the GNN's
+ * embedding of each example at its anchor appended (the "hybrid", RelBench's "GNN + LightGBM"). Both are
+ * fitted with early stopping on the validation split and scored by the task's objective. The trainer calls
+ * `fitTreeCandidate`; `trainTreeModel` is the stand-alone stage (its own training tables).
  */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { TaskSpec } from '../config/load.js';
 import { NotImplementedError } from '../core/errors.js';
-import { lit, q, withDuck } from '../data/duck.js';
-import { rowsPath, type GraphManifest } from '../artifacts/graph_manifest.js';
-import { computeAggregates, planAggregates, readAggregates, type AggregateOptions, type AggregatePlan } from '../graph/aggregates.js';
-import { GbdtModel, type FeatureKind, type GbdtParams } from '../model/gbdt/index.js';
+import type { GraphManifest } from '../artifacts/graph_manifest.js';
+import type { AggregateOptions, AggregatePlan } from '../graph/aggregates.js';
+import { GbdtModel, type FeatureKind, type GbdtModelJSON, type GbdtParams } from '../model/gbdt/index.js';
 import { objectiveFor } from '../task/objective/objective.js';
 import type { Metrics } from '../task/metrics.js';
 import type { TaskSplit } from '../task/split.js';
-import { targetExclusions, type Examples } from '../task/task_spec.js';
+import type { Examples } from '../task/task_spec.js';
 import { buildTrainingTables } from './examples.js';
+import { computeTreeFeatures, featureKinds, featureNames, treeFeatureSpec, type TreeFeatureSpec } from './tree_features.js';
+
+export type Splits<T> = { train: T; val: T; test: T };
+
+/** What `model/tree_model.json` of a run holds: enough to score any (anchor, entity) again. */
+export interface TreeModelFile {
+  kind: 'gbdt' | 'hybrid';
+  features: TreeFeatureSpec;
+  /** hybrid: the GNN embedding's width, appended after the features (0 for gbdt) */
+  embedding_dim: number;
+  model: GbdtModelJSON;
+}
+
+export interface TreeCandidateInput {
+  task: TaskSpec;
+  kind: 'gbdt' | 'hybrid';
+  spec: TreeFeatureSpec;
+  labels: Splits<Float32Array | ArrayLike<number>>;
+  /** `computeTreeFeatures` of the three splits */
+  features: Splits<Float64Array[]>;
+  /** hybrid: each example's GNN embedding, [rows × dim] row-major */
+  embeddings?: Splits<Float32Array> & { dim: number };
+  seed: number;
+  gbdt?: Partial<GbdtParams>;
+}
+
+export interface TreeCandidate {
+  file: TreeModelFile;
+  model: GbdtModel;
+  valPred: Float64Array;
+  testPred: Float64Array;
+  val: Metrics;
+  test: Metrics;
+  seconds: number;
+}
+
+/** The model's columns: the tree features, then (hybrid) one column per embedding channel. */
+export function treeInputs(features: Float64Array[], embeddings: Float32Array | null, dim: number, rows: number): { rows: number; columns: Float64Array[] } {
+  const columns = [...features];
+  for (let j = 0; j < dim; j++) columns.push(Float64Array.from({ length: rows }, (_, i) => embeddings![i * dim + j]!));
+  return { rows, columns };
+}
+
+/** Fits one tree candidate on prepared features and scores it on validation and test. */
+export function fitTreeCandidate(input: TreeCandidateInput): TreeCandidate {
+  const t0 = performance.now();
+  const kind = input.task.query.taskType;
+  if (kind === 'ranking') throw new NotImplementedError('tree models for ranking tasks are not implemented', { where: `tasks.${input.task.name}`, hint: 'train the GNN recommender for ranking tasks' });
+  const dim = input.kind === 'hybrid' ? input.embeddings!.dim : 0;
+  const data = (s: keyof Splits<unknown>) => treeInputs(input.features[s], input.embeddings?.[s] ?? null, dim, input.labels[s].length);
+  const train = data('train');
+  const val = data('val');
+  const test = data('test');
+  const names = [...featureNames(input.spec), ...Array.from({ length: dim }, (_, j) => `gnn.embedding[${j}]`)];
+  const kinds = [...featureKinds(input.spec), ...Array.from({ length: dim }, (): FeatureKind => 'numeric')];
+  const model = GbdtModel.fit(
+    { train, y: input.labels.train, valid: { data: val, y: input.labels.val }, kinds, names },
+    { threads: 2, seed: input.seed, ...input.gbdt, loss: kind === 'binary' ? 'binary' : 'l2' },
+  );
+  const objective = objectiveFor(kind);
+  const valPred = model.predict(val);
+  const testPred = model.predict(test);
+  return {
+    file: { kind: input.kind, features: input.spec, embedding_dim: dim, model: model.toJSON() },
+    model,
+    valPred,
+    testPred,
+    val: objective.metrics(input.labels.val, valPred),
+    test: objective.metrics(input.labels.test, testPred),
+    seconds: (performance.now() - t0) / 1000,
+  };
+}
 
 export interface TreeModelInput {
   graphDir: string;
@@ -40,74 +113,59 @@ export interface TreeModelResult {
   seconds: { features: number; fit: number };
 }
 
+/** The GBDT candidate as a stand-alone stage: its own training tables, features and fit. */
 export async function trainTreeModel(input: TreeModelInput): Promise<TreeModelResult> {
   const { graphDir, manifest, task, split } = input;
-  const kind = task.query.taskType;
-  if (kind === 'ranking') throw new NotImplementedError('tree models for ranking tasks are not implemented', { where: `tasks.${task.name}`, hint: 'train the GNN recommender for ranking tasks' });
+  if (task.query.taskType === 'ranking') throw new NotImplementedError('tree models for ranking tasks are not implemented', { where: `tasks.${task.name}`, hint: 'train the GNN recommender for ranking tasks' });
   const t0 = performance.now();
   const tables = await buildTrainingTables(graphDir, manifest, task, split, { seed: input.seed ?? 0 });
-  const entity = task.query.entity.table;
-  const exclusions = targetExclusions(task);
-  const excluded = new Set(exclusions.map((e) => `${e.table}.${e.column}`));
-  const plan = planAggregates(manifest, entity, task.query.target.kind === 'fact' ? 'fact' : 'entity', { ...input.features, excluded });
-
-  // The entity's (or fact row's) own columns: numeric as they are, categorical as vocabulary codes.
-  const tm = manifest.tables[entity]!;
-  const own = [
-    ...tm.numeric.filter((c) => !excluded.has(`${entity}.${c.name}`)).map((c) => ({ name: `${entity}.${c.name}`, kind: 'numeric' as FeatureKind, sql: `o.${q(c.name)}::DOUBLE` })),
-    ...tm.categorical
-      .filter((c) => !excluded.has(`${entity}.${c.name}`))
-      .map((c) => ({
-        name: `${entity}.${c.name}`,
-        kind: 'categorical' as FeatureKind,
-        sql: `nullif(list_position([${c.vocab.map(lit).join(', ')}]::VARCHAR[], CAST(o.${q(c.name)} AS VARCHAR)), 0)::DOUBLE`,
-      })),
-  ];
-
-  const splits = { train: tables.train, val: tables.val, test: tables.test };
-  const columns = await withDuck(async ({ conn }) => {
-    const all = [splits.train, splits.val, splits.test];
-    const anchors = all.flatMap((e) => Array.from(e.anchors));
-    const nodes = all.flatMap((e) => Array.from(e.nodes));
-    await conn.run(`CREATE TEMP TABLE examples AS SELECT unnest([${anchors.join(', ')}]::DOUBLE[]) AS anchor, unnest([${nodes.join(', ')}]::INTEGER[]) AS node`);
-    await computeAggregates(conn, graphDir, manifest, plan);
-    if (own.length) {
-      await conn.run(
-        `CREATE OR REPLACE TEMP TABLE aggregates AS SELECT a.*, ${own.map((c, i) => `${c.sql} AS a${plan.features.length + i}`).join(', ')} FROM aggregates a ` +
-          `LEFT JOIN read_parquet(${lit(rowsPath(graphDir, manifest, entity))}) o ON o.__node = a.node`,
-      );
-    }
-    // Own columns sit after the aggregates (a<n>, a<n+1>, …), so one read takes both.
-    return readAggregates(conn, { ...plan, features: [...plan.features, ...own.map((c) => ({ name: c.name, reason: 'own column' }))] });
-  });
-  const index = new Map<string, number>();
-  for (let i = 0; i < columns.rows; i++) index.set(`${columns.anchor[i]}|${columns.node[i]}`, i);
-  // Own columns first in the model, then the aggregates.
-  const order = [...own.map((_, i) => plan.features.length + i), ...plan.features.map((_, i) => i)];
-  const gather = (e: Examples): { rows: number; columns: Float64Array[] } => {
-    const rows = Array.from(e.nodes, (node, i) => index.get(`${e.anchors[i]}|${node}`)!);
-    return { rows: rows.length, columns: order.map((c) => Float64Array.from(rows, (r) => columns.columns[c]![r]!)) };
-  };
-  const data = { train: gather(splits.train), val: gather(splits.val), test: gather(splits.test) };
+  const spec = treeFeatureSpec(manifest, task, input.features);
+  const sets: Examples[] = [tables.train, tables.val, tables.test];
+  const [train, val, test] = await computeTreeFeatures(graphDir, manifest, spec, sets);
   const tFeatures = performance.now();
-
-  const names = [...own.map((c) => c.name), ...plan.features.map((f) => f.name)];
-  const kinds = [...own.map((c) => c.kind), ...plan.features.map((): FeatureKind => 'numeric')];
-  const model = GbdtModel.fit(
-    { train: data.train, y: splits.train.labels, valid: { data: data.val, y: splits.val.labels }, kinds, names },
-    { threads: 2, seed: input.seed ?? 0, ...input.gbdt, loss: kind === 'binary' ? 'binary' : 'l2' },
-  );
-  const objective = objectiveFor(kind);
-  const val = objective.metrics(splits.val.labels, model.predict(data.val));
-  const test = objective.metrics(splits.test.labels, model.predict(data.test));
+  const c = fitTreeCandidate({
+    task,
+    kind: 'gbdt',
+    spec,
+    labels: { train: tables.train.labels, val: tables.val.labels, test: tables.test.labels },
+    features: { train: train!, val: val!, test: test! },
+    seed: input.seed ?? 0,
+    gbdt: input.gbdt,
+  });
+  const objective = objectiveFor(task.query.taskType);
   const main = objective.mainMetric.name as keyof Metrics;
   return {
-    model,
-    plan,
-    feature_names: names,
-    examples: { train: data.train.rows, val: data.val.rows, test: data.test.rows },
-    metrics: { val, test },
-    main_metric: { name: objective.mainMetric.name, higher_is_better: objective.mainMetric.higherIsBetter, val: val[main] as number, test: test[main] as number },
+    model: c.model,
+    plan: spec.plan,
+    feature_names: featureNames(spec),
+    examples: { train: tables.train.nodes.length, val: tables.val.nodes.length, test: tables.test.nodes.length },
+    metrics: { val: c.val, test: c.test },
+    main_metric: { name: objective.mainMetric.name, higher_is_better: objective.mainMetric.higherIsBetter, val: c.val[main] as number, test: c.test[main] as number },
     seconds: { features: (tFeatures - t0) / 1000, fit: (performance.now() - tFeatures) / 1000 },
   };
+}
+
+/**
+ * A saved tree model's predictions for example rows: the features recomputed on `graphDir` (rows dated
+ * before each anchor only), the embeddings (hybrid) supplied by the caller in the same row order.
+ */
+export async function predictTreeModel(file: TreeModelFile, graphDir: string, manifest: GraphManifest, rows: { anchors: ArrayLike<number>; nodes: ArrayLike<number> }, embeddings: Float32Array | null): Promise<Float64Array> {
+  const model = GbdtModel.fromJSON(file.model);
+  const [features] = await computeTreeFeatures(graphDir, manifest, file.features, [rows]);
+  if (file.embedding_dim > 0 && (!embeddings || embeddings.length !== rows.nodes.length * file.embedding_dim)) {
+    throw new Error(`the hybrid tree model needs ${file.embedding_dim} embedding values per row`);
+  }
+  return model.predict(treeInputs(features!, embeddings, file.embedding_dim, rows.nodes.length));
+}
+
+/**
+ * The run's tree model when training chose it over the GNN (`chosen` in metrics.json is `gbdt` or
+ * `hybrid`), else null.
+ */
+export function chosenTreeModel(runDir: string): TreeModelFile | null {
+  const metricsPath = join(runDir, 'metrics.json');
+  if (!existsSync(metricsPath)) return null;
+  const chosen = (JSON.parse(readFileSync(metricsPath, 'utf8')) as { chosen?: string }).chosen;
+  if (chosen !== 'gbdt' && chosen !== 'hybrid') return null;
+  return JSON.parse(readFileSync(join(runDir, 'model', 'tree_model.json'), 'utf8')) as TreeModelFile;
 }

@@ -66,6 +66,17 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
           })),
         }
       : null,
+    // binary/regression: every candidate of model.kind; ranking: the heuristic choice
+    chosen: m.chosen ?? null,
+    chosen_reason: m.chosen_reason ?? null,
+    candidates: m.model_choice
+      ? Object.fromEntries(
+          Object.entries(m.model_choice.candidates).map(([k, c]) => [
+            k,
+            { status: c.status, ...(c.reason ? { reason: c.reason } : {}), val: c.val ?? null, test: c.test ?? null, val_intervals: c.val_intervals ?? null, test_intervals: c.test_intervals ?? null, seconds: c.seconds ?? null },
+          ]),
+        )
+      : null,
     seeds_per_s: m.epochs.length ? Math.round(m.epochs.reduce((a, e) => a + e.seeds_per_s, 0) / m.epochs.length) : 0,
   };
   if (r.status === 'interrupted') {
@@ -89,6 +100,16 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
             v.status === 'trained'
               ? `    ${v.name === m.search!.chosen ? '*' : ' '} ${v.name.padEnd(16)} val ${pick(v.val)}  test ${pick(v.test)}  best epoch ${v.best_epoch}  ${v.seconds}s`
               : `      ${v.name.padEnd(16)} skipped: ${v.reason}`,
+          ),
+        ]
+      : []),
+    ...(m.model_choice
+      ? [
+          `  model.kind ${m.model_choice.setting}: serving the ${m.chosen} (${m.chosen_reason})`,
+          ...Object.entries(m.model_choice.candidates).map(([k, c]) =>
+            c.status === 'trained'
+              ? `    ${k === m.chosen ? '*' : ' '} ${k.padEnd(7)} val ${pick(c.val)}${interval(c.val_intervals?.[mm])}  test ${pick(c.test)}${interval(c.test_intervals?.[mm])}  ${c.seconds}s`
+              : `      ${k.padEnd(7)} skipped: ${c.reason}`,
           ),
         ]
       : []),

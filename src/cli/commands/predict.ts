@@ -42,7 +42,7 @@ export async function predictCommand(opts: PredictCommandOptions): Promise<Comma
       `\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s${r.workers > 1 ? ` over ${r.workers} worker threads` : ''}${r.item_embeddings ? `\n  item embeddings: ${r.item_embeddings}` : ''}`;
     return { result: r, text };
   }
-  const text = `wrote ${r.rows.toLocaleString('en-US')} ${r.table} predictions (${r.task}: ${r.prediction}, ${r.mode}, anchor ${r.anchor_time}${r.with_embeddings ? ', with embeddings' : ''}) in ${r.seconds}s: ${r.path}\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s${r.workers > 1 ? ` over ${r.workers} worker threads` : ''}`;
+  const text = `wrote ${r.rows.toLocaleString('en-US')} ${r.table} predictions (${r.task}: ${r.prediction}, served by the ${r.served_by}, ${r.mode}, anchor ${r.anchor_time}${r.with_embeddings ? ', with embeddings' : ''}) in ${r.seconds}s: ${r.path}\n  compute ${r.compute_seconds}s, ${r.entities_per_s.toLocaleString('en-US')} entities/s${r.workers > 1 ? ` over ${r.workers} worker threads` : ''}`;
   if (!target) return { result: r, text };
   const { publishSnapshot, formatPublished } = await import('../../online_store/publish_snapshot.js');
   const published = await publishSnapshot({ path: r.path, kind: 'prediction', model: r.task, run_id: r.run_id, anchor_time: r.anchor_time, dim: 0 }, target);

@@ -213,7 +213,7 @@ export function buildProgram(): Command {
     .option('--out <path>', 'output file (default: artifacts/predictions/<run>/<anchor>/<table>/predictions.parquet)')
     .addOption(typed('--shard <i/n>', 'predict the i-th of n disjoint parts into a part file (e.g. $JOB_COMPLETION_INDEX/N)', shardFlag('--shard')))
     .option('--with-embeddings', 'also write each entity\'s embedding (column `embedding`)')
-    .option('--serve-model', 'ranking runs: write the deep model\'s top-k even when the run chose a heuristic that beat it on validation (`chosen` in metrics.json)')
+    .option('--serve-model', 'write the GNN\'s predictions (ranking runs: its top-k) even when the run chose another model on validation (`chosen` in metrics.json: the trees, the hybrid, or a heuristic)')
     .addOption(typed('--mode <mode>', 'exact: deterministic layer-wise over the training neighbourhoods; sampled: the training fanouts', choiceFlag('--mode', ['exact', 'sampled'] as const)).default('exact'))
     .option('--allow-schema-drift', 'predict even when the data\'s schema differs from the run\'s')
     .addOption(typed('--workers <n>', 'worker threads computing the representations ("auto": 2 on wasm/cpu with 2+ cores); the file does not depend on it', workersFlag('--workers')).default('auto'))

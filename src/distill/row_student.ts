@@ -1,25 +1,26 @@
 /**
- * `distill`: a shallow model for online serving, trained on each fact row of the serving task from the
- * row's own columns, its entities' precomputed embeddings (from the base run, as of the newest snapshot
- * the batch job would have published) and its recent interactions (RTI) — Kumo's "train, then distill".
- * An entity task (churn per customer at request time) is distilled the same way with the entity as the
- * "row": examples are the task's (entity, anchor) pairs, the entity's own embedding is looked up by its
- * key, its interactions are its own child rows (`entity.pk->child.fk`), and the request time is the anchor.
- * Reports the distilled model against the teacher (same task) and the features/embedding/RTI ablations.
+ * The row student (kinds `fact_row` and `entity` of the student seam, student_kind.ts): a shallow model for
+ * online serving, trained on each fact row of the serving task from the row's own columns, its entities'
+ * precomputed embeddings (from the base run, as of the newest snapshot the batch job would have published)
+ * and its recent interactions (RTI) — Kumo's "train, then distill". An entity task (churn per customer at
+ * request time) is distilled the same way with the entity as the "row": examples are the task's (entity,
+ * anchor) pairs, the entity's own embedding is looked up by its key, its interactions are its own child
+ * rows (`entity.pk->child.fk`), and the request time is the anchor. Reports the distilled model against the
+ * teacher (same task) and the features/embedding/RTI ablations.
  */
 import { round } from '../core/number.js';
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
-import type { Config } from '../config/load.js';
+import type { Config, TaskSpec } from '../config/load.js';
 import { isEntityHopPath, type Examples, type HopPath } from '../task/task_spec.js';
 import type { DistillationConfig } from '../config/schema.js';
 import { checkSchema } from '../embed/embed.js';
 import { ConfigError, DataError, NotImplementedError, suggest } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
 import { Graph } from '../graph/graph.js';
-import { newRunId, readManifest, resolveRun, saveWeights, writeModelJson, type RunManifestBase } from '../artifacts/run_store.js';
-import { RunLifecycle, runManifestHead } from '../artifacts/run_lifecycle.js';
+import { newRunId, readManifest, resolveRun } from '../artifacts/run_store.js';
+import { runManifestHead } from '../artifacts/run_lifecycle.js';
 import { taskSplit, targetTimeRange } from '../task/split.js';
 import { DeepModel } from '../model/deep_model.js';
 import { predictInChunks } from '../train/engine.js';
@@ -40,6 +41,11 @@ import { StudentFeatures, type StudentData } from '../model/student/features.js'
 import { measureLatency, summarize, type StudentMetrics, type TrainedStudent } from './student_training.js';
 import { trainStudents, type StudentJob, type StudentOptions } from './student_pool.js';
 import { studentSpec } from './student_spec.js';
+import type { StudentDistillResult } from './distill_student.js';
+import type { DistillManifestBase, StudentKind } from './student_kind.js';
+
+/** The spec file of a row student's run (what export rebuilds the model from). */
+export const STUDENT_SPEC_FILE = 'student.json';
 
 /** The sampling seed of the teacher's predictions (the KD targets): `predictInChunks` seeds each chunk from it. */
 const TEACHER_SEED = 1234;
@@ -80,8 +86,7 @@ export interface DistillMetrics {
   curves?: Curves;
 }
 
-export interface DistillManifest extends RunManifestBase {
-  kind: 'distill';
+export interface DistillManifest extends DistillManifestBase {
   /** identity of what was distilled: same key → same model */
   run_key: string;
   base_run: string;
@@ -89,11 +94,16 @@ export interface DistillManifest extends RunManifestBase {
   embeddings_source: string;
 }
 
-export interface DistillResult {
-  runId: string;
-  runDir: string;
-  metrics: DistillMetrics;
-  seconds: number;
+export type DistillResult = StudentDistillResult<DistillMetrics>;
+
+/** The serving task of a row distillation, checked: the config's `distillation` block and the task it names. */
+export function servingTask(opts: Pick<DistillOptions, 'cfg' | 'task'>): { d: DistillationConfig; taskName: string; task: TaskSpec } {
+  const d = opts.cfg.distillation;
+  if (!d) throw new ConfigError('the config has no `distillation` block', [], { hint: 'add distillation: { task, base, embedding_keys, real_time_interactions, … } (see the README)' });
+  const taskName = opts.task ?? d.task;
+  const task = opts.cfg.taskSpecs[taskName];
+  if (!task) throw new ConfigError(`unknown task "${taskName}"`, [], { where: '--task', hint: suggest(taskName, Object.keys(opts.cfg.taskSpecs)) });
+  return { d, taskName, task };
 }
 
 /**
@@ -104,11 +114,7 @@ export interface DistillResult {
  */
 export async function prepareDistill(opts: DistillOptions) {
   const { cfg } = opts;
-  const d = cfg.distillation;
-  if (!d) throw new ConfigError('the config has no `distillation` block', [], { hint: 'add distillation: { task, base, embedding_keys, real_time_interactions, … } (see the README)' });
-  const taskName = opts.task ?? d.task;
-  const task = cfg.taskSpecs[taskName];
-  if (!task) throw new ConfigError(`unknown task "${taskName}"`, [], { where: '--task', hint: suggest(taskName, Object.keys(cfg.taskSpecs)) });
+  const { d, taskName, task } = servingTask(opts);
   if (task.query.taskType === 'ranking') {
     throw new NotImplementedError(`distilling the ranking task "${taskName}": the session-aware recommender is not part of this distillation`, {
       where: opts.task ? '--task' : 'distillation.task',
@@ -222,35 +228,36 @@ export async function prepareDistill(opts: DistillOptions) {
 
 export type PreparedDistill = Awaited<ReturnType<typeof prepareDistill>>;
 
-/** Distils one task: prepare the data, start the run, train the students, write the metrics; the run's ending is written once. */
-export async function distill(opts: DistillOptions): Promise<DistillResult> {
-  const t0 = performance.now();
-  const startedAt = new Date().toISOString();
-  const p = await prepareDistill(opts);
-  const run = startDistillRun(p, opts, startedAt, t0);
-  return run.guard(async () => {
-    try {
-      const students = await trainDistillStudents(p, opts);
-      try {
-        const ser = students.main.model.params.serialize(students.main.best);
-        saveWeights(run.dir, ser.index, ser.blob);
-        writeModelJson(run.dir, 'student.json', p.spec);
-        const metrics = distillMetrics(p, opts, students, ser.blob.byteLength);
-        const ending = run.finish(metrics, { test: metrics.test, teacher_test: metrics.teacher?.test ?? null, ablations_test: Object.fromEntries(Object.entries(metrics.ablations).map(([k, v]) => [k, v.test])) });
-        return { runId: run.id, runDir: run.dir, metrics, seconds: ending.seconds };
-      } finally {
-        students.main.model.dispose();
-      }
-    } finally {
-      p.teacherModel.dispose();
-    }
-  });
+/**
+ * The row student as a kind of the student seam: `fact_row` (a prediction per fact row at its own time) or
+ * `entity` (a prediction per entity at the request's anchor). One implementation serves both: what differs
+ * — an entity's own key and its interactions as the example's, the anchor as its time — follows from the
+ * task's hop paths and embedding keys inside `prepareDistill`.
+ */
+export function rowStudentKind(name: 'fact_row' | 'entity'): StudentKind<DistillOptions, PreparedDistill, DistillStudents, DistillMetrics> {
+  return {
+    name,
+    specFile: STUDENT_SPEC_FILE,
+    prepare: prepareDistill,
+    manifest: rowRunManifest,
+    train: trainDistillStudents,
+    main: (s) => s.main,
+    metrics: distillMetrics,
+    headline: (m) => ({ test: m.test, teacher_test: m.teacher?.test ?? null, ablations_test: Object.fromEntries(Object.entries(m.ablations).map(([k, v]) => [k, v.test])) }),
+    disposeStudents: (s) => s.main.model.dispose(),
+    release: (p) => p.teacherModel.dispose(),
+  };
 }
 
-/** The distill run's folder and `running` manifest (its timings fill in as the stages end). */
-function startDistillRun(p: PreparedDistill, opts: DistillOptions, startedAt: string, t0: number): RunLifecycle<DistillManifest> {
+/** The kind of row student a task makes: `entity` for a task with one prediction per entity, `fact_row` otherwise. */
+export function rowKindFor(opts: Pick<DistillOptions, 'cfg' | 'task'>): 'fact_row' | 'entity' {
+  return servingTask(opts).task.query.target.kind === 'entity' ? 'entity' : 'fact_row';
+}
+
+/** The distill run's `running` manifest (its timings fill in as the stages end). */
+function rowRunManifest(p: PreparedDistill, opts: DistillOptions, startedAt: string): DistillManifest {
   const { d, cfg, taskName, task, backend, base, baseManifest, built, graph, split, seed } = p;
-  const manifest: DistillManifest = {
+  return {
     ...runManifestHead({
       kind: 'distill',
       id: newRunId(`${taskName}-distilled`),
@@ -269,7 +276,6 @@ function startDistillRun(p: PreparedDistill, opts: DistillOptions, startedAt: st
     embeddings_source: opts.embeddings ?? 'computed',
     split: { val: isoSeconds(split.valAnchor), test: isoSeconds(split.testAnchor), train_from: isoSeconds(split.valAnchor - d.train_window) },
   };
-  return RunLifecycle.start(cfg.artifactsDir, manifest, { t0 });
 }
 
 /** The main student and the three input ablations, trained side by side. */

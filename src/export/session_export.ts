@@ -34,7 +34,7 @@ import { keyIndex, sessionBatchFromRequests, type SessionRequest } from '../mode
 import type { SessionSpec } from '../model/student/session_spec.js';
 import { tableDepth } from '../embed/layerwise.js';
 import { tableVectorsAt } from '../distill/session/teacher.js';
-import { SESSION_SPEC_FILE, type SessionDistillManifest } from '../distill/session/distill_session.js';
+import { SESSION_SPEC_FILE, type SessionDistillManifest } from '../distill/session/session_kind.js';
 import { sessionElements } from '../distill/session/data.js';
 import { fkParents } from '../distill/session/examples.js';
 import type { RankingTarget } from '../task/ranking_target.js';

@@ -1,6 +1,6 @@
 import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
-import { distillSession } from '../../distill/session/distill_session.js';
+import { distillSession } from '../../distill/distill.js';
 import { exportSessionRecommender } from '../../export/session_export.js';
 import type { CommandOutput } from '../run.js';
 import { intFlag, optional } from '../flags.js';

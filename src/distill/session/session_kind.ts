@@ -1,5 +1,5 @@
 /**
- * `recommender distill`: the session-aware distilled recommender of a ranking task (Kumo's online path).
+ * The `session` kind of the student seam (student_kind.ts), `recommender distill`: the session-aware distilled recommender of a ranking task (Kumo's online path).
  * Trained on the task's (user, anchor) examples with the window's distinct items as positives, from the
  * base runs' user and item embeddings (as of the snapshot a daily job would have published before each
  * anchor) and the user's last N interactions. Reports MAP@k / recall@k / NDCG@k on val and test against the
@@ -13,8 +13,8 @@ import { info } from '../../core/log.js';
 import { round } from '../../core/number.js';
 import { selectBackend, type BackendRequest } from '../../compute/backend.js';
 import type { Config } from '../../config/load.js';
-import { newRunId, readManifest, resolveRun, saveWeights, writeModelJson, type RunManifestBase } from '../../artifacts/run_store.js';
-import { RunLifecycle, runManifestHead } from '../../artifacts/run_lifecycle.js';
+import { newRunId, readManifest, resolveRun } from '../../artifacts/run_store.js';
+import { runManifestHead } from '../../artifacts/run_lifecycle.js';
 import { checkSchema } from '../../embed/embed.js';
 import { buildGraph } from '../../graph/build.js';
 import { Graph } from '../../graph/graph.js';
@@ -27,6 +27,8 @@ import { rankingAnchors, rankingExamples, type RankingExamples } from './example
 import { popularityLists, rankingMetrics, repeatLists, topK, type RankingMetrics } from './ranking_eval.js';
 import { trainSessionModel, type TrainedSessionModel } from './train.js';
 import { RankingTeacher } from './teacher.js';
+import type { StudentDistillResult } from '../distill_student.js';
+import type { DistillManifestBase, StudentKind } from '../student_kind.js';
 
 export const SESSION_SPEC_FILE = 'session_spec.json';
 
@@ -71,51 +73,37 @@ export interface SessionDistillMetrics {
   best_epoch: number;
 }
 
-export interface SessionDistillManifest extends RunManifestBase {
-  kind: 'distill';
+export interface SessionDistillManifest extends DistillManifestBase {
   model: 'session_recommender';
   user_base_run: string;
   item_base_run: string;
 }
 
-export interface DistillSessionResult {
-  runId: string;
-  runDir: string;
-  metrics: SessionDistillMetrics;
-  seconds: number;
-}
+export type DistillSessionResult = StudentDistillResult<SessionDistillMetrics>;
 
 export function sessionRunTask(task: string): string {
   return `${task}-session`;
 }
 
-/** Distils the session recommender: prepare the data, start the run, train the students, write the metrics; the run's ending is written once. */
-export async function distillSession(opts: DistillSessionOptions): Promise<DistillSessionResult> {
-  const t0 = performance.now();
-  const startedAt = new Date().toISOString();
-  const p = await prepareSession(opts);
-  try {
-    const run = startSessionRun(p, startedAt, t0);
-    return await run.guard(async () => {
-      const students = trainSessionStudents(p, opts);
-      try {
-        const ser = students.main.model.params.serialize(students.main.best);
-        saveWeights(run.dir, ser.index, ser.blob);
-        writeModelJson(run.dir, SESSION_SPEC_FILE, p.spec);
-        const metrics = sessionMetrics(p, students, ser.blob.byteLength);
-        const headline = { test: metrics.test, baselines_test: { popularity: metrics.baselines.popularity.test, repeat: metrics.baselines.repeat.test }, no_session_test: metrics.ablations.no_session.test };
-        const ending = run.finish(metrics, headline);
-        return { runId: run.id, runDir: run.dir, metrics, seconds: ending.seconds };
-      } finally {
-        for (const m of [students.main, students.noSession, students.sessionOnly]) m.model.dispose();
-      }
-    });
-  } finally {
+/** The session recommender as a kind of the student seam. */
+export const sessionKind: StudentKind<DistillSessionOptions, PreparedSession, SessionStudents, SessionDistillMetrics> = {
+  name: 'session',
+  specFile: SESSION_SPEC_FILE,
+  prepare: prepareSession,
+  manifest: sessionRunManifest,
+  train: async (p, opts) => trainSessionStudents(p, opts),
+  main: (s) => s.main,
+  metrics: (p, _opts, s, bytes) => sessionMetrics(p, s, bytes),
+  headline: (m) => ({ test: m.test, baselines_test: { popularity: m.baselines.popularity.test, repeat: m.baselines.repeat.test }, no_session_test: m.ablations.no_session.test }),
+  disposeStudents: (s) => {
+    for (const m of [s.main, s.noSession, s.sessionOnly]) m.model.dispose();
+  },
+  release: (p) => {
     p.teacher?.dispose();
     if (p.itemModel !== p.userModel) p.itemModel.dispose();
     p.userModel.dispose();
-  }
-}
+  },
+};
 
 /** Everything the session students train on: the base runs and their models, the examples, the spec and the session data. */
 async function prepareSession(opts: DistillSessionOptions) {
@@ -184,10 +172,10 @@ async function prepareSession(opts: DistillSessionOptions) {
 
 type PreparedSession = Awaited<ReturnType<typeof prepareSession>>;
 
-/** The session run's folder and `running` manifest (its timings fill in as the stages end). */
-function startSessionRun(p: PreparedSession, startedAt: string, t0: number): RunLifecycle<SessionDistillManifest> {
+/** The session run's `running` manifest (its timings fill in as the stages end). */
+function sessionRunManifest(p: PreparedSession, _opts: DistillSessionOptions, startedAt: string): SessionDistillManifest {
   const { cfg, r, backend, userRun, itemRun, built, graph, timings } = p;
-  const manifest: SessionDistillManifest = {
+  return {
     ...runManifestHead({
       kind: 'distill',
       id: newRunId(sessionRunTask(r.task)),
@@ -204,7 +192,6 @@ function startSessionRun(p: PreparedSession, startedAt: string, t0: number): Run
     user_base_run: userRun.id,
     item_base_run: itemRun.id,
   };
-  return RunLifecycle.start(cfg.artifactsDir, manifest, { t0 });
 }
 
 /** The student and its two ablations (without the session, without the user embedding). */

@@ -32,15 +32,16 @@ import { round } from '../core/number.js';
 import { VERSION } from '../core/version.js';
 import { writeJsonAtomic } from '../core/atomic.js';
 import { existsSync, readFileSync } from 'node:fs';
-import { seenItems } from '../train/ranking_affinity.js';
+import { seenItems, unseen } from '../train/ranking_affinity.js';
 import { interactionCsr } from '../train/ranking_baselines.js';
-import { HeuristicLists, recordedParams, SEEN_MARGIN, type HeuristicsRecord } from '../train/ranking_heuristics.js';
+import { HeuristicLists, recordedParams, SEEN_MARGIN, type HeuristicsRecord, type ServedChoice } from '../train/ranking_heuristics.js';
+import { loadReranker, RerankInputs, rerankTopK } from '../train/rerank.js';
+import { modelTopN } from '../train/ranking_trainer.js';
 import type { RankingBaseline } from '../train/ranking_baselines.js';
-import { unseen } from '../train/ranking_trainer.js';
 import { embedExact } from '../embed/layerwise.js';
 import { exactDegreeCap, existingAt, kvMetadata, readTableKeys, representations, snapshotMetadata, type Snapshot, type SnapshotFigures, type SnapshotOptions } from '../embed/snapshot.js';
 import { writeColumns, writeEmbeddings } from '../embed/writer.js';
-import { catalogueKernel, itemPopularity, rankCatalogueOnnx, userHistories } from '../model/context_gnn.js';
+import { catalogueKernel, itemPopularity, popularityCache, rankCatalogueOnnx, userHistories } from '../model/context_gnn.js';
 import type { DeepModel } from '../model/deep_model.js';
 
 export interface TopKResult extends SnapshotFigures {
@@ -55,8 +56,8 @@ export interface TopKResult extends SnapshotFigures {
   items: number;
   /** e_i per item, or null for shards other than 0 and for lists served by a heuristic */
   item_embeddings: string | null;
-  /** what wrote the lists: the deep model, or the heuristic the run chose because it beat the model on validation */
-  served_by: 'model' | RankingBaseline;
+  /** what wrote the lists: the deep model, the re-ranker, or the heuristic the run chose because it beat the learned lists on validation */
+  served_by: ServedChoice;
   /** why (the run's `chosen_reason`, or that --serve-model asked for the model) */
   served_reason: string;
 }
@@ -76,7 +77,7 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
   const choice = runChoice(s.runDir);
   if (choice.chosen !== 'model' && !opts.serveModel) {
     info(`predict: serving ${choice.chosen}, the run's choice: ${choice.reason} (--serve-model writes the deep model's lists)`);
-    return predictHeuristicTopK(opts, s, t0, choice.chosen, choice.reason);
+    return choice.chosen === 'reranker' ? predictRerankTopK(opts, s, t0, choice.reason) : predictHeuristicTopK(opts, s, t0, choice.chosen, choice.reason);
   }
   const servedReason = choice.chosen === 'model' ? choice.reason : `--serve-model (the run chose ${choice.chosen}: ${choice.reason})`;
   const model = s.model;
@@ -180,16 +181,46 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
  */
 async function predictHeuristicTopK(opts: SnapshotOptions, s: Snapshot, t0: number, name: RankingBaseline, reason: string): Promise<TopKResult> {
   const rs = s.model.spec.ranking!;
-  const k = rs.top_k;
+  const record = recordedHeuristics(s, name);
+  const lists = new HeuristicLists(s.graph, rs, record.exclude_seen.exclude);
+  const params = recordedParams(record, name, lists.columns, rs);
+  return writeServedLists(opts, s, t0, name, reason, opts.chunkSize ?? 65536, async (users) => lists.rank(params, users, s.anchor));
+}
+
+/**
+ * The top-k of the run's re-ranker (`chosen: reranker`): the candidates and features training built
+ * (`RerankInputs`, with the deep model's lists from the same sampled trees training ranked with), scored by
+ * the trees in the run's reranker.json; the score column is the ranker's raw score.
+ */
+async function predictRerankTopK(opts: SnapshotOptions, s: Snapshot, t0: number, reason: string): Promise<TopKResult> {
+  const rs = s.model.spec.ranking!;
+  const inputs = new RerankInputs(s.graph, rs, recordedHeuristics(s, 'reranker'), modelTopN(s.model, popularityCache(s.graph, rs)));
+  const gbdt = loadReranker(s.runDir, inputs);
+  // Each user brings up to RERANK_MAX_CANDIDATES rows of features: smaller chunks bound the memory.
+  const chunk = Math.min(opts.chunkSize ?? RERANK_CHUNK, RERANK_CHUNK);
+  return writeServedLists(opts, s, t0, 'reranker', reason, chunk, async (users) => {
+    const { cand, columns } = await inputs.at(users, s.anchor);
+    return rerankTopK(gbdt, cand, columns, users.length, rs.top_k);
+  });
+}
+
+/** users per chunk of the re-ranker's predict */
+const RERANK_CHUNK = 8192;
+
+function recordedHeuristics(s: Snapshot, name: string): HeuristicsRecord {
   const record = readMetrics(s.runDir).heuristics;
   if (!record) throw new ArtifactError(`run ${s.runId} chose ${name} but does not record its settings (heuristics in metrics.json)`, { where: join(s.runDir, 'metrics.json'), hint: 'retrain the run, or serve its deep model with --serve-model' });
+  return record;
+}
+
+/** Writes the lists `rank` gives each chunk of users, in the model's file format, with the manifest. */
+async function writeServedLists(opts: SnapshotOptions, s: Snapshot, t0: number, name: Exclude<ServedChoice, 'model'>, reason: string, chunkSize: number, rank: (users: Int32Array) => Promise<{ ids: Int32Array; scores: Float32Array }>): Promise<TopKResult> {
+  const rs = s.model.spec.ranking!;
+  const k = rs.top_k;
   const itemPk = s.graph.manifest.schema.tables[rs.item_table]!.primary_key!.column;
   const itemCol = itemKeyColumn(s.key, rs.item_table, itemPk);
   const nItems = existingAt(s.graph, rs.item_table, s.anchor);
   const itemKeys = await readTableKeys(s.graph, rs.item_table, itemPk, 0, nItems, s.path);
-  const lists = new HeuristicLists(s.graph, rs, record.exclude_seen.exclude);
-  const params = recordedParams(record, name, lists.columns, rs);
-  const chunkSize = opts.chunkSize ?? 65536;
   const keys = await readTableKeys(s.graph, s.table, s.key, s.lo, s.hi, s.path);
   const timing = { computeMs: 0 };
   const meta = { ...snapshotMetadata(s, VERSION), task: s.manifest.task, objective: 'ranking' as const, prediction: 'top_k' as const, k, item_table: rs.item_table, item_key: itemCol, items: nItems, served_by: name };
@@ -200,7 +231,7 @@ async function predictHeuristicTopK(opts: SnapshotOptions, s: Snapshot, t0: numb
       const to = Math.min(s.hi, from + chunkSize);
       const t = performance.now();
       const users = Int32Array.from({ length: to - from }, (_, i) => from + i);
-      const { ids, scores } = lists.rank(params, users, s.anchor);
+      const { ids, scores } = await rank(users);
       // Items that did not exist at the anchor are never listed (heuristics count only interactions before it).
       const columns = listColumns(s.key, keys.slice(from - s.lo, to - s.lo), itemCol, itemKeys, ids, scores, k, nItems);
       timing.computeMs += performance.now() - t;
@@ -329,7 +360,7 @@ function flatUtf8(v: arrow.Vector): { offsets: Int32Array; bytes: Uint8Array } {
 
 interface RunMetricsFile {
   heuristics?: HeuristicsRecord;
-  chosen?: 'model' | RankingBaseline;
+  chosen?: ServedChoice;
   chosen_reason?: string;
 }
 
@@ -342,7 +373,7 @@ function readMetrics(runDir: string): RunMetricsFile {
  * What the run chose to serve and whether its lists skip seen items (`chosen`, `heuristics.exclude_seen`
  * in its metrics.json; a run without them: the model, seen items kept).
  */
-function runChoice(runDir: string): { chosen: 'model' | RankingBaseline; reason: string; excludeSeen: boolean } {
+function runChoice(runDir: string): { chosen: ServedChoice; reason: string; excludeSeen: boolean } {
   const m = readMetrics(runDir);
   const chosen = m.chosen ?? 'model';
   const reason = m.chosen_reason ?? 'the run records no choice between the model and a heuristic';

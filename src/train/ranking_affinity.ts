@@ -196,3 +196,11 @@ export function blend(a: Map<number, number>, b: Map<number, number>, w: number)
   for (const [i, s] of b) out.set(i, (out.get(i) ?? 0) + (1 - w) * s);
   return out;
 }
+
+/** The first k of a ranked list that are not in `seen` (−1 where the list runs out). */
+export function unseen(list: Int32Array, seen: Set<number>, k: number): Int32Array {
+  const out = new Int32Array(k).fill(-1);
+  let at = 0;
+  for (let r = 0; r < list.length && at < k; r++) if (list[r]! >= 0 && !seen.has(list[r]!)) out[at++] = list[r]!;
+  return out;
+}

@@ -173,14 +173,16 @@ export class HeuristicLists {
   private readonly counts = new Map<string, Float32Array>();
   private readonly lists = new Map<string, ValueLists>();
 
+  /** `listLength`: the longest list `rank` will be asked for (default the task's k; the re-ranker's candidates ask for more) */
   constructor(
     readonly graph: Graph,
     readonly rs: RankingSpec,
     readonly excludeSeen: boolean,
+    listLength = rs.top_k,
   ) {
     this.g = interactionCsr(graph, rs);
     this.columns = itemAttributes(graph, rs);
-    this.depth = rs.top_k + (excludeSeen ? SEEN_MARGIN : rs.top_k);
+    this.depth = listLength + (excludeSeen ? SEEN_MARGIN : listLength);
   }
 
   countsAt(anchor: number, window: number): Float32Array {
@@ -197,10 +199,12 @@ export class HeuristicLists {
     return l;
   }
 
-  /** [users × k] item ids (−1 where a list runs out) and scores (NaN there) of heuristic `p` at `anchor`. */
-  rank(p: Params, users: Int32Array, anchor: number): { ids: Int32Array; scores: Float32Array } {
+  /**
+   * [users × k] item ids (−1 where a list runs out) and scores (NaN there) of heuristic `p` at `anchor`;
+   * `k` defaults to the task's (at most the constructor's `listLength`).
+   */
+  rank(p: Params, users: Int32Array, anchor: number, k = this.rs.top_k): { ids: Int32Array; scores: Float32Array } {
     const { graph, rs, g } = this;
-    const k = rs.top_k;
     const ids = new Int32Array(users.length * k).fill(-1);
     const scores = new Float32Array(users.length * k).fill(Number.NaN);
     const counts = p.window !== undefined ? this.countsAt(anchor, p.window) : null;
@@ -347,16 +351,25 @@ export function recordedParams(record: HeuristicsRecord, name: RankingBaseline, 
   }
 }
 
+/** What a ranking run serves: the deep model, the learned re-ranker over the heuristics' candidates (train/rerank.ts), or a heuristic. */
+export type ServedChoice = 'model' | 'reranker' | RankingBaseline;
+
 /**
- * Never worse than the simplest method: the model is served only when its validation MAP@k is at least the
- * best heuristic's; otherwise that heuristic is, and the reason says by how much.
+ * Never worse than the simplest method: a learned list (the deep model, or the re-ranker when one was
+ * trained) is served only when its validation MAP@k is at least the best heuristic's; otherwise that
+ * heuristic is, and the reason says by how much. Between the two learned lists, the re-ranker must beat
+ * the model outright (a tie keeps the model, which needs no candidate generation).
  */
-export function chooseServed(model: RankingMetrics, heuristic: RankingMetrics, name: RankingBaseline): { chosen: 'model' | RankingBaseline; chosen_reason: string } {
+export function chooseServed(model: RankingMetrics, heuristic: RankingMetrics, name: RankingBaseline, reranker?: RankingMetrics | null): { chosen: ServedChoice; chosen_reason: string } {
   const at = `MAP@${model.k}`;
-  const figures = `validation ${at} ${model.map_at_k.toFixed(4)} for the model, ${heuristic.map_at_k.toFixed(4)} for ${name}`;
+  const rr = reranker ? `, ${reranker.map_at_k.toFixed(4)} for the re-ranker` : '';
+  const figures = `validation ${at} ${model.map_at_k.toFixed(4)} for the model${rr}, ${heuristic.map_at_k.toFixed(4)} for ${name}`;
+  if (reranker && reranker.map_at_k > model.map_at_k && reranker.map_at_k >= heuristic.map_at_k) {
+    return { chosen: 'reranker', chosen_reason: `the re-ranker beats the model and the best heuristic on validation (${figures})` };
+  }
   return model.map_at_k >= heuristic.map_at_k
-    ? { chosen: 'model', chosen_reason: `the model beats the best heuristic on validation (${figures})` }
-    : { chosen: name, chosen_reason: `the best heuristic beats the model on validation (${figures})` };
+    ? { chosen: 'model', chosen_reason: `the model beats the best heuristic${reranker ? ' and the re-ranker' : ''} on validation (${figures})` }
+    : { chosen: name, chosen_reason: `the best heuristic beats the ${reranker ? 'model and the re-ranker' : 'model'} on validation (${figures})` };
 }
 
 function round(x: number): number {

@@ -24,8 +24,9 @@ import { EpochTally, type EpochRecord } from './loop.js';
 import type { RankingBaseline } from './ranking_baselines.js';
 import { rankingHeuristics, seenDecision, SEEN_MARGIN, type ExcludeSeenSetting, type HeuristicsRecord, type SeenDecision } from './ranking_heuristics.js';
 import { interactionCsr } from './ranking_baselines.js';
-import { seenItems } from './ranking_affinity.js';
+import { seenItems, unseen } from './ranking_affinity.js';
 import { ItemSplitEngine } from './ranking_engine.js';
+import { fitReranker, type ModelTopN, type RerankRecord } from './rerank.js';
 import { localStep } from './ranking_step.js';
 import type { BackendRequest } from '../compute/backend.js';
 
@@ -42,6 +43,8 @@ export interface RankingLoopOptions {
   backend?: BackendRequest;
   /** rank.exclude_seen (default auto: learned from the training windows' repeat rate) */
   excludeSeen?: ExcludeSeenSetting;
+  /** fit the learned re-ranker over the heuristics' and the model's candidates (train/rerank.ts; default true) */
+  rerank?: boolean;
 }
 
 export interface RankingFit {
@@ -57,6 +60,8 @@ export interface RankingFit {
   best_baseline: RankingBaseline;
   /** each heuristic's choices on validation and the seen-items decision */
   heuristics: HeuristicsRecord;
+  /** the re-ranker over the heuristics' and the model's candidates, null when not fitted */
+  reranker: RerankRecord | null;
 }
 
 /** Trains, then evaluates the best checkpoint and the baselines on val and test. */
@@ -133,7 +138,39 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   const val = bestVal ?? (await evaluate(model, data.val, k, pop, 'evaluation: validation', seen));
   const test = await evaluate(model, data.test, k, pop, 'evaluation: test', seen);
   const h = rankingHeuristics(model.graph, rs, data, seen);
-  return { workers: engine?.workers ?? 1, best, bestEpoch, epochs: records, val, test, baselines: h.baselines, best_baseline: h.best_baseline, heuristics: h.record };
+  const reranker = mc.rerank === false ? null : await fitReranker(model.graph, rs, data, h.record, h.best_baseline, modelTopN(model, pop), seed, runDir);
+  return { workers: engine?.workers ?? 1, best, bestEpoch, epochs: records, val, test, baselines: h.baselines, best_baseline: h.best_baseline, heuristics: h.record, reranker };
+}
+
+/**
+ * The model's top-n over the whole catalogue for users at one anchor, by the formula `evaluate` ranks with
+ * (sampled trees with the most recent neighbours): the re-ranker's model source in training and predict.
+ */
+export function modelTopN(model: DeepModel, pop: (anchor: number) => Float32Array): ModelTopN {
+  return async (users, anchor, n) => {
+    const rs = model.spec.ranking!;
+    const C = model.spec.channels;
+    const items = catalogueVectors(model, anchor);
+    const kernel = await catalogueKernel(items, pop(anchor), items.length / C, C, n);
+    const ids = new Int32Array(users.length * n).fill(-1);
+    const scores = new Float32Array(users.length * n).fill(Number.NaN);
+    try {
+      for (let lo = 0; lo < users.length; lo += EVAL_CHUNK) {
+        const chunk = users.subarray(lo, lo + EVAL_CHUNK);
+        const histories = userHistories(model.graph, rs, chunk, new Float64Array(chunk.length).fill(anchor), pop);
+        const r = await rankCatalogueOnnx(model.ranking!, kernel, userVectors(model, chunk, anchor), histories, n);
+        // A catalogue smaller than n gives shorter lists.
+        const w = r.ids.length / chunk.length;
+        for (let j = 0; j < chunk.length; j++) {
+          ids.set(r.ids.subarray(j * w, (j + 1) * w), (lo + j) * n);
+          scores.set(r.scores.subarray(j * w, (j + 1) * w), (lo + j) * n);
+        }
+      }
+    } finally {
+      await kernel.release();
+    }
+    return { ids, scores };
+  };
 }
 
 /** e_i at an anchor for the whole catalogue [N × C], from sampled trees with the deterministic (most recent) neighbours. */
@@ -222,12 +259,4 @@ export async function evaluate(model: DeepModel, ex: Examples, k: number, pop: (
   }
   progress.end(`${label}: ${ex.nodes.length.toLocaleString('en-US')} users ranked`);
   return rankingMetrics(ex.label_items!, ranked, k);
-}
-
-/** The first k of a ranked list that are not in `seen` (−1 where the list runs out). */
-export function unseen(list: Int32Array, seen: Set<number>, k: number): Int32Array {
-  const out = new Int32Array(k).fill(-1);
-  let at = 0;
-  for (let r = 0; r < list.length && at < k; r++) if (list[r]! >= 0 && !seen.has(list[r]!)) out[at++] = list[r]!;
-  return out;
 }

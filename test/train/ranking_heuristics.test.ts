@@ -6,9 +6,8 @@
  *   user 2: nothing
  */
 import { describe, expect, it } from 'vitest';
-import { affinityShares, blend, flagAttribute, repeatShares, seenItems, singleValued, topOf, valueLists, type InteractionCsr } from '../../src/train/ranking_affinity.js';
+import { affinityShares, blend, flagAttribute, repeatShares, seenItems, singleValued, topOf, unseen, valueLists, type InteractionCsr } from '../../src/train/ranking_affinity.js';
 import { chooseServed, decideExcludeSeen, popularityWindows, rankedByCount, repeatRate } from '../../src/train/ranking_heuristics.js';
-import { unseen } from '../../src/train/ranking_trainer.js';
 import { dropSeen } from '../../src/predict/top_k.js';
 import type { Examples } from '../../src/task/task_spec.js';
 

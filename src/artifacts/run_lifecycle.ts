@@ -141,7 +141,7 @@ export interface RunManifestHeadOptions<K extends RunManifestBase['kind']> {
   created_at?: string;
   /** the graph folder and its manifest */
   graph_dir: string;
-  graph: Pick<GraphManifest, 'fingerprint' | 'schema_fingerprint' | 'schema'>;
+  graph: Pick<GraphManifest, 'fingerprint' | 'schema_fingerprint' | 'schema'> & Partial<Pick<GraphManifest, 'fit_until'>>;
   backend: string;
   seed: number;
   config: unknown;
@@ -157,7 +157,7 @@ export function runManifestHead<K extends RunManifestBase['kind']>(o: RunManifes
     status: 'running',
     gnnctl: VERSION,
     created_at: o.created_at ?? new Date().toISOString(),
-    graph: { dir: o.graph_dir, fingerprint: o.graph.fingerprint, schema_fingerprint: o.graph.schema_fingerprint },
+    graph: { dir: o.graph_dir, fingerprint: o.graph.fingerprint, schema_fingerprint: o.graph.schema_fingerprint, fit_until: o.graph.fit_until },
     graph_schema: o.graph.schema,
     backend: o.backend,
     seed: o.seed,

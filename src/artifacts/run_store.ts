@@ -26,8 +26,8 @@ export interface RunManifestBase {
   gnnctl: string;
   created_at: string;
   finished_at?: string;
-  /** the graph the run was trained on */
-  graph: { dir: string; fingerprint: string; schema_fingerprint: string };
+  /** the graph the run was trained on; later stages rebuild it at its fit_until (absent in older runs) */
+  graph: { dir: string; fingerprint: string; schema_fingerprint: string; fit_until?: number | null };
   backend: string;
   seed: number;
   /** the resolved config (what `tasks`, `model` and `data` said when the run started) */

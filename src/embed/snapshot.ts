@@ -13,6 +13,7 @@ import type { Config } from '../config/load.js';
 import { lit, q, withDuck } from '../data/duck.js';
 import { ArtifactError, DataError, UsageError, suggest } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
+import { runFit } from '../graph/fit_until.js';
 import { Graph } from '../graph/graph.js';
 import type { GraphSchema } from '../artifacts/graph_manifest.js';
 import { readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
@@ -115,7 +116,7 @@ export async function openSnapshot(opts: SnapshotOptions, layout: SnapshotLayout
   if (manifest.status !== 'complete' && manifest.status !== 'interrupted') {
     throw new ArtifactError(`run ${run.id} is ${manifest.status}; it has no finished model to ${layout.verb} with`, { hint: 'use a complete run (gnnctl runs list)' });
   }
-  const built = await buildGraph(cfg);
+  const built = await buildGraph(cfg, { fit: runFit(run.dir, manifest) });
   const graph = Graph.load(built.dir);
   checkSchema(run, manifest, graph, opts.allowSchemaDrift, layout.verb);
 

@@ -34,6 +34,7 @@ import { embed } from '../embed/embed.js';
 import { embeddingFiles } from '../distill/data.js';
 import { ArtifactError, DataError, UsageError } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
+import { runFit } from '../graph/fit_until.js';
 import { Graph } from '../graph/graph.js';
 import { loadWeightMap, loadWeights, readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
 import { tempSibling, writeFileAtomic, writeJsonAtomic } from '../core/atomic.js';
@@ -194,7 +195,7 @@ async function exportInputs(opts: ExportOptions) {
   const spec = readModelJson<StudentSpec>(run.dir, 'student.json');
   const weights = loadWeightMap(run.dir);
 
-  const built = await buildGraph(cfg);
+  const built = await buildGraph(cfg, { fit: runFit(run.dir, manifest) });
   const graph = Graph.load(built.dir);
   const sources = await embeddingSources(opts, cfg, manifest, spec);
   const quantize = opts.quantize ?? cfg.export.quantize;

@@ -27,6 +27,7 @@ import { ONNX_TYPE_TO_TRITON } from './export.js';
 import { loadWeightMap, readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
 import { writeModelConfig, type TritonModelConfig } from '../artifacts/triton/pbtxt.js';
 import { buildGraph } from '../graph/build.js';
+import { runFit } from '../graph/fit_until.js';
 import { Graph } from '../graph/graph.js';
 import { DeepModel } from '../model/deep_model.js';
 import { SessionModel } from '../model/student/session_model.js';
@@ -89,7 +90,7 @@ export async function exportSessionRecommender(opts: SessionExportOptions): Prom
   const target = cfg.sessionTarget;
   if (!r || !target) throw new ConfigError('the config has no `session_recommender` block', [], { hint: 'export with the config the run was distilled with' });
 
-  const built = await buildGraph(cfg);
+  const built = await buildGraph(cfg, { fit: runFit(run.dir, manifest) });
   const graph = Graph.load(built.dir);
   if (graph.manifest.schema_fingerprint !== manifest.graph.schema_fingerprint) {
     throw new ArtifactError(`version skew: the data's graph schema ${graph.manifest.schema_fingerprint} is not the run's ${manifest.graph.schema_fingerprint}`, { hint: 'distill again on today\'s data' });

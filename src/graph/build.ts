@@ -12,16 +12,15 @@ import type { Config } from '../config/load.js';
 import { q, queryRows, withDuck } from '../data/duck.js';
 import { createSourceView, firstLine, rowCount, sourceFiles, type SourceFile } from '../data/source.js';
 import { DataError, suggest } from '../core/errors.js';
-import { AUTO_VAL_ANCHORS_MAX, taskSplit, targetTable, targetTimeRange } from '../task/split.js';
 import { produceAtomically, writeJsonAtomic } from '../core/atomic.js';
 import { isoSeconds } from '../core/duration.js';
 import { hashValue } from '../core/hash.js';
 import { info } from '../core/log.js';
 import { Progress } from '../core/progress.js';
-import { parseIsoTime, TIME_HINT } from '../core/time.js';
 import { VERSION } from '../core/version.js';
 import { degreeStats, readInt32, reverseCsr, writeTyped } from './csr.js';
 import { encodeTable } from './encode_table.js';
+import { rememberTimeRanges, resolveFitUntil, tableTimeRanges, type FitFor, type TableTimeRanges } from './fit_until.js';
 import { checkPrimaryKey, timeExpression } from './source_checks.js';
 import type { TablePlan } from './table_plan.js';
 import {
@@ -35,6 +34,8 @@ import {
 export interface BuildOptions {
   /** rebuild even when a cached build with the same fingerprint exists */
   force?: boolean;
+  /** whose validation data the feature statistics must not see (graph/fit_until.ts; default: every task's) */
+  fit?: FitFor;
 }
 
 export interface BuildResult {
@@ -48,6 +49,17 @@ export function graphsDir(cfg: Config): string {
   return join(cfg.artifactsDir, 'graphs');
 }
 
+/** The data's oldest and newest time over every table with a time column, without a build (null: none has one). */
+export async function dataTimeRange(cfg: Config): Promise<[number, number] | null> {
+  const ranges = await withDuck(async ({ conn }) => {
+    const sources: Record<string, SourceFile[]> = {};
+    for (const spec of Object.values(cfg.tableSpecs)) sources[spec.name] = await sourceFiles(conn, spec);
+    return tableTimeRanges(cfg, graphsDir(cfg), sources);
+  });
+  const all = Object.values(ranges).flatMap((r) => (r.time_range ? [r.time_range] : []));
+  return all.length ? [Math.min(...all.map((r) => r[0])), Math.max(...all.map((r) => r[1]))] : null;
+}
+
 /** Builds the graph for a config, or returns the cached build when config and data are unchanged. */
 export async function buildGraph(cfg: Config, opts: BuildOptions = {}): Promise<BuildResult> {
   const t0 = performance.now();
@@ -57,7 +69,9 @@ export async function buildGraph(cfg: Config, opts: BuildOptions = {}): Promise<
     async ({ conn }) => {
       const sources: Record<string, SourceFile[]> = {};
       for (const spec of Object.values(cfg.tableSpecs)) sources[spec.name] = await sourceFiles(conn, spec);
-      const fingerprint = hashValue({ format: GRAPH_FORMAT, data: cfg.data, specs: cfg.tableSpecs, sources, tasks: taskSplitsKey(cfg) });
+      // The cache key holds the resolved fit_until, not the tasks: tasks that resolve to one cut-off share a build.
+      const fitUntil = resolveFitUntil(cfg, await tableTimeRanges(cfg, graphsDir(cfg), sources), opts.fit);
+      const fingerprint = hashValue({ format: GRAPH_FORMAT, data: { ...cfg.data, fit_until: fitUntil }, specs: cfg.tableSpecs, sources });
       const dir = join(graphsDir(cfg), `${cfg.name}-${fingerprint}`);
       if (!opts.force && existsSync(join(dir, 'manifest.json'))) {
         const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as GraphManifest;
@@ -69,7 +83,7 @@ export async function buildGraph(cfg: Config, opts: BuildOptions = {}): Promise<
       try {
         manifest = await produceAtomically(dir, async (tmp) => {
           mkdirSync(tmp, { recursive: true });
-          return buildInto(conn, cfg, sources, fingerprint, tmp, progress);
+          return buildInto(conn, cfg, sources, { fingerprint, fitUntil }, tmp, progress);
         });
       } finally {
         progress.stop();
@@ -84,12 +98,14 @@ export async function buildGraph(cfg: Config, opts: BuildOptions = {}): Promise<
   );
 }
 
-/** Only the parts of tasks that change fit_until belong in the cache key. */
-function taskSplitsKey(cfg: Config): unknown {
-  return Object.fromEntries(Object.entries(cfg.taskSpecs).map(([k, t]) => [k, { q: t.query.text, s: t.split }]));
-}
-
-async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<string, SourceFile[]>, fingerprint: string, out: string, progress: Progress): Promise<GraphManifest> {
+async function buildInto(
+  conn: DuckDBConnection,
+  cfg: Config,
+  sources: Record<string, SourceFile[]>,
+  { fingerprint, fitUntil }: { fingerprint: string; fitUntil: number | null },
+  out: string,
+  progress: Progress,
+): Promise<GraphManifest> {
   const timings: Record<string, number> = {};
   const warnings: string[] = [];
   const tick = (name: string, t: number): void => {
@@ -166,9 +182,9 @@ async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<st
   }
   tick('materialize', t);
 
-  // 3. Global time range and fit_until.
+  // 3. Global time range; fit_until was resolved from the same ranges (graph/fit_until.ts).
   const ranges: [number, number][] = [];
-  const tableRanges: Record<string, { time_range: [number, number] | null }> = {};
+  const tableRanges: TableTimeRanges = {};
   for (const plan of Object.values(plans)) {
     if (!plan.timeExpr) continue;
     const r = (await queryRows<{ lo: number; hi: number }>(conn, `SELECT min(__t) AS lo, max(__t) AS hi FROM ${q(`n_${plan.spec.name}`)}`))[0]!;
@@ -176,7 +192,7 @@ async function buildInto(conn: DuckDBConnection, cfg: Config, sources: Record<st
     tableRanges[plan.spec.name] = { time_range: [r.lo, r.hi] };
   }
   const timeRange: [number, number] | null = ranges.length ? [Math.min(...ranges.map((r) => r[0])), Math.max(...ranges.map((r) => r[1]))] : null;
-  const fitUntil = resolveFitUntil(cfg, timeRange, tableRanges);
+  rememberTimeRanges(cfg, graphsDir(cfg), sources, tableRanges);
   if (fitUntil !== null) info(`graph: fitting feature statistics on rows up to ${isoSeconds(fitUntil)}`);
 
   // 4. Per table: FK resolution, column roles, encoders, arrays.
@@ -264,21 +280,3 @@ export function schemaFingerprint(schema: GraphSchema): string {
   );
   return hashValue({ tables }, 16);
 }
-
-function resolveFitUntil(cfg: Config, timeRange: [number, number] | null, tableRanges: Record<string, { time_range: [number, number] | null }>): number | null {
-  if (!timeRange) return null;
-  if (cfg.data.fit_until !== 'auto') {
-    const t = parseIsoTime(cfg.data.fit_until);
-    if (t === null) throw new DataError(`data.fit_until is not a time`, { value: cfg.data.fit_until, hint: `${TIME_HINT}, or "auto"` });
-    return t;
-  }
-  let fit = timeRange[1];
-  for (const task of Object.values(cfg.taskSpecs)) {
-    // The earliest validation anchor with the most validation anchors "auto" may pick: no statistic sees validation data.
-    if (!tableRanges[targetTable(task)]) continue;
-    const count = task.split.val_anchors === 'auto' ? AUTO_VAL_ANCHORS_MAX : task.split.val_anchors;
-    fit = Math.min(fit, taskSplit(task, targetTimeRange(task, tableRanges), { valAnchorCount: count }).valAnchors[0]!);
-  }
-  return fit;
-}
-

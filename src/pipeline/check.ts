@@ -18,7 +18,8 @@ import { join } from 'node:path';
 import type { Config } from '../config/load.js';
 import { lit, queryRows, withDuck } from '../data/duck.js';
 import { ArtifactError } from '../core/errors.js';
-import { buildGraph } from '../graph/build.js';
+import { buildGraph, dataTimeRange } from '../graph/build.js';
+import { runFit, type FitFor } from '../graph/fit_until.js';
 import { formatDuration } from '../core/duration.js';
 import { hashFile } from '../core/hash.js';
 import { latestVersion } from './refresh.js';
@@ -58,14 +59,12 @@ interface ExportManifest {
 
 export async function checkRepository(repo: string, cfg?: Config, now?: number, driftOptions: DriftOptions = DEFAULT_DRIFT): Promise<CheckResult> {
   if (!existsSync(repo)) throw new ArtifactError(`model repository not found: ${repo}`, { hint: 'pass --model-repository DIR (e.g. artifacts/model_repository)' });
-  let graph: Graph | null = null;
   let reference = now ?? Date.now() / 1000;
   let referenceKind: CheckResult['reference'] = 'clock';
-  if (cfg) {
-    const g = await buildGraph(cfg);
-    graph = Graph.load(g.dir);
-    if (now === undefined && g.manifest.time_range) {
-      reference = g.manifest.time_range[1];
+  if (cfg && now === undefined) {
+    const range = await dataTimeRange(cfg);
+    if (range) {
+      reference = range[1];
       referenceKind = 'data';
     }
   }
@@ -96,9 +95,11 @@ export async function checkRepository(repo: string, cfg?: Config, now?: number, 
       const fp = await embeddingFingerprint(join(dir, f));
       add('schema', fp === m.graph_fingerprint, `${f}: graph fingerprint ${fp ?? 'missing'} vs model ${m.graph_fingerprint}`);
     }
-    if (graph && cfg) {
+    if (cfg) {
       const base = baseRun(cfg, m);
       if (base) {
+        // The current data encoded as the base run was fitted: its graph rebuilt at the run's own fit_until.
+        const graph = Graph.load((await buildGraph(cfg, { fit: base.fit })).dir);
         const { breaking, notes } = compatibility(base.schema, base.spec, graph.manifest.schema);
         add('schema', breaking.length === 0, breaking.length ? `current data: ${breaking.join('; ')} — retrain and export` : `current data: base run ${m.base_run} reads it${notes.length ? ` (${notes.join('; ')})` : ''}`);
         const r = driftReport(graph, base.spec, driftOptions);
@@ -118,15 +119,15 @@ export async function checkRepository(repo: string, cfg?: Config, now?: number, 
     }
     add('integrity', bad.length === 0, bad.length ? bad.join(', ') : `${Object.keys(m.files).length} files match their recorded hashes`);
   }
-  return { ok: checks.every((c) => c.ok), reference_time: new Date(reference * 1000).toISOString(), reference: referenceKind, checks, ...(graph ? { drift } : {}) };
+  return { ok: checks.every((c) => c.ok), reference_time: new Date(reference * 1000).toISOString(), reference: referenceKind, checks, ...(cfg ? { drift } : {}) };
 }
 
 /** The base run of an exported version: its fitted encoders and the schema it was trained on. */
-function baseRun(cfg: Config, m: ExportManifest): { schema: GraphSchema; spec: FeatureSpec } | null {
+function baseRun(cfg: Config, m: ExportManifest): { schema: GraphSchema; spec: FeatureSpec; fit: FitFor } | null {
   try {
     const run = resolveRun(cfg.artifactsDir, m.base_run, { kind: 'train' });
     const manifest = readManifest(run.dir);
-    return { schema: manifest.graph_schema as GraphSchema, spec: readModelJson<FeatureSpec>(run.dir, 'features.json') };
+    return { schema: manifest.graph_schema as GraphSchema, spec: readModelJson<FeatureSpec>(run.dir, 'features.json'), fit: runFit(run.dir, manifest) };
   } catch (e) {
     if (e instanceof ArtifactError) return null;
     throw e;

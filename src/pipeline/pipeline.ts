@@ -66,21 +66,23 @@ export async function runPipeline(opts: PipelineOptions): Promise<PipelineResult
     return r.value;
   };
 
+  const d = cfg.distillation;
+  const trainTasks = d ? [d.base] : Object.keys(cfg.taskSpecs);
+  if (trainTasks.length === 0) throw new ConfigError('nothing to train: the config has no tasks', [], { hint: 'add a task under `tasks:`' });
+  // Each run's statistics are fitted before its own task's validation data (graph/fit_until.ts): the graph
+  // stage builds the first task's; a task with the same cut-off reuses it, another builds its own.
   const graph = await stage('graph', async () => {
-    const g = await buildGraph(cfg);
+    const g = await buildGraph(cfg, { fit: { task: trainTasks[0]! } });
     const nodes = Object.values(g.manifest.tables).reduce((a, t) => a + t.rows, 0);
     const edges = g.manifest.edges.filter((e) => e.kind === 'fk').reduce((a, e) => a + e.count, 0);
     return { value: g, metric: `${nodes.toLocaleString('en-US')} nodes, ${edges.toLocaleString('en-US')} edges`, artifact: g.dir, reused: g.cached };
   });
 
-  const d = cfg.distillation;
-  const trainTasks = d ? [d.base] : Object.keys(cfg.taskSpecs);
-  if (trainTasks.length === 0) throw new ConfigError('nothing to train: the config has no tasks', [], { hint: 'add a task under `tasks:`' });
   const runs: Record<string, string> = {};
   const trainMetrics: PipelineResult['metrics']['train'] = {};
   for (const task of trainTasks) {
     const spec = cfg.taskSpecs[task]!;
-    const key = trainRunKey(cfg, spec, graph.manifest.fingerprint, { epochs: opts.epochs });
+    const key = trainRunKey(cfg, spec, (await buildGraph(cfg, { fit: { task } })).manifest.fingerprint, { epochs: opts.epochs });
     await stage(`train ${task}`, async () => {
       const prev = opts.force ? undefined : listRuns(cfg.artifactsDir).reverse().find((r) => r.manifest.kind === 'train' && r.manifest.status === 'complete' && (r.manifest as TrainManifest).run_key === key);
       const dir = prev?.dir ?? (await train({ cfg, task, backend: opts.backend, epochs: opts.epochs })).runDir;
@@ -115,7 +117,7 @@ export async function runPipeline(opts: PipelineOptions): Promise<PipelineResult
     });
   }
 
-  const distillKey = distillRunKey(cfg, d, d.task, baseRun, graph.manifest.fingerprint, { epochs: opts.distillEpochs });
+  const distillKey = distillRunKey(cfg, d, d.task, baseRun, (await buildGraph(cfg, { fit: { task: d.task } })).manifest.fingerprint, { epochs: opts.distillEpochs });
   const distilled = await stage('distill', async () => {
     const prev = opts.force ? undefined : listRuns(cfg.artifactsDir).reverse().find((r) => r.manifest.kind === 'distill' && r.manifest.status === 'complete' && (r.manifest as DistillManifest).run_key === distillKey);
     const dir = prev?.dir ?? (await distill({ cfg, base: baseRun, backend: opts.backend, epochs: opts.distillEpochs, cwd: opts.cwd })).runDir;

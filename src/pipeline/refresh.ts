@@ -22,6 +22,7 @@ import { exportModel } from '../export/export.js';
 import { readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
 import { warn } from '../core/log.js';
 import { buildGraph } from '../graph/build.js';
+import { runFit } from '../graph/fit_until.js';
 import { Graph } from '../graph/graph.js';
 import type { FeatureSpec } from '../model/features.js';
 import type { OnlineStoreTarget } from '../artifacts/online_store.js';
@@ -137,7 +138,8 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
   }
   const r = await exportModel({ cfg, run: distilled.id, embeddings: files, out: repo, name, backend: opts.backend, cwd: opts.cwd });
   const base = resolveRun(cfg.artifactsDir, dm.base_run, { kind: 'train', cwd: opts.cwd });
-  const drift = driftReport(Graph.load((await buildGraph(cfg)).dir), readModelJson<FeatureSpec>(base.dir, 'features.json'));
+  // Today's data encoded as the base run was fitted: its graph rebuilt at the run's own fit_until.
+  const drift = driftReport(Graph.load((await buildGraph(cfg, { fit: runFit(base.dir, readManifest(base.dir)) })).dir), readModelJson<FeatureSpec>(base.dir, 'features.json'));
   if (!drift.ok) warn(`refresh: ${drift.features.filter((f) => f.drifted).length} feature(s) drifted above PSI ${drift.threshold} (max ${drift.max_psi}); run \`gnnctl check --config …\` and consider retraining`);
   return {
     model: name,

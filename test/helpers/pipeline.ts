@@ -35,10 +35,7 @@ export function pipelineConfig(opts: { distillation?: Record<string, unknown>; m
   const extra = `tasks:
   churn:
     query: ${CHURN}
-    # Few test anchors: the graph's statistics are fitted before every task's validation data, so twenty
-    # weekly churn test anchors would move the fraud model's fit_until months back and \`check\` would
-    # (rightly) flag the drift this file's refresh test asserts is absent.
-    split: { train_anchors: 2, test_anchors: 2 }
+    split: { train_anchors: 2 }
   fraud:
     query: ${FRAUD}
     model: { num_neighbors: [1, 6] }

@@ -21,13 +21,13 @@
  */
 import { objectiveFor } from '../task/objective/objective.js';
 import * as arrow from 'apache-arrow';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import * as pq from 'parquet-wasm/node';
-import { selectBackend, type BackendRequest } from '../compute/backend.js';
 import type { Config } from '../config/load.js';
 import { lit, queryRows, withDuck } from '../data/duck.js';
-import type { DistillManifest } from '../distill/distill.js';
+import { STUDENT_SPEC_FILE, type DistillManifest } from '../distill/distill.js';
+import type { DistillManifestBase } from '../distill/student_kind.js';
 import type { StudentSpec } from '../model/student/spec.js';
 import { StudentModel } from '../model/student/student.js';
 import { embed } from '../embed/embed.js';
@@ -36,12 +36,11 @@ import { ArtifactError, DataError, UsageError } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
 import { runFit } from '../graph/fit_until.js';
 import { Graph } from '../graph/graph.js';
-import { loadWeightMap, loadWeights, readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
-import { tempSibling, writeFileAtomic, writeJsonAtomic } from '../core/atomic.js';
-import { hashFile } from '../core/hash.js';
-import { Progress } from '../core/progress.js';
+import { loadWeightMap, loadWeights, readModelJson, type RunListing } from '../artifacts/run_store.js';
 import { VERSION } from '../core/version.js';
-import { writeModelConfig, type TritonModelConfig } from '../artifacts/triton/pbtxt.js';
+import type { TritonModelConfig } from '../artifacts/triton/pbtxt.js';
+import type { ExportKind, ExportStep, StudentExportOptions } from './export_kind.js';
+import { exportStudent } from './export_student.js';
 import { checkParity, rawRequests, type ParityReport } from './parity.js';
 import { buildStudentOnnx, elemTypeOf, isEntityInitializer, isStreamed, outputName, requestInputs, type EntityRows, type EntityTable, type StreamedEntityTable } from './student_onnx.js';
 import { EntitySource } from './entity_source.js';
@@ -53,16 +52,9 @@ import { isEntityTableInitializer, type Quantize, type StudentOnnxInputs } from 
 import { buildTrainingTables } from '../train/examples.js';
 import { taskSplit, targetTimeRange } from '../task/split.js';
 
-export interface ExportOptions {
-  cfg: Config;
-  /** the distilled run: id, folder or latest:<task> */
-  run: string;
+export interface ExportOptions extends StudentExportOptions {
   /** embedding files or folders (default: embed each key table at the newest time with the base run) */
   embeddings?: string[];
-  out?: string;
-  name?: string;
-  version?: number;
-  backend?: BackendRequest;
   /** examples for the built-in TF.js ↔ onnxruntime check (0 skips it) */
   parityExamples?: number;
   /** entity table storage (default: the config's `export.quantize`, `'none'`: FLOAT32) */
@@ -73,7 +65,6 @@ export interface ExportOptions {
    * (refused for a model past the limit), or a byte size (every initializer of at least that size).
    */
   externalData?: ExternalDataMode;
-  cwd?: string;
 }
 
 export type ExternalDataMode = 'auto' | 'always' | 'never' | number;
@@ -117,12 +108,52 @@ interface EmbeddingSource {
 /** ONNX element type → Triton data type, for the types gnnctl's models take and give. */
 export const ONNX_TYPE_TO_TRITON = { FLOAT: 'TYPE_FP32', INT64: 'TYPE_INT64', STRING: 'TYPE_STRING' } as const;
 
-/** Exports a distilled run: its inputs, the ONNX graph, the checks, then the version folder renamed into place. */
+/** Exports a row student's distilled run (`fact_row`, `entity`) through the one export path (export_student.ts). */
 export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
-  const t0 = performance.now();
-  const x = await exportInputs(opts);
-  const { cfg, spec, quantize, streamed } = x;
-  const { name, repo, modelDir, version, versionDir } = exportTarget(opts, cfg);
+  return exportStudent(rowExport, opts);
+}
+
+/** What writing a row student's version gave: its files and checks. */
+interface RowWritten {
+  files: ModelFiles;
+  parity: ParityReport | null;
+  quantization: QuantizationReport | null;
+}
+
+/** The row student (`fact_row`, `entity`) as a kind of export: entity tables baked in, parity against TF.js, the int8 report. */
+const rowExport: ExportKind<ExportOptions, ExportInputs, RowWritten, ExportResult> = {
+  kinds: ['fact_row', 'entity', 'row'],
+  steps: 3,
+  wrongRun: (runId) => new UsageError(`run ${runId} is a session recommender run`, { where: '--run', hint: `export it with \`gnnctl recommender export --run ${runId}\`` }),
+  inputs: exportInputs,
+  defaultName: (x) => x.cfg.export.name,
+  write: writeRowModel,
+  describe: (x, target, w) => {
+    return {
+      manifest: (hashes) => exportLineage(x, { name: target.name, version: target.version, files: w.files, parity: w.parity, quantization: w.quantization, hashes }),
+      readme: (lineage) => readme(x.spec, target.name, target.version, (lineage as ReturnType<typeof exportLineage>).embeddings, { quantize: x.quantize, externalData: w.files.dataPath !== undefined }),
+      config: modelConfig(x.cfg, x.spec, target.name),
+    };
+  },
+  result: (x, target, w, seconds) => ({
+    repository: target.repo,
+    model: target.name,
+    version: target.version,
+    dir: target.versionDir,
+    model_bytes: w.files.modelBytes + (w.files.dataBytes ?? 0),
+    files: { model_onnx_bytes: w.files.modelBytes, external_data_bytes: w.files.dataBytes, external_tensors: w.files.externalTensors },
+    quantize: x.quantize,
+    quantization: w.quantization,
+    embedding_rows: Object.fromEntries(x.spec.embeddings.map((k, i) => [k.target, x.entitySources[i]!.rows])),
+    embedding_anchor: Object.fromEntries(x.sources.map((s) => [s.table, s.anchor])),
+    parity: w.parity,
+    seconds,
+  }),
+};
+
+/** The ONNX graph of the row student written into `tmp`, checked against TF.js (and, int8, against its FLOAT32 twin), with the embedding snapshots beside it. */
+async function writeRowModel(x: ExportInputs, opts: ExportOptions, tmp: string, step: ExportStep): Promise<RowWritten> {
+  const { spec, quantize, streamed } = x;
   const onnxInputs: StudentOnnxInputs = {
     spec,
     weights: x.weights,
@@ -134,65 +165,28 @@ export async function exportModel(opts: ExportOptions): Promise<ExportResult> {
     metadata: { 'gnnctl.distilled_run': x.run.id, 'gnnctl.base_run': x.manifest.base_run, 'gnnctl.graph_fingerprint': x.manifest.graph.schema_fingerprint, 'gnnctl.version': VERSION, 'gnnctl.quantize': quantize },
   };
   const g = buildStudentOnnx({ ...onnxInputs, quantize });
-  const toFilesOptions = externalDataOptions(g, x.externalMode, streamed);
-  const tmp = tempSibling(versionDir);
   // int8: the same graph in FLOAT32, outside the version folder, for the strict parity and the report.
   const refDir = quantize === 'none' ? null : `${tmp}.fp32`;
-  // Steps, not rows: writing the model, the parity check (and the int8 report), copying and hashing.
-  // Computing missing embeddings (above) shows its own progress, so this phase starts after it.
-  const progress = new Progress();
-  let stepsDone = 0;
-  const step = (what: string): void => progress.update(stepsDone++, what);
-  progress.begin(`export ${name}`, 3, { steps: true });
   try {
-    mkdirSync(tmp, { recursive: true });
     step('writing the model');
-    const files = await g.writeFiles(tmp, toFilesOptions);
+    const files = await g.writeFiles(tmp, externalDataOptions(g, x.externalMode, streamed));
     const nParity = opts.parityExamples ?? 256;
     step(refDir ? `parity check on ${nParity} examples and the int8 report` : `parity check on ${nParity} examples`);
     const { parity, quantization } = await checkExport(x, onnxInputs, g, files.modelPath, refDir, nParity);
     copyEmbeddings(x.sources, tmp);
     step('copying embeddings and hashing files');
-    const hashes: Record<string, string> = {};
-    for (const f of readdirSync(tmp)) hashes[f] = await hashFile(join(tmp, f));
-    const lineage = exportLineage(x, { name, version, files, parity, quantization, hashes });
-    writeJsonAtomic(join(tmp, 'manifest.json'), lineage);
-    writeFileAtomic(join(tmp, 'README.md'), readme(spec, name, version, lineage.embeddings, { quantize, externalData: files.dataPath !== undefined }));
-    // config.pbtxt first, so a server that picks up the new version reads a matching config.
-    writeFileAtomic(join(modelDir, 'config.pbtxt'), writeModelConfig(modelConfig(cfg, spec, name)));
-    renameSync(tmp, versionDir);
-    progress.end(`export: ${name} version ${version} → ${versionDir}`);
-    return {
-      repository: repo,
-      model: name,
-      version,
-      dir: versionDir,
-      model_bytes: files.modelBytes + (files.dataBytes ?? 0),
-      files: { model_onnx_bytes: files.modelBytes, external_data_bytes: files.dataBytes, external_tensors: files.externalTensors },
-      quantize,
-      quantization,
-      embedding_rows: Object.fromEntries(spec.embeddings.map((k, i) => [k.target, x.entitySources[i]!.rows])),
-      embedding_anchor: Object.fromEntries(x.sources.map((s) => [s.table, s.anchor])),
-      parity,
-      seconds: Math.round((performance.now() - t0) / 10) / 100,
-    };
+    return { files, parity, quantization };
   } catch (e) {
-    progress.stop();
-    rmSync(tmp, { recursive: true, force: true });
     if (refDir) rmSync(refDir, { recursive: true, force: true });
     throw e;
   }
 }
 
 /** What an export reads: the distilled run, its graph, the embedding snapshots and the entity tables (in memory or streamed). */
-async function exportInputs(opts: ExportOptions) {
+async function exportInputs(opts: ExportOptions, run: RunListing, runManifest: DistillManifestBase) {
   const { cfg } = opts;
-  await selectBackend(opts.backend ?? 'auto');
-  const run = resolveRun(cfg.artifactsDir, opts.run, { kind: 'distill', cwd: opts.cwd });
-  const manifest = readManifest<DistillManifest>(run.dir);
-  if (manifest.kind !== 'distill') throw new UsageError(`run ${run.id} is a ${manifest.kind} run; export takes a distilled run`, { where: '--run', hint: 'run `gnnctl distill` first and pass its run id' });
-  if (manifest.model === 'session_recommender') throw new UsageError(`run ${run.id} is a session recommender run`, { where: '--run', hint: `export it with \`gnnctl recommender export --run ${run.id}\`` });
-  const spec = readModelJson<StudentSpec>(run.dir, 'student.json');
+  const manifest = runManifest as DistillManifest;
+  const spec = readModelJson<StudentSpec>(run.dir, STUDENT_SPEC_FILE);
   const weights = loadWeightMap(run.dir);
 
   const built = await buildGraph(cfg, { fit: runFit(run.dir, manifest) });
@@ -222,18 +216,6 @@ async function exportInputs(opts: ExportOptions) {
 }
 
 type ExportInputs = Awaited<ReturnType<typeof exportInputs>>;
-
-/** The model's folder in the repository and the version to write (the next one unless `--version`). */
-function exportTarget(opts: ExportOptions, cfg: Config): { name: string; repo: string; modelDir: string; version: number; versionDir: string } {
-  const name = opts.name ?? cfg.export.name;
-  const repo = opts.out ?? join(cfg.artifactsDir, 'model_repository');
-  const modelDir = join(repo, name);
-  mkdirSync(modelDir, { recursive: true });
-  const version = opts.version ?? nextVersion(modelDir);
-  const versionDir = join(modelDir, String(version));
-  if (existsSync(versionDir)) throw new UsageError(`version ${version} of ${name} already exists`, { where: versionDir, hint: 'omit --version to use the next one' });
-  return { name, repo, modelDir, version, versionDir };
-}
 
 /**
  * The export's checks: parity of the written model against TF.js on `nParity` examples and, for an int8
@@ -377,13 +359,6 @@ export function modelConfig(cfg: Config, spec: StudentSpec, name: string): Trito
       ...inputs.filter((i) => i.maxLength !== undefined).map((i) => [`max_sequence_length:${i.name}`, { string_value: String(i.maxLength) }]),
     ]),
   };
-}
-
-function nextVersion(modelDir: string): number {
-  const versions = readdirSync(modelDir)
-    .filter((d) => /^\d+$/.test(d) && statSync(join(modelDir, d)).isDirectory())
-    .map(Number);
-  return versions.length ? Math.max(...versions) + 1 : 1;
 }
 
 /** Embedding files per key table: given (newest snapshot per table) or computed now with the base run. */

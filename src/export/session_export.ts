@@ -6,26 +6,27 @@
  *   <out>/<name>/<version>/model.onnx, manifest.json
  *
  * The base runs embed every user and every item at the newest time of the data (what the daily job
- * publishes); both tables and the precomputed catalogue are baked into the graph. The version folder is
- * assembled under a temporary name and checked — onnxruntime loads it and its top-k scores agree with
- * TF.js within 1e-4 on requests rebuilt from the data — before it is renamed into place.
+ * publishes); both tables and the precomputed catalogue are baked into the graph. The `session` kind of
+ * the export seam (export_kind.ts): the version folder is assembled under a temporary name and checked —
+ * onnxruntime loads it and its top-k scores agree with TF.js within 1e-4 on requests rebuilt from the
+ * data — before it is renamed into place (model_repository.ts).
  */
-import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { tf } from '../core/tf.js';
 import * as ort from 'onnxruntime-node';
-import { selectBackend, type BackendRequest } from '../compute/backend.js';
 import type { Config } from '../config/load.js';
 import { lit, q, readStrings, withDuck } from '../data/duck.js';
 import { ArtifactError, ConfigError, UsageError } from '../core/errors.js';
-import { tempSibling, writeFileAtomic, writeJsonAtomic } from '../core/atomic.js';
-import { hashFile } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
-import { info } from '../core/log.js';
 import { VERSION } from '../core/version.js';
 import { ONNX_TYPE_TO_TRITON } from './export.js';
-import { loadWeightMap, readManifest, readModelJson, resolveRun } from '../artifacts/run_store.js';
-import { writeModelConfig, type TritonModelConfig } from '../artifacts/triton/pbtxt.js';
+import { loadWeightMap, readManifest, readModelJson, resolveRun, type RunListing } from '../artifacts/run_store.js';
+import type { TritonModelConfig } from '../artifacts/triton/pbtxt.js';
+import type { ModelFiles } from '../artifacts/onnx/onnx_graph_builder.js';
+import type { DistillManifestBase } from '../distill/student_kind.js';
+import type { ExportKind, StudentExportOptions } from './export_kind.js';
+import { exportStudent } from './export_student.js';
+import type { RepositoryTarget } from './model_repository.js';
 import { buildGraph } from '../graph/build.js';
 import { runFit } from '../graph/fit_until.js';
 import { Graph } from '../graph/graph.js';
@@ -44,14 +45,7 @@ import { INT64_MIN } from '../artifacts/onnx/ops/time.js';
 import type { Vocabulary } from '../artifacts/onnx/ops/lookup.js';
 import { buildSessionOnnx, CANDIDATES_INPUT, itemOutputName, keyElemType, SCORE_OUTPUT, sessionRequestInputs, type KeyedTable } from './session_onnx.js';
 
-export interface SessionExportOptions {
-  cfg: Config;
-  run: string;
-  out?: string;
-  name?: string;
-  version?: number;
-  backend?: BackendRequest;
-  cwd?: string;
+export interface SessionExportOptions extends StudentExportOptions {
   /** requests in the TF.js/onnxruntime self-check (default 256; 0 skips it) */
   parityRequests?: number;
 }
@@ -77,13 +71,15 @@ export interface SessionExportResult {
   seconds: number;
 }
 
+/** Exports a session recommender run through the one export path (export_student.ts). */
 export async function exportSessionRecommender(opts: SessionExportOptions): Promise<SessionExportResult> {
-  const t0 = performance.now();
+  return exportStudent(sessionExport, opts);
+}
+
+/** What a session export reads: the run's spec and weights, the graph, every user and item embedded at the data's newest time. */
+async function sessionExportInputs(opts: SessionExportOptions, run: RunListing, runManifest: DistillManifestBase) {
   const { cfg } = opts;
-  await selectBackend(opts.backend ?? 'auto');
-  const run = resolveRun(cfg.artifactsDir, opts.run, { kind: 'distill', cwd: opts.cwd });
-  const manifest = readManifest<SessionDistillManifest>(run.dir);
-  if (manifest.model !== 'session_recommender') throw new UsageError(`run ${run.id} is not a session recommender run`, { where: '--run', hint: 'export it with `gnnctl export`; session recommender runs come from `gnnctl recommender distill`' });
+  const manifest = runManifest as SessionDistillManifest;
   const spec = readModelJson<SessionSpec>(run.dir, SESSION_SPEC_FILE);
   const weights = loadWeightMap(run.dir);
   const r = cfg.session_recommender;
@@ -100,69 +96,79 @@ export async function exportSessionRecommender(opts: SessionExportOptions): Prom
   const anchor = graph.manifest.time_range![1];
   const users = await embedTable(cfg, graph, manifest.user_base_run, spec.user.table, anchor, spec.user.type);
   const items = await embedTable(cfg, graph, manifest.item_base_run, spec.item.table, anchor, spec.item.type);
+  return { cfg, r, target, run, manifest, spec, weights, graph, anchor, users, items };
+}
 
-  const name = opts.name ?? r.name;
-  const repo = opts.out ?? join(cfg.artifactsDir, 'model_repository');
-  const modelDir = join(repo, name);
-  mkdirSync(modelDir, { recursive: true });
-  const version = opts.version ?? nextVersion(modelDir);
-  const versionDir = join(modelDir, String(version));
-  if (statSafe(versionDir)) throw new UsageError(`version ${version} of ${name} already exists`, { where: versionDir, hint: 'omit --version to use the next one' });
+type SessionExportInputs = Awaited<ReturnType<typeof sessionExportInputs>>;
 
-  const g = buildSessionOnnx({ spec, weights, users, items, metadata: { 'gnnctl.distilled_run': run.id, 'gnnctl.user_base_run': manifest.user_base_run, 'gnnctl.item_base_run': manifest.item_base_run, 'gnnctl.version': VERSION } });
-  const tmp = tempSibling(versionDir);
-  try {
-    mkdirSync(tmp, { recursive: true });
+/** What writing a session version gave: its files and the parity check. */
+interface SessionWritten {
+  files: ModelFiles;
+  parity: SessionParityReport;
+}
+
+/** The session recommender as a kind of export: user and item tables and the catalogue baked in, top-k parity against TF.js. */
+const sessionExport: ExportKind<SessionExportOptions, SessionExportInputs, SessionWritten, SessionExportResult> = {
+  kinds: ['session'],
+  steps: 2,
+  wrongRun: (runId) => new UsageError(`run ${runId} is not a session recommender run`, { where: '--run', hint: 'export it with `gnnctl export`; session recommender runs come from `gnnctl recommender distill`' }),
+  inputs: sessionExportInputs,
+  defaultName: (x) => x.r.name,
+  write: async (x, opts, tmp, step) => {
+    const { spec, weights, users, items, run, manifest } = x;
+    step('writing the model');
+    const g = buildSessionOnnx({ spec, weights, users, items, metadata: { 'gnnctl.distilled_run': run.id, 'gnnctl.user_base_run': manifest.user_base_run, 'gnnctl.item_base_run': manifest.item_base_run, 'gnnctl.version': VERSION } });
     const files = g.toFiles(tmp);
-    const requests = await sessionRequests(graph, target, spec, lastActiveUsers(graph, target, opts.parityRequests ?? 256), anchor, r.real_time_offset);
+    const n = opts.parityRequests ?? 256;
+    step(`parity check on ${n} requests`);
+    const requests = await sessionRequests(x.graph, x.target, spec, lastActiveUsers(x.graph, x.target, n), x.anchor, x.r.real_time_offset);
     const parity = await checkSessionParity(files.modelPath, spec, weights, users, items, requests);
     if (!(parity.max_abs_diff <= 1e-4)) {
       throw new ArtifactError(`the exported recommender disagrees with the trained one (max |Δ score| ${parity.max_abs_diff})`, { hint: 'this is a bug in gnnctl; please report it with the run folder' });
     }
-    const hashes: Record<string, string> = {};
-    for (const f of readdirSync(tmp)) hashes[f] = await hashFile(join(tmp, f));
-    writeJsonAtomic(join(tmp, 'manifest.json'), {
-      kind: 'export',
-      model_kind: 'session_recommender',
-      gnnctl: VERSION,
-      created_at: new Date().toISOString(),
-      model: name,
-      version,
-      query: spec.query,
-      distilled_run: run.id,
-      graph_fingerprint: manifest.graph.schema_fingerprint,
-      data_fingerprint: graph.manifest.fingerprint,
-      embeddings: [
-        { table: spec.user.table, anchor_time: isoSeconds(anchor), run_id: manifest.user_base_run, rows: users.keys.length },
-        { table: spec.item.table, anchor_time: isoSeconds(anchor), run_id: manifest.item_base_run, rows: items.keys.length },
-      ],
-      inputs: sessionRequestInputs(spec).map((i) => ({ name: i.name, datatype: v2(i.elemType), shape: [-1, ...i.dims] })),
-      outputs: [
-        { name: itemOutputName(spec), datatype: v2(keyElemType(spec.item.type)), shape: [-1, spec.k] },
-        { name: SCORE_OUTPUT, datatype: 'FP32', shape: [-1, spec.k] },
-      ],
-      parity,
-      files: hashes,
-    });
-    writeFileAtomic(join(modelDir, 'config.pbtxt'), writeModelConfig(sessionModelConfig(spec, name, r.max_batch_size, r.max_queue_delay_microseconds)));
-    renameSync(tmp, versionDir);
-    info(`recommender export: ${name} version ${version} → ${versionDir}`);
-    return {
-      repository: repo,
-      model: name,
-      version,
-      dir: versionDir,
-      model_bytes: files.modelBytes + (files.dataBytes ?? 0),
-      users: users.keys.length,
-      items: items.keys.length,
-      embedding_anchor: isoSeconds(anchor),
-      parity,
-      seconds: Math.round((performance.now() - t0) / 10) / 100,
-    };
-  } catch (e) {
-    rmSync(tmp, { recursive: true, force: true });
-    throw e;
-  }
+    return { files, parity };
+  },
+  describe: (x, target, w) => ({ manifest: (hashes) => sessionLineage(x, target, w, hashes), readme: null, config: sessionModelConfig(x.spec, target.name, x.r.max_batch_size, x.r.max_queue_delay_microseconds) }),
+  result: (x, target, w, seconds) => ({
+    repository: target.repo,
+    model: target.name,
+    version: target.version,
+    dir: target.versionDir,
+    model_bytes: w.files.modelBytes + (w.files.dataBytes ?? 0),
+    users: x.users.keys.length,
+    items: x.items.keys.length,
+    embedding_anchor: isoSeconds(x.anchor),
+    parity: w.parity,
+    seconds,
+  }),
+};
+
+/** The version's manifest.json: what the recommender was made from, what it takes and gives, its check and file hashes. */
+function sessionLineage(x: SessionExportInputs, target: RepositoryTarget, w: SessionWritten, hashes: Record<string, string>) {
+  const { spec, run, manifest, graph, anchor, users, items } = x;
+  return {
+    kind: 'export',
+    model_kind: 'session_recommender',
+    gnnctl: VERSION,
+    created_at: new Date().toISOString(),
+    model: target.name,
+    version: target.version,
+    query: spec.query,
+    distilled_run: run.id,
+    graph_fingerprint: manifest.graph.schema_fingerprint,
+    data_fingerprint: graph.manifest.fingerprint,
+    embeddings: [
+      { table: spec.user.table, anchor_time: isoSeconds(anchor), run_id: manifest.user_base_run, rows: users.keys.length },
+      { table: spec.item.table, anchor_time: isoSeconds(anchor), run_id: manifest.item_base_run, rows: items.keys.length },
+    ],
+    inputs: sessionRequestInputs(spec).map((i) => ({ name: i.name, datatype: v2(i.elemType), shape: [-1, ...i.dims] })),
+    outputs: [
+      { name: itemOutputName(spec), datatype: v2(keyElemType(spec.item.type)), shape: [-1, spec.k] },
+      { name: SCORE_OUTPUT, datatype: 'FP32', shape: [-1, spec.k] },
+    ],
+    parity: w.parity,
+    files: hashes,
+  };
 }
 
 function v2(t: 'INT64' | 'STRING' | 'FLOAT' | string): string {
@@ -324,20 +330,4 @@ async function checkSessionParity(modelPath: string, spec: SessionSpec, weights:
   } finally {
     await session.release();
   }
-}
-
-function statSafe(p: string): boolean {
-  try {
-    statSync(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function nextVersion(modelDir: string): number {
-  const versions = readdirSync(modelDir)
-    .filter((d) => /^\d+$/.test(d) && statSync(join(modelDir, d)).isDirectory())
-    .map(Number);
-  return versions.length ? Math.max(...versions) + 1 : 1;
 }

@@ -17,6 +17,11 @@
  * local incident from being diluted away: on the 200-service mesh, the max against the mean of the top 5
  * halved the false alarms (18 → 9 in two days) and raised recall from 75% to 81%. An event (deploy, planned scale-out…) suppresses its service and the
  * service's direct neighbours for `suppress_snapshots` snapshots.
+ *
+ * A replaced pod (`pod_replaced`) settles at new levels (memory, node columns), and its error against the
+ * old baseline would stay high for good: the service is held out for `rebaseline_snapshots` while its raw
+ * errors are collected, then their medians become its baseline (kept in the window state, so `watch`
+ * carries them across restarts).
  */
 import type { AnomalyConfig } from '../config/anomaly_schema.js';
 import { buildGraph, type SnapshotGraph } from './graph.js';
@@ -48,7 +53,14 @@ export interface WindowState {
   /** the previous snapshot's neighbours, so a terminated service's neighbours can be suppressed */
   previous_neighbours: Record<string, string[]>;
   alert: boolean;
+  /** services whose pod was replaced, with the raw errors collected so far towards their new baseline */
+  rebaselining?: Record<string, { structure: number[]; feature: number[] }>;
+  /** baselines refitted after a pod replacement, which replace the run's for those services */
+  rebaselined?: Record<string, [number, number]>;
 }
+
+/** The event kind `loadEvents` records when a service's pod is replaced (source.ts). */
+export const POD_REPLACED = 'pod_replaced';
 
 export interface SnapshotScore {
   ts: number;
@@ -120,9 +132,11 @@ export class Detector {
         for (const s of [ev.service, ...around]) sup[s] = Math.max(sup[s] ?? 0, hold);
       }
     }
+    this.startRebaselining(events);
 
     const summary = rec.summary ?? summariseAdjacency(rec.adjacency, g.n);
     const { structure, feature, top: topPairs } = reconstructionErrors(g, rec.adjacency, summary, rec.features, this.stats.node.length, sup, this.cfg.top_k, this.arrays);
+    const rebaselined = this.state.rebaselined ?? {};
     const a = this.cfg.structure_weight;
     const r = this.arrays.float64('detector.r', g.n);
     const unsuppressed = this.arrays.uint8('detector.unsuppressed', g.n);
@@ -130,11 +144,13 @@ export class Detector {
     const [floorS, floorF] = this.scaleFloor;
     for (let i = 0; i < g.n; i++) {
       const name = g.services[i]!;
-      const [bs, bf] = this.baselines ? (this.baselines.services[name] ?? this.baselines.median) : UNIT_BASELINE;
+      const [bs, bf] = rebaselined[name] ?? (this.baselines ? (this.baselines.services[name] ?? this.baselines.median) : UNIT_BASELINE);
       r[i] = (a * structure[i]!) / Math.max(bs, floorS) + ((1 - a) * feature[i]!) / Math.max(bf, floorF);
       if (name in sup) suppressedServices++;
       else unsuppressed[i] = 1;
     }
+    // after judging: a warm-up of N snapshots is judged against its new baseline from the (N + 1)th on
+    this.collectRebaselines(g.services, structure, feature);
     const k = this.cfg.top_k;
     const ranked = largest(r, unsuppressed, Math.max(k, this.cfg.score_services));
     const top = ranked.slice(0, k);
@@ -165,6 +181,33 @@ export class Detector {
     };
   }
 
+  /** A replaced pod's service starts a new warm-up: held out (suppressed) until its baseline is refitted. */
+  private startRebaselining(events: PlannedEvent[]): void {
+    const n = this.cfg.rebaseline_snapshots;
+    if (n <= 0) return;
+    for (const ev of events) {
+      if (ev.kind !== POD_REPLACED) continue;
+      (this.state.rebaselining ??= {})[ev.service] = { structure: [], feature: [] };
+      this.state.suppressed[ev.service] = Math.max(this.state.suppressed[ev.service] ?? 0, n);
+    }
+  }
+
+  /** Adds this snapshot's raw errors of rebaselining services; after `rebaseline_snapshots` of them, their medians are the baseline. */
+  private collectRebaselines(services: string[], structure: Float32Array, feature: Float32Array): void {
+    const open = this.state.rebaselining;
+    if (!open) return;
+    services.forEach((name, i) => {
+      const c = open[name];
+      if (!c) return;
+      c.structure.push(structure[i]!);
+      c.feature.push(feature[i]!);
+      if (c.structure.length < this.cfg.rebaseline_snapshots) return;
+      (this.state.rebaselined ??= {})[name] = [medianOf(c.structure), medianOf(c.feature)];
+      delete open[name];
+      delete this.state.suppressed[name];
+    });
+  }
+
   private previousNeighbours(service: string): string[] {
     if (!this.previous) return this.state.previous_neighbours[service] ?? [];
     const i = this.previous.index.get(service);
@@ -186,6 +229,12 @@ export class Detector {
 }
 
 const UNIT_BASELINE: [number, number] = [1, 1];
+
+function medianOf(xs: number[]): number {
+  const s = [...xs].sort((x, y) => x - y);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
 
 /**
  * The indices i with `eligible[i]` of the `count` largest r[i], largest first, ties by the smaller index

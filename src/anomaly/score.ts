@@ -26,7 +26,7 @@ import { anomalyConfig, loadEvents, loadIncidents, loadSnapshots, snapshotTimes,
 import { staticAlerts, staticRatios } from './static_baseline.js';
 import { evaluateRootCause, snapshotRanking, type Evidence, type RootCauseReport } from './root_cause_eval.js';
 import { signalDeviations, signalFamilies } from './signal_share.js';
-import { edgeZScores, fitEdgeZScore, zScores, type EdgeZScoreStats } from './zscore_baseline.js';
+import { edgeZScores, fitEdgeZScore, zScores, ZScoreRebaseliner, type EdgeZScoreStats } from './zscore_baseline.js';
 import { SlidingThreshold } from './threshold.js';
 import { writeScores, type ScoreRow } from './writer.js';
 import { writeScoreRecord } from './score_record.js';
@@ -172,7 +172,8 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
   const flatS: DetectorSeries = { ts, score: [], alert: [] };
   let newServices = 0;
   const byService = new Map<string, Set<number>>();
-  const zs = run.baselines.zscore;
+  const zRebaseline = run.baselines.zscore ? new ZScoreRebaseliner(run.baselines.zscore, a.rebaseline_snapshots) : null;
+  const zs = zRebaseline?.stats;
   const zSeries: DetectorSeries | null = zs ? { ts, score: [], alert: [] } : null;
   const zThreshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, [...(run.baselines.zscore_warmup_scores ?? [])]);
   const edgeStats = edgeZScoreStats(run, snaps);
@@ -185,11 +186,14 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
     evidence.push(ev);
     rows.push({ ts: r.ts, score: r.score, threshold: r.threshold, alert: r.alert, top_services: r.top_services, top_edges: r.top_edges, root_causes: snapshotRanking(s, r.service_scores!, true, a.top_k).map((x) => x.service) });
     if (zs) {
-      const z = zScores(zs, s);
+      zRebaseline!.onEvents(batches[k]!);
+      const warming = zRebaseline!.observe(s);
+      const held = s.services.map(warming);
+      const z = zScores(zs, s).map((x, i) => (held[i] ? 0 : x));
       const e = edgeZScores(edgeStats, s);
       ev.zscore = z;
       ev.telemetry = z.map((x, i) => x + e[i]!);
-      ev.signals = signalDeviations(families, zs, edgeStats, s);
+      ev.signals = signalDeviations(families, zs, edgeStats, s).map((row) => row.map((x, i) => (held[i] ? 0 : x)));
       const top = Math.max(0, ...z);
       zSeries!.score.push(top);
       zSeries!.alert.push(zThreshold.judge(top).alert);

@@ -120,3 +120,38 @@ export function edgeZScores(stats: EdgeZScoreStats, s: Snapshot): Float64Array {
   }
   return out;
 }
+
+/**
+ * The z-score statistics as scoring goes, with replaced pods re-baselined: after a `pod_replaced` event
+ * the service's z is 0 (held out) for `snapshots` snapshots while its values are collected, then its
+ * medians and spreads are refitted on them — the new pod's level is its normal from then on, where the
+ * fitted medians would keep its memory and node columns "anomalous" for good.
+ */
+export class ZScoreRebaseliner {
+  readonly stats: ZScoreStats;
+  private readonly collecting = new Map<string, Snapshot[]>();
+
+  constructor(fitted: ZScoreStats, private readonly snapshots: number) {
+    this.stats = { columns: fitted.columns, services: { ...fitted.services } };
+  }
+
+  /** Starts a service's new warm-up for each replacement event (0 snapshots: never). */
+  onEvents(events: readonly { service: string; kind: string }[]): void {
+    if (this.snapshots <= 0) return;
+    for (const e of events) if (e.kind === 'pod_replaced') this.collecting.set(e.service, []);
+  }
+
+  /** Collects `s`'s rows of services in warm-up, refitting those that have enough; true for a service still held out. */
+  observe(s: Snapshot): (service: string) => boolean {
+    const F = this.stats.columns.length;
+    for (const [name, rows] of this.collecting) {
+      const i = s.services.indexOf(name);
+      if (i < 0) continue;
+      rows.push({ ts: s.ts, services: [name], features: s.features.slice(i * F, (i + 1) * F), src: new Int32Array(0), dst: new Int32Array(0), rate: new Float32Array(0), edgeFeatures: new Float32Array(0) });
+      if (rows.length < this.snapshots) continue;
+      this.stats.services[name] = fitZScore(rows, this.stats.columns).services[name]!;
+      this.collecting.delete(name);
+    }
+    return (service) => this.collecting.has(service);
+  }
+}

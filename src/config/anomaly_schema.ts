@@ -132,6 +132,7 @@ export const anomalySchema = z
     warmup_snapshots: z.number().int().min(5).default(72).describe('snapshots held out of training, spread evenly over the normal period (covering its daily cycle), that set per-service baselines and the first τ'),
     threshold_window: z.number().int().min(5).default(288).describe('snapshots in the sliding window τ is recomputed over (an alerting snapshot enters at τ, so an incident cannot raise its own threshold)'),
     suppress_snapshots: z.number().int().min(0).default(6).describe('snapshots an event suppresses the scores of its service and direct neighbours (default: the window, so the change has left the temporal window when scores count again)'),
+    rebaseline_snapshots: z.number().int().min(0).default(30).describe('after a pod_replaced event, snapshots the service is held out while its baselines (TAGAE error, z-score medians) are refitted on its new level (0: keep the fitted baselines)'),
     hidden: z.number().int().min(4).max(512).default(32).describe('GATv2 width per head'),
     heads: z.number().int().min(1).max(16).default(2).describe('GATv2 attention heads'),
     embedding_dim: z.number().int().min(2).max(512).default(16).describe('Z width (half for the source role, half for the destination role)'),

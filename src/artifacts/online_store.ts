@@ -44,6 +44,23 @@ export interface PublishedVersion {
   gnnctl: string;
 }
 
+/**
+ * The `config.pbtxt` parameter that binds a model's embedding input to the store (written by
+ * `export --embeddings-from-store`, read by `serve --online-store`):
+ * `online_store:<embedding input>` → JSON {@link StoreBindingValue}.
+ */
+export const STORE_BINDING_PARAMETER_PREFIX = 'online_store:';
+
+/** The value of an `online_store:<embedding input>` parameter. */
+export interface StoreBindingValue {
+  /** The keyspace model: the entity table the embeddings were published under. */
+  table: string;
+  /** The request input holding each row's entity key. */
+  key: string;
+  /** The FP32 [batch, 1] input that is 1 where the row gets the model's fallback row. */
+  missing: string;
+}
+
 export function valueKey(prefix: string, model: string, version: string, key: string): string {
   return `${prefix}:${model}:${version}:${key}`;
 }

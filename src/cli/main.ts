@@ -268,6 +268,7 @@ export function buildProgram(): Command {
     .addOption(typed('--version <n>', 'version number (default: last + 1)', intFlag('--version', 1)))
     .addOption(typed('--quantize <mode>', 'entity tables as int8 with a scale per row (~4x smaller; the score and AUROC change go in the report), or none', choiceFlag('--quantize', ['none', 'int8'] as const)))
     .addOption(typed('--external-data <when>', 'entity tables in model.onnx.data beside model.onnx: auto (from 64 MiB), always, never, or a size like 16MiB', externalDataFlag('--external-data')))
+    .option('--embeddings-from-store', 'entity embeddings as model inputs that `serve --online-store` fills from Redis per request, instead of tables inside the model (docs/online_store.md)')
     .addOption(opt.backend())
     .addOption(opt.artifacts())
     .addOption(opt.json())

@@ -51,6 +51,7 @@ import { quantizationReport, type QuantizationReport } from './quantization.js';
 import { isEntityTableInitializer, type Quantize, type StudentOnnxInputs } from './student_onnx.js';
 import { buildTrainingTables } from '../train/examples.js';
 import { taskSplit, targetTimeRange } from '../task/split.js';
+import { addStoreParityInputs, isStoreInput, storeEntityInputs, storeModelConfig, type StoreEntityInput } from './store_inputs_export.js';
 
 export interface ExportOptions extends StudentExportOptions {
   /** embedding files or folders (default: embed each key table at the newest time with the base run) */
@@ -65,6 +66,8 @@ export interface ExportOptions extends StudentExportOptions {
    * (refused for a model past the limit), or a byte size (every initializer of at least that size).
    */
   externalData?: ExternalDataMode;
+  /** `--embeddings-from-store`: entity embeddings as request inputs that `serve --online-store` fills (store_inputs_export.ts) */
+  embeddingsFromStore?: boolean;
 }
 
 export type ExternalDataMode = 'auto' | 'always' | 'never' | number;
@@ -92,6 +95,8 @@ export interface ExportResult {
   embedding_rows: Record<string, number>;
   embedding_anchor: Record<string, string>;
   parity: ParityReport | null;
+  /** `--embeddings-from-store`: the inputs `serve --online-store` fills; null for baked-in tables */
+  online_store: { table: string; input: string; missing: string; key: string; dim: number }[] | null;
   seconds: number;
 }
 
@@ -129,10 +134,11 @@ const rowExport: ExportKind<ExportOptions, ExportInputs, RowWritten, ExportResul
   defaultName: (x) => x.cfg.export.name,
   write: writeRowModel,
   describe: (x, target, w) => {
+    const config = modelConfig(x.cfg, x.spec, target.name);
     return {
       manifest: (hashes) => exportLineage(x, { name: target.name, version: target.version, files: w.files, parity: w.parity, quantization: w.quantization, hashes }),
       readme: (lineage) => readme(x.spec, target.name, target.version, (lineage as ReturnType<typeof exportLineage>).embeddings, { quantize: x.quantize, externalData: w.files.dataPath !== undefined }),
-      config: modelConfig(x.cfg, x.spec, target.name),
+      config: x.store ? storeModelConfig(config, x.store) : config,
     };
   },
   result: (x, target, w, seconds) => ({
@@ -147,6 +153,7 @@ const rowExport: ExportKind<ExportOptions, ExportInputs, RowWritten, ExportResul
     embedding_rows: Object.fromEntries(x.spec.embeddings.map((k, i) => [k.target, x.entitySources[i]!.rows])),
     embedding_anchor: Object.fromEntries(x.sources.map((s) => [s.table, s.anchor])),
     parity: w.parity,
+    online_store: onlineStoreInputs(x),
     seconds,
   }),
 };
@@ -173,13 +180,19 @@ async function writeRowModel(x: ExportInputs, opts: ExportOptions, tmp: string, 
     const nParity = opts.parityExamples ?? 256;
     step(refDir ? `parity check on ${nParity} examples and the int8 report` : `parity check on ${nParity} examples`);
     const { parity, quantization } = await checkExport(x, onnxInputs, g, files.modelPath, refDir, nParity);
-    copyEmbeddings(x.sources, tmp);
+    // A store-backed model reads its embeddings from the store: no copy of the snapshot beside it.
+    if (!x.store) copyEmbeddings(x.sources, tmp);
     step('copying embeddings and hashing files');
     return { files, parity, quantization };
   } catch (e) {
     if (refDir) rmSync(refDir, { recursive: true, force: true });
     throw e;
   }
+}
+
+/** `--embeddings-from-store`: the inputs `serve --online-store` fills; null for baked-in tables. */
+function onlineStoreInputs(x: ExportInputs): ExportResult['online_store'] {
+  return x.store ? x.store.map((t) => ({ table: t.table, input: t.input, missing: t.missing, key: t.key, dim: t.dim })) : null;
 }
 
 /** What an export reads: the distilled run, its graph, the embedding snapshots and the entity tables (in memory or streamed). */
@@ -197,10 +210,12 @@ async function exportInputs(opts: ExportOptions, run: RunListing, runManifest: D
   const entitySources = await Promise.all(spec.embeddings.map((k) => EntitySource.open(sources.find((s) => s.table === k.target)!, elemTypeOf(k.type) === 'INT64' ? 'INT64' : 'STRING')));
   // Tables that go to model.onnx.data are streamed there from the snapshot and looked up through a hashed
   // index; the others are read whole and stay in model.onnx with a LabelEncoder (see `streamTables`).
-  const streamedTables = streamTables(entitySources, quantize, externalMode);
+  const store = opts.embeddingsFromStore ? storeEntityInputs(spec) : undefined;
+  if (store && quantize !== 'none') throw new UsageError('--embeddings-from-store exports no embedding table to quantize', { where: '--quantize', hint: 'drop --quantize (or set export.quantize: none)' });
+  const streamedTables = store ? entitySources.map(() => false) : streamTables(entitySources, quantize, externalMode);
   const streamed = streamedTables.some(Boolean);
-  const entities: (EntityTable | StreamedEntityTable)[] = [];
-  for (const [i, src] of entitySources.entries()) entities.push(streamedTables[i] ? await src.streamed() : await src.readAll());
+  const entities: (EntityTable | StreamedEntityTable | StoreEntityInput)[] = [];
+  for (const [i, src] of entitySources.entries()) entities.push(store ? store[i]! : streamedTables[i] ? await src.streamed() : await src.readAll());
   // The same-entity flags' key vocabularies grow with the entity count too: with streamed tables they
   // become hashed indexes in model.onnx.data as well, so model.onnx holds no per-entity data at all.
   const keyVocabularies: Record<string, Vocabulary | HashedKeyIndex> = await targetKeys(graph, [...new Set(spec.rti.flatMap((r) => r.same_keys.map((k) => k.target)))]);
@@ -211,8 +226,8 @@ async function exportInputs(opts: ExportOptions, run: RunListing, runManifest: D
     }
   }
   // What parity and the int8 report look keys up in: the table in memory, or the snapshot's row groups.
-  const entityRows = entities.map((t, i) => (isStreamed(t) ? entitySources[i]! : t));
-  return { cfg, run, manifest, spec, weights, built, graph, sources, quantize, externalMode, entitySources, streamed, entities, keyVocabularies, entityRows };
+  const entityRows = entities.map((t, i) => (isStreamed(t) || isStoreInput(t) ? entitySources[i]! : t));
+  return { cfg, run, manifest, spec, weights, built, graph, sources, quantize, externalMode, entitySources, streamed, entities, keyVocabularies, entityRows, store };
 }
 
 type ExportInputs = Awaited<ReturnType<typeof exportInputs>>;
@@ -230,7 +245,7 @@ async function checkExport(
   nParity: number,
 ): Promise<{ parity: ParityReport | null; quantization: QuantizationReport | null }> {
   const { cfg, graph, spec, run, entityRows, built } = x;
-  if (!refDir) return { parity: nParity > 0 ? await selfCheck(cfg, graph, spec, run.dir, modelPath, entityRows, nParity) : null, quantization: null };
+  if (!refDir) return { parity: nParity > 0 ? await selfCheck(cfg, graph, spec, run.dir, modelPath, entityRows, nParity, x.store) : null, quantization: null };
   const ref = buildStudentOnnx({ ...onnxInputs, quantize: 'none' });
   const refFiles = await ref.writeFiles(refDir, externalDataOptions(ref, 'auto', x.streamed));
   const parity = nParity > 0 ? await selfCheck(cfg, graph, spec, run.dir, refFiles.modelPath, entityRows, nParity) : null;
@@ -284,6 +299,7 @@ function exportLineage(
     output: outputName(spec.output.kind),
     quantize,
     external_data: files.dataPath ? { file: 'model.onnx.data', bytes: files.dataBytes, tensors: files.externalTensors } : null,
+    online_store: onlineStoreInputs(x),
     parity: o.parity,
     quantization: o.quantization,
     files: o.hashes,
@@ -428,7 +444,7 @@ async function targetKeys(graph: Graph, tables: string[]): Promise<Record<string
 }
 
 /** TF.js student vs onnxruntime on the newest fact rows of the data (entity tasks: the newest entities at the newest time). */
-async function selfCheck(cfg: Config, graph: Graph, spec: StudentSpec, runDir: string, modelPath: string, entities: (EntityTable | EntityRows)[], n: number): Promise<ParityReport> {
+async function selfCheck(cfg: Config, graph: Graph, spec: StudentSpec, runDir: string, modelPath: string, entities: (EntityTable | EntityRows)[], n: number, store?: StoreEntityInput[]): Promise<ParityReport> {
   const f = graph.table(spec.fact_table);
   const count = Math.min(n, f.rows);
   const nodes = Int32Array.from({ length: count }, (_, i) => f.rows - count + i);
@@ -438,6 +454,7 @@ async function selfCheck(cfg: Config, graph: Graph, spec: StudentSpec, runDir: s
     const { index, blob } = loadWeights(runDir);
     student.params.load(index, blob);
     const { requests, data } = await rawRequests(graph, spec, cfg.hopPaths, cfg.distillation?.real_time_offset ?? 0, nodes, entities, anchors);
+    if (store) requests.extra = addStoreParityInputs(requests, data.embeddings, store);
     // up to 520 batch-1 runs: 20 warm-up, then 500 timed for the latency figure
     const report = await checkParity(modelPath, spec, student, graph, requests, data, outputName(spec.output.kind), { batch: 256, singles: 520 });
     if (!(report.max_abs_diff <= 1e-4) || report.non_finite > 0 || !(report.max_batch_diff <= 1e-5)) {

@@ -43,6 +43,8 @@ export interface RawRequests {
   values: Map<string, Float32Array | BigInt64Array | string[]>;
   /** per sequence input: length per example (all equal here: the batch is padded to maxLength) */
   seq: number;
+  /** FP32 [n, width] inputs beyond `requestInputs` (an `--embeddings-from-store` model's embeddings) */
+  extra?: { name: string; width: number }[];
 }
 
 /**
@@ -177,6 +179,7 @@ export function feeds(spec: StudentSpec, req: RawRequests, lo: number, hi: numbe
     else if (inp.elemType === 'INT64') out[inp.name] = new ort.Tensor('int64', slice as BigInt64Array, dims);
     else out[inp.name] = new ort.Tensor('float32', slice as Float32Array, dims);
   }
+  for (const e of req.extra ?? []) out[e.name] = new ort.Tensor('float32', (req.values.get(e.name) as Float32Array).slice(lo * e.width, hi * e.width), [m, e.width]);
   return out;
 }
 

@@ -23,6 +23,7 @@ import { maskedAttentionPool, maskedMeanPool } from '../artifacts/onnx/ops/pooli
 import { standardize } from '../artifacts/onnx/ops/standardize.js';
 import { INT64_MIN, relativeTime } from '../artifacts/onnx/ops/time.js';
 import type { ElemType } from '../artifacts/onnx/types.js';
+import { isStoreInput, storeEntityFeatures, type StoreEntityInput } from './store_inputs_export.js';
 import { DELTA_CAP_DAYS, MINUTES_PER_DAY, MINUTE_RECENCY_SCALE, LOG_RATIO_CLIP, LOG_RATIO_EPS, elementNumericDim, factNumericDim, headInputDim, isIntegerType, type CategoricalSpec, type StudentSpec } from '../model/student/spec.js';
 
 export interface EntityTable {
@@ -53,15 +54,15 @@ export interface EntityRows {
   vectorsFor(keys: ArrayLike<string | bigint>): Promise<{ values: Float32Array; missing: Float32Array }>;
 }
 
-export function isStreamed(t: EntityTable | StreamedEntityTable): t is StreamedEntityTable {
+export function isStreamed(t: EntityTable | StreamedEntityTable | StoreEntityInput): t is StreamedEntityTable {
   return 'index' in t;
 }
 
 export interface StudentOnnxInputs {
   spec: StudentSpec;
   weights: Map<string, Float32Array>;
-  /** per embedding key (spec.embeddings order) */
-  entities: (EntityTable | StreamedEntityTable)[];
+  /** per embedding key (spec.embeddings order); a {@link StoreEntityInput} makes the embedding a request input */
+  entities: (EntityTable | StreamedEntityTable | StoreEntityInput)[];
   /** primary keys of tables referenced by same-entity flags, by table name */
   key_vocabularies: Record<string, Vocabulary | HashedKeyIndex>;
   kind: ObjectiveKind;
@@ -224,6 +225,10 @@ export function buildStudentOnnx(inp: StudentOnnxInputs): OnnxGraphBuilder {
   if (spec.use_embeddings) {
     spec.embeddings.forEach((k, i) => {
       const t = inp.entities[i]!;
+      if (isStoreInput(t)) {
+        parts.push(...storeEntityFeatures(g, t, w(`emb${i}/fallback`), spec.proj_dim, { kernel: w(`emb${i}/proj_w`), bias: w(`emb${i}/proj_b`) }));
+        return;
+      }
       if (isStreamed(t)) {
         parts.push(...streamedEntity(g, input(`${f}.${k.column}`), t, k.target, w(`emb${i}/fallback`), inp.quantize ?? 'none', spec.proj_dim, { kernel: w(`emb${i}/proj_w`), bias: w(`emb${i}/proj_b`) }));
         return;

@@ -14,12 +14,13 @@
  * The store then overwrites the rows it finds (flag 0). Rows it does not find in time keep the fallback
  * row, counted in `gnnctl_online_store_rows_total{source="fallback"}`; the request never fails for it.
  */
+import { STORE_BINDING_PARAMETER_PREFIX, type StoreBindingValue } from '../artifacts/online_store.js';
 import type { OnlineEmbeddingStore } from '../online_store/embedding_store.js';
 import type { InferRequest } from './decode.js';
 import { LATENCY_BUCKETS, type Counter, type Histogram, type Registry } from './metrics.js';
 import type { ServedModelSpec } from './model_spec.js';
 
-export const ONLINE_STORE_PREFIX = 'online_store:';
+export const ONLINE_STORE_PREFIX = STORE_BINDING_PARAMETER_PREFIX;
 
 export interface StoreBinding {
   /** The FP32 [batch, dim] input the store fills. */
@@ -40,7 +41,7 @@ export function storeBindings(spec: ServedModelSpec): StoreBinding[] {
   for (const [k, v] of Object.entries(params)) {
     if (!k.startsWith(ONLINE_STORE_PREFIX)) continue;
     const input = k.slice(ONLINE_STORE_PREFIX.length);
-    const b = JSON.parse(v.string_value ?? '{}') as { table?: string; key?: string; missing?: string };
+    const b = JSON.parse(v.string_value ?? '{}') as Partial<StoreBindingValue>;
     const t = spec.inputByName.get(input);
     if (!t || t.datatype !== 'FP32' || t.dims.length !== 1 || !(t.dims[0]! > 0)) throw new Error(`${k}: the model has no FP32 input "${input}" of dims [dim]`);
     if (!b.table || !b.key || !b.missing || !spec.inputByName.has(b.key) || !spec.inputByName.has(b.missing)) {

@@ -52,7 +52,8 @@ export async function startRedis(): Promise<TestRedis> {
     start,
     stop: async (hard = false) => {
       const c = child;
-      if (!c || c.exitCode !== null) return;
+      // A killed child has a signalCode and no exitCode: both mean it is gone (its 'exit' already fired).
+      if (!c || c.exitCode !== null || c.signalCode !== null) return;
       const exited = new Promise((r) => c.once('exit', r));
       c.kill(hard ? 'SIGKILL' : 'SIGTERM');
       await exited;

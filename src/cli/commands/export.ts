@@ -13,6 +13,7 @@ export interface ExportCommandOptions {
   version?: string;
   quantize?: string;
   externalData?: string | number;
+  embeddingsFromStore?: boolean;
   backend?: string;
   artifacts?: string;
   cwd?: string;
@@ -24,10 +25,11 @@ export async function exportCommand(opts: ExportCommandOptions): Promise<Command
   const version = optional(intFlag('--version', 1), opts.version);
   const quantize = optional(choiceFlag('--quantize', ['none', 'int8'] as const), opts.quantize);
   const externalData = optional(externalDataFlag('--external-data'), opts.externalData);
-  const r = await exportModel({ cfg, run: opts.run, embeddings: opts.embeddings, out: opts.out, name: opts.name, version, quantize, externalData, backend: parseBackendRequest(opts.backend), cwd: opts.cwd });
+  const r = await exportModel({ cfg, run: opts.run, embeddings: opts.embeddings, out: opts.out, name: opts.name, version, quantize, externalData, embeddingsFromStore: Boolean(opts.embeddingsFromStore), backend: parseBackendRequest(opts.backend), cwd: opts.cwd });
   const q = r.quantization;
   const text = [
     `exported ${r.model} version ${r.version} in ${r.seconds}s: ${r.dir}`,
+    ...(r.online_store ? [`  embeddings from the online store: ${r.online_store.map((t) => `${t.input} ← ${t.table} (key ${t.key})`).join(', ')}; serve with gnnctl serve --online-store redis://…`] : []),
     `  model.onnx ${(r.files.model_onnx_bytes / 2 ** 20).toFixed(1)} MiB${r.files.external_data_bytes ? ` + model.onnx.data ${(r.files.external_data_bytes / 2 ** 20).toFixed(1)} MiB (external: ${r.files.external_tensors.join(', ')})` : ''}; embeddings ${Object.entries(r.embedding_rows).map(([t, n]) => `${t} ${n.toLocaleString('en-US')} rows @ ${r.embedding_anchor[t]}`).join(', ')}`,
     ...(q
       ? [

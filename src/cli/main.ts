@@ -30,8 +30,8 @@ function typed<T>(flags: string, description: string, parse: (v: unknown) => T):
 /** Shown after each command's --help, keyed by the command's path. */
 const EXAMPLES: Record<string, string[]> = {
   'datasets synth': ['gnnctl datasets synth --out datasets/retail --size small', 'gnnctl datasets synth --out datasets/big --size medium --format parquet --seed 7'],
-  'graph build': ['gnnctl graph build --config configs/retail.yaml', 'gnnctl graph build --config configs/retail.yaml --force --json'],
-  'graph inspect': ['gnnctl graph inspect --config configs/retail.yaml'],
+  'graph build': ['gnnctl graph build --config configs/retail.yaml', 'gnnctl graph build --config configs/retail.yaml --task fraud --force --json'],
+  'graph inspect': ['gnnctl graph inspect --config configs/retail.yaml', 'gnnctl graph inspect --config configs/retail.yaml --task fraud'],
   train: ['gnnctl train --config configs/retail.yaml --task churn', 'gnnctl train --config configs/retail.yaml --task fraud --epochs 5 --fail-under test.auroc=0.7 --json', 'gnnctl train --config configs/bursty.yaml --task churn --search --search-budget 10m'],
   'runs list': ['gnnctl runs list --config configs/retail.yaml'],
   embed: ['gnnctl embed --config configs/retail.yaml --run latest:churn', 'gnnctl embed --config configs/retail.yaml --run latest:churn --anchor-time 2020-09-01 --shard 0/4'],
@@ -145,6 +145,7 @@ export function buildProgram(): Command {
     .addOption(opt.config())
     .addOption(opt.artifacts())
     .option('--force', 'rebuild even when a cached build exists')
+    .option('-t, --task <name>', 'fit statistics up to this task\'s earliest validation anchor, as `train --task` does (default: the earliest over all tasks)')
     .addOption(opt.json())
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/graph.js')).graphBuildCommand as never));
@@ -153,6 +154,7 @@ export function buildProgram(): Command {
     .description('row counts, edge degree statistics and each column\'s encoder (builds the graph if needed)')
     .addOption(opt.config())
     .addOption(opt.artifacts())
+    .option('-t, --task <name>', 'the graph `train --task` fits (default: statistics up to the earliest validation anchor over all tasks)')
     .addOption(opt.json())
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/graph.js')).graphInspectCommand as never));

@@ -7,18 +7,21 @@ export interface GraphOptions {
   config: string;
   artifacts?: string;
   force?: boolean;
+  /** fit statistics as `train --task` does (graph/fit_until.ts) */
+  task?: string;
   cwd?: string;
 }
 
 export async function graphBuildCommand(opts: GraphOptions): Promise<CommandOutput> {
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
-  const r = await buildGraph(cfg, { force: opts.force });
+  const r = await buildGraph(cfg, { force: opts.force, fit: opts.task ? { task: opts.task } : undefined });
   const m = r.manifest;
   const result = {
     dir: r.dir,
     fingerprint: m.fingerprint,
     schema_fingerprint: m.schema_fingerprint,
     cached: r.cached,
+    fit_until: m.fit_until === null ? null : new Date(m.fit_until * 1000).toISOString(),
     seconds: Math.round(r.seconds * 100) / 100,
     tables: Object.fromEntries(Object.entries(m.tables).map(([k, t]) => [k, t.rows])),
     edges: Object.fromEntries(m.edges.map((e) => [e.name, e.count])),
@@ -34,7 +37,7 @@ export async function graphBuildCommand(opts: GraphOptions): Promise<CommandOutp
 
 export async function graphInspectCommand(opts: GraphOptions): Promise<CommandOutput> {
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
-  const r = await buildGraph(cfg);
+  const r = await buildGraph(cfg, { fit: opts.task ? { task: opts.task } : undefined });
   const summary = summarizeGraph(r.dir, r.manifest);
   return { result: summary, text: formatSummary(summary) };
 }

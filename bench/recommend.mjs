@@ -3,7 +3,8 @@
  * The recommendation targets (docs/recommendations.md, docs/performance.md): train a ranking task (MAP@12
  * of the deep recommender against every heuristic of train/ranking_heuristics.ts on the test anchor: popularity,
  * repeat, attribute affinity, co-occurrence, repeat + affinity), then time `predict`'s exact top-12 over the
- * whole catalogue for every user (median of --repeats).
+ * whole catalogue for every user (median of --repeats). The learned re-ranker over the heuristics' and the model's
+ * candidates (train/rerank.ts) is reported beside them (`map_at_12.*.reranker`, `test_map_intervals`).
  *
  *   npm run build && node bench/recommend.mjs --size tiny|small|medium [--preset retail|retail-dates|bursty|ratings]
  *     [--data DIR] [--run RUN] [--epochs N] [--max-steps N] [--train-anchors N] [--repeats 3] [--verbose]
@@ -51,6 +52,7 @@ else {
 const m = JSON.parse(readFileSync(join(runDir, 'metrics.json'), 'utf8'));
 const map = (split) => ({
   deep: m[split].map_at_k,
+  ...(m.reranker ? { reranker: m.reranker[split].map_at_k } : {}),
   ...Object.fromEntries(Object.entries(m.baselines).map(([name, b]) => [name, b[split].map_at_k])),
 });
 const test = map('test');
@@ -87,6 +89,11 @@ console.log(
     lift_over_best_baseline: m.lift,
     best_baseline: m.best_baseline,
     deep_over_best_baseline: Math.round((test.deep / Math.max(1e-9, test[m.best_baseline])) * 100) / 100,
+    reranker_over_best_baseline: m.reranker ? Math.round((test.reranker / Math.max(1e-9, test[m.best_baseline])) * 100) / 100 : null,
+    reranker_over_popularity: m.reranker ? Math.round((test.reranker / Math.max(1e-9, test.popularity)) * 100) / 100 : null,
+    // 95% bootstrap intervals of test MAP@12 (test users resampled): re-ranker, deep model, popularity, best heuristic
+    test_map_intervals: m.reranker?.test_map_intervals ?? null,
+    reranker: m.reranker ? { train_users: m.reranker.train_users, train_rows: m.reranker.train_rows, candidate_recall: m.reranker.candidate_recall, rounds: m.reranker.rounds, best_round: m.reranker.best_round, seconds: m.reranker.seconds, top_features: m.reranker.top_features.slice(0, 5) } : null,
     chosen: m.chosen ?? null,
     chosen_reason: m.chosen_reason ?? null,
     heuristics: m.heuristics ?? null,

@@ -102,7 +102,9 @@ const trainMetricsSchema = z.object({
       repeat_affinity: z.object({ repeat_weight: z.number() }),
     })
     .optional(),
-  /** ranking runs: what to serve (the model or the heuristic that beat it on validation) and why */
+  /** ranking runs: the learned re-ranker over the heuristics' and the model's candidates (train/rerank.ts) */
+  reranker: z.object({ val: metricsSchema, test: metricsSchema, test_map_intervals: z.record(z.string(), z.tuple([z.number(), z.number()])).optional() }).optional(),
+  /** ranking runs: what to serve (the model, the re-ranker or the heuristic that beat them on validation) and why */
   chosen: z.string().optional(),
   chosen_reason: z.string().optional(),
 });

@@ -40,6 +40,14 @@ describe('ranking baselines section', () => {
     expect(html).toContain('Popularity window 90d');
     expect(html).toContain('seen items are excluded');
   });
+  it('shows the re-ranker\'s row and the test intervals, and names it when it is served', () => {
+    const r = report('reranker', 'the re-ranker beats the model and the best heuristic on validation');
+    (r.metrics as unknown as Record<string, unknown>).reranker = { val: m(0.2), test: m(0.18), test_map_intervals: { reranker: [0.16, 0.2], popularity: [0.11, 0.15] } };
+    const html = rankingBaselinesSection(r)!;
+    expect(html).toContain('Serve: the re-ranker');
+    expect(html).toContain('data-metric="ranking.reranker.map_at_k"');
+    expect(html).toContain('reranker 0.1600–0.2000; popularity 0.1100–0.1500');
+  });
   it('says the deep recommender when the model wins', () => {
     const html = rankingBaselinesSection(report('model', 'the model beats the best heuristic on validation'))!;
     expect(html).toContain('Serve: the deep recommender');

@@ -93,6 +93,7 @@ export function rankingBaselinesSection(d: TrainReport | DistillReport): string 
   ];
   const rows = [
     row('deep recommender', m.val, m.test, 'ranking.model'),
+    ...(m.reranker ? [row('re-ranker (trees over the heuristics\' and the model\'s candidates)', m.reranker.val, m.reranker.test, 'ranking.reranker')] : []),
     ...Object.entries(m.baselines!).map(([name, b]) => row(name === m.best_baseline ? `${name} (best on val)` : name, b.val, b.test)),
   ];
   const tbl = table({
@@ -105,11 +106,17 @@ export function rankingBaselinesSection(d: TrainReport | DistillReport): string 
   const choices = h
     ? `<p class="summary">Popularity window ${esc(h.popularity.window)}; affinity column ${esc(h.affinity.column ?? 'none (no categorical item column)')}; blend repeat weight ${esc(String(h.repeat_affinity.repeat_weight))} (each chosen on validation). Seen items: ${esc(h.exclude_seen.reason)}.</p>`
     : '';
-  const chosen = m.chosen ? `<p class="summary" data-metric="chosen" data-value="${esc(m.chosen)}"><strong>Serve: ${esc(m.chosen === 'model' ? 'the deep recommender' : m.chosen)}</strong> — ${esc(m.chosen_reason ?? '')}.</p>` : '';
+  const chosen = m.chosen ? `<p class="summary" data-metric="chosen" data-value="${esc(m.chosen)}"><strong>Serve: ${esc(m.chosen === 'model' ? 'the deep recommender' : m.chosen === 'reranker' ? 'the re-ranker' : m.chosen)}</strong> — ${esc(m.chosen_reason ?? '')}.</p>` : '';
+  const iv = m.reranker?.test_map_intervals;
+  const intervals = iv
+    ? `<p class="summary">Test MAP@${esc(String(m.test.k ?? 'k'))}, 95% bootstrap intervals over test users: ${Object.entries(iv)
+        .map(([name, [lo, hi]]) => `${esc(name)} ${esc(lo.toFixed(4))}–${esc(hi.toFixed(4))}`)
+        .join('; ')}.</p>`
+    : '';
   return section(
     'ranking-baselines',
     'Ranking baselines',
-    chosen + tbl + choices,
+    chosen + tbl + intervals + choices,
     "popularity: the most bought items in a window chosen on validation, for everyone; repeat: the user's own past items, most bought first; affinity: popular items of the kinds (one categorical item column) the user bought, weighted by their share; cooccurrence: items bought together with the user's recent items by other users (item-kNN); repeat_affinity: a blend of the two.",
   );
 }

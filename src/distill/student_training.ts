@@ -13,7 +13,8 @@ import { StudentFeatures, type StudentData } from '../model/student/features.js'
 import type { StudentSpec } from '../model/student/spec.js';
 import { StudentModel } from '../model/student/student.js';
 import type { BinaryMetrics, Metrics } from '../task/metrics.js';
-import { predictValues, type Objective } from '../task/objective/objective.js';
+import { predictValues, type LossName, type Objective } from '../task/objective/objective.js';
+import type { TrainedModel } from './student_kind.js';
 
 export interface StudentMetrics {
   val: Metrics;
@@ -21,13 +22,10 @@ export interface StudentMetrics {
   best_epoch: number;
 }
 
-export interface TrainedStudent {
+/** A row student trained to its best validation epoch, with its test predictions. */
+export interface TrainedStudent extends TrainedModel<Metrics> {
   model: StudentModel;
-  best: Map<string, Float32Array>;
-  val: Metrics;
-  test: Metrics;
   testPred: Float32Array;
-  bestEpoch: number;
   epochs: { epoch: number; loss: number; val: Metrics }[];
   /** wall time of this student's training and test scoring */
   seconds: number;
@@ -88,34 +86,14 @@ export function trainStudent(
   const order = o.trainRows ? Int32Array.from(o.trainRows) : Int32Array.from({ length: b - a }, (_, i) => a + i);
   const output = spec.output;
   const lossName = objective.losses[0]!;
-  const predict = (lo: number, hi: number): Float32Array => {
-    const out = new Float32Array(hi - lo);
-    for (let i = lo; i < hi; i += 4096) {
-      const j = Math.min(hi, i + 4096);
-      const batch = features.batch(data, Int32Array.from({ length: j - i }, (_, k) => i + k));
-      const r = tf.tidy(() => model.forward(batch, false));
-      const v = r.dataSync() as Float32Array;
-      r.dispose();
-      out.set(predictValues(output, v), i - lo);
-    }
-    return out;
-  };
+  const predict = (lo: number, hi: number): Float32Array => predictRows(model, features, data, lo, hi);
   const evaluate = (lo: number, hi: number, p: Float32Array): Metrics => objective.metrics(labels.subarray(lo, hi), p);
   const y = new Float32Array(o.batchSize);
   const soft = new Float32Array(o.batchSize);
   const weight = new Float32Array(o.batchSize);
   let best = model.params.snapshot();
   let bestVal: Metrics | null = null;
-  // Patience counts epochs without a relative gain of at least MIN_GAIN: a plateau that creeps up by
-  // 1e-4 AUROC an epoch (the features-only ablation at medium) ran every epoch it was given. The best
-  // weights still follow any gain.
-  const stopping = new EarlyStopping({
-    monitor: `val ${selectBy ?? objective.mainMetric.name}`,
-    patience: o.patience,
-    min_delta: MIN_GAIN,
-    min_delta_mode: 'relative',
-    best_delta: SCORE_NOISE_DELTA,
-  });
+  const stopping = studentStopping(`val ${selectBy ?? objective.mainMetric.name}`, o.patience);
   // Polyak averaging: the weights validated at each epoch's end (and kept) are a bias-corrected moving
   // average over the last ~1 / (1 − decay) steps, not the last step's. On a rare-positive task with a few
   // hundred validation positives the raw weights' validation score jumps by ±0.01 AUROC from epoch to
@@ -124,12 +102,7 @@ export function trainStudent(
   // student does over its 110k rows (per step, 1 − 1 / steps is one epoch).
   const stepsPerEpoch = Math.ceil(order.length / o.batchSize);
   const emaDecay = o.emaDecay ?? (o.emaEpochs ? Math.max(0, 1 - 1 / (o.emaEpochs * stepsPerEpoch)) : 0);
-  const ema = emaDecay > 0 ? new Map([...model.params.snapshot()].map(([k, v]) => [k, new Float64Array(v.length)])) : null;
-  let emaSteps = 0;
-  const averaged = (): Map<string, Float32Array> => {
-    const c = 1 - emaDecay ** emaSteps;
-    return new Map([...ema!].map(([k, v]) => [k, Float32Array.from(v, (x) => x / c)]));
-  };
+  const ema = emaDecay > 0 ? new WeightAverage(model.params.snapshot(), emaDecay) : null;
   const epochs: { epoch: number; loss: number; val: Metrics }[] = [];
   const progress = o.progress ?? new Progress();
   const name = o.label ? `distill ${o.label}` : 'distill';
@@ -147,31 +120,15 @@ export function trainStudent(
           weight[k] = posWeight !== 1 && labels[rows[k]!]! > 0.5 ? posWeight : 1;
         }
         const batch = features.batch(data, rows);
-        const loss = optimizer.minimize(() => {
-          const logits = model.forward(batch, true);
-          const yt = tf.tensor1d(y.subarray(0, m));
-          // Positives weighted up (binary only, hard-label term): the loss then spends more of its capacity on
-          // separating the rare positives from their nearest negatives, the top of the ranking.
-          const hard = posWeight !== 1 ? weightedBce(logits, yt, tf.tensor1d(weight.subarray(0, m))) : objective.loss(lossName, logits, yt);
-          if (!teacher || kdWeight === 0) return hard;
-          // The teacher's predictions as soft targets (only objectives with softTargets get a kdWeight > 0),
-          // matched at temperature T and scaled by T² so the gradient's size does not depend on T.
-          const softLoss = T === 1 ? objective.loss(lossName, logits, tf.tensor1d(soft.subarray(0, m))) : objective.loss(lossName, logits.div(T), tf.tensor1d(soft.subarray(0, m))).mul(T * T);
-          return hard.mul(1 - kdWeight).add(softLoss.mul(kdWeight)) as tf.Scalar;
-        });
-        if (ema) {
-          emaSteps++;
-          for (const [k, w] of model.params.snapshot()) {
-            const e = ema.get(k)!;
-            for (let j = 0; j < w.length; j++) e[j] = emaDecay * e[j]! + (1 - emaDecay) * w[j]!;
-          }
-        }
+        const targets = { y: y.subarray(0, m), weight: posWeight !== 1 ? weight.subarray(0, m) : null, soft: teacher && kdWeight !== 0 ? soft.subarray(0, m) : null, T, kdWeight };
+        const loss = optimizer.minimize(() => batchLoss(objective, lossName, model.forward(batch, true), targets));
+        ema?.update(model.params.snapshot());
         lossSum += loss * m;
         progress.update(i + m, `loss ${(lossSum / (i + m)).toFixed(4)}`);
       }
       // With averaging, the averaged weights are validated (and kept); training resumes from the raw ones.
       const raw = ema ? model.params.snapshot() : null;
-      const candidate = ema ? averaged() : null;
+      const candidate = ema ? ema.averaged() : null;
       if (candidate) model.params.restore(candidate);
       const val = evaluate(ranges.val[0], ranges.val[1], predict(ranges.val[0], ranges.val[1]));
       if (raw) model.params.restore(raw);
@@ -192,6 +149,80 @@ export function trainStudent(
   const testPred = predict(ranges.test[0], ranges.test[1]);
   const test = evaluate(ranges.test[0], ranges.test[1], testPred);
   return { model, best, val: bestVal!, test, testPred, bestEpoch: stopping.bestEpoch, epochs, seconds: round((performance.now() - t0) / 1000, 1) };
+}
+
+/**
+ * A batch's loss: the objective's loss on the labels — binary BCE with the positives weighted up when
+ * `weight` is given — mixed with the loss against the teacher's soft targets when `soft` is given.
+ */
+function batchLoss(
+  objective: Objective,
+  lossName: LossName,
+  logits: tf.Tensor1D,
+  t: { y: Float32Array; weight: Float32Array | null; soft: Float32Array | null; T: number; kdWeight: number },
+): tf.Scalar {
+  const yt = tf.tensor1d(t.y);
+  // Positives weighted up (binary only, hard-label term): the loss then spends more of its capacity on
+  // separating the rare positives from their nearest negatives, the top of the ranking.
+  const hard = t.weight ? weightedBce(logits, yt, tf.tensor1d(t.weight)) : objective.loss(lossName, logits, yt);
+  if (!t.soft) return hard;
+  // The teacher's predictions as soft targets (only objectives with softTargets get a kdWeight > 0),
+  // matched at temperature T and scaled by T² so the gradient's size does not depend on T.
+  const T = t.T;
+  const softLoss = T === 1 ? objective.loss(lossName, logits, tf.tensor1d(t.soft)) : objective.loss(lossName, logits.div(T), tf.tensor1d(t.soft)).mul(T * T);
+  return hard.mul(1 - t.kdWeight).add(softLoss.mul(t.kdWeight)) as tf.Scalar;
+}
+
+/**
+ * Patience counts epochs without a relative gain of at least MIN_GAIN: a plateau that creeps up by 1e-4
+ * AUROC an epoch (the features-only ablation at medium) ran every epoch it was given. The best weights
+ * still follow any gain.
+ */
+function studentStopping(monitor: string, patience: number): EarlyStopping {
+  return new EarlyStopping({ monitor, patience, min_delta: MIN_GAIN, min_delta_mode: 'relative', best_delta: SCORE_NOISE_DELTA });
+}
+
+/** Predictions (the objective's output transform applied) of rows [lo, hi) of `data`, 4096 at a time. */
+function predictRows(model: StudentModel, features: StudentFeatures, data: StudentData, lo: number, hi: number): Float32Array {
+  const out = new Float32Array(hi - lo);
+  for (let i = lo; i < hi; i += 4096) {
+    const j = Math.min(hi, i + 4096);
+    const batch = features.batch(data, Int32Array.from({ length: j - i }, (_, k) => i + k));
+    const r = tf.tidy(() => model.forward(batch, false));
+    const v = r.dataSync() as Float32Array;
+    r.dispose();
+    out.set(predictValues(model.spec.output, v), i - lo);
+  }
+  return out;
+}
+
+/** A bias-corrected exponential moving average of the weights, in float64 (Polyak averaging). */
+class WeightAverage {
+  private readonly sums: Map<string, Float64Array>;
+  private steps = 0;
+
+  constructor(
+    like: Map<string, Float32Array>,
+    private readonly decay: number,
+  ) {
+    this.sums = new Map([...like].map(([k, v]) => [k, new Float64Array(v.length)]));
+  }
+
+  /** Folds in the weights after one optimizer step. */
+  update(weights: Map<string, Float32Array>): void {
+    this.steps++;
+    const d = this.decay;
+    for (const [k, w] of weights) {
+      const e = this.sums.get(k)!;
+      for (let j = 0; j < w.length; j++) e[j] = d * e[j]! + (1 - d) * w[j]!;
+    }
+  }
+
+  /** The average so far, divided by 1 − decay^steps so early steps are not pulled towards zero. */
+  averaged(): Map<string, Float32Array> {
+    const c = 1 - this.decay ** this.steps;
+    return new Map([...this.sums].map(([k, v]) => [k, Float32Array.from(v, (x) => x / c)]));
+  }
 }
 
 /** Smallest relative gain in the validation score (AUROC, −MAE, …) that resets the patience. */

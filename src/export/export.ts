@@ -41,6 +41,7 @@ import { VERSION } from '../core/version.js';
 import type { TritonModelConfig } from '../artifacts/triton/pbtxt.js';
 import type { ExportKind, ExportStep, StudentExportOptions } from './export_kind.js';
 import { exportStudent } from './export_student.js';
+import { versionResult } from './model_repository.js';
 import { checkParity, rawRequests, type ParityReport } from './parity.js';
 import { buildStudentOnnx, elemTypeOf, isEntityInitializer, isStreamed, outputName, requestInputs, type EntityRows, type EntityTable, type StreamedEntityTable } from './student_onnx.js';
 import { EntitySource } from './entity_source.js';
@@ -142,11 +143,7 @@ const rowExport: ExportKind<ExportOptions, ExportInputs, RowWritten, ExportResul
     };
   },
   result: (x, target, w, seconds) => ({
-    repository: target.repo,
-    model: target.name,
-    version: target.version,
-    dir: target.versionDir,
-    model_bytes: w.files.modelBytes + (w.files.dataBytes ?? 0),
+    ...versionResult(target, w.files),
     files: { model_onnx_bytes: w.files.modelBytes, external_data_bytes: w.files.dataBytes, external_tensors: w.files.externalTensors },
     quantize: x.quantize,
     quantization: w.quantization,

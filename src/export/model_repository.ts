@@ -14,6 +14,7 @@ import { tempSibling, writeFileAtomic, writeJsonAtomic } from '../core/atomic.js
 import { UsageError } from '../core/errors.js';
 import { hashFile } from '../core/hash.js';
 import { writeModelConfig, type TritonModelConfig } from '../artifacts/triton/pbtxt.js';
+import type { ModelFiles } from '../artifacts/onnx/onnx_graph_builder.js';
 
 /** Where a version goes: the repository, the model's folder, the version number and its folder. */
 export interface RepositoryTarget {
@@ -40,6 +41,11 @@ export function nextVersion(modelDir: string): number {
     .filter((d) => /^\d+$/.test(d) && statSync(join(modelDir, d)).isDirectory())
     .map(Number);
   return versions.length ? Math.max(...versions) + 1 : 1;
+}
+
+/** The fields every export result starts with: where the version went and the model's size (model.onnx + model.onnx.data). */
+export function versionResult(target: RepositoryTarget, files: ModelFiles): { repository: string; model: string; version: number; dir: string; model_bytes: number } {
+  return { repository: target.repo, model: target.name, version: target.version, dir: target.versionDir, model_bytes: files.modelBytes + (files.dataBytes ?? 0) };
 }
 
 /** What a version's files say about themselves, once the model files are in the temporary folder. */

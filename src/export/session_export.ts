@@ -26,7 +26,7 @@ import type { ModelFiles } from '../artifacts/onnx/onnx_graph_builder.js';
 import type { DistillManifestBase } from '../distill/student_kind.js';
 import type { ExportKind, StudentExportOptions } from './export_kind.js';
 import { exportStudent } from './export_student.js';
-import type { RepositoryTarget } from './model_repository.js';
+import { versionResult, type RepositoryTarget } from './model_repository.js';
 import { buildGraph } from '../graph/build.js';
 import { runFit } from '../graph/fit_until.js';
 import { Graph } from '../graph/graph.js';
@@ -130,11 +130,7 @@ const sessionExport: ExportKind<SessionExportOptions, SessionExportInputs, Sessi
   },
   describe: (x, target, w) => ({ manifest: (hashes) => sessionLineage(x, target, w, hashes), readme: null, config: sessionModelConfig(x.spec, target.name, x.r.max_batch_size, x.r.max_queue_delay_microseconds) }),
   result: (x, target, w, seconds) => ({
-    repository: target.repo,
-    model: target.name,
-    version: target.version,
-    dir: target.versionDir,
-    model_bytes: w.files.modelBytes + (w.files.dataBytes ?? 0),
+    ...versionResult(target, w.files),
     users: x.users.keys.length,
     items: x.items.keys.length,
     embedding_anchor: isoSeconds(x.anchor),

@@ -25,6 +25,7 @@ import { sessionBatch, type SessionData } from './data.js';
 import type { RankingExamples } from './examples.js';
 import type { RankingTeacher } from './teacher.js';
 import { rankingMetrics, topK, type RankingMetrics } from './ranking_eval.js';
+import type { TrainedModel } from '../student_kind.js';
 
 export interface SessionTrainOptions {
   epochs: number;
@@ -37,14 +38,11 @@ export interface SessionTrainOptions {
   teacher?: { model: RankingTeacher; weight: number };
 }
 
-export interface TrainedSessionModel {
+/** A session recommender trained to its best validation epoch, with its test top-k lists. */
+export interface TrainedSessionModel extends TrainedModel<RankingMetrics> {
   model: SessionModel;
-  best: Map<string, Float32Array>;
-  val: RankingMetrics;
-  test: RankingMetrics;
   /** top-k item lists of the test examples [test × k] */
   testLists: Int32Array;
-  bestEpoch: number;
   epochs: { epoch: number; loss: number; val_map: number }[];
 }
 

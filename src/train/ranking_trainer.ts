@@ -147,10 +147,13 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
  * (sampled trees with the most recent neighbours): the re-ranker's model source in training and predict.
  */
 export function modelTopN(model: DeepModel, pop: (anchor: number) => Float32Array): ModelTopN {
+  // The catalogue side of the last anchor: predict asks chunk by chunk at one anchor.
+  let cached: { anchor: number; items: Float32Array } | null = null;
   return async (users, anchor, n) => {
     const rs = model.spec.ranking!;
     const C = model.spec.channels;
-    const items = catalogueVectors(model, anchor);
+    if (cached?.anchor !== anchor) cached = { anchor, items: catalogueVectors(model, anchor) };
+    const items = cached.items;
     const kernel = await catalogueKernel(items, pop(anchor), items.length / C, C, n);
     const ids = new Int32Array(users.length * n).fill(-1);
     const scores = new Float32Array(users.length * n).fill(Number.NaN);

@@ -225,7 +225,9 @@ async function realData(dir) {
     fit: { from: fit.fit_from, until: fit.fit_until, snapshots: fit.train_snapshots + fit.warmup_snapshots, seconds: fit.seconds, static_baseline_columns: fit.static_baseline_columns, snapshots_without_edges: fit.snapshots_without_edges },
     scored: { snapshots: score.snapshots, incidents: ev?.incidents, seconds: score.seconds },
     detection: { tagae: det(ev?.tagae), static: det(ev?.static), flat: det(ev?.flat), zscore: det(ev?.zscore) },
-    root_cause: rc && Object.fromEntries(Object.entries(rc.methods).map(([m, q]) => [m, { ac_at_1: q.ac_at_1, ac_at_3: q.ac_at_3, avg_at_5: q.avg_at_5, ac_at_1_by_kind: Object.fromEntries(Object.entries(q.by_kind).map(([k, v]) => [k, v.ac_at_1])) }])),
+    root_cause: rc && Object.fromEntries(Object.entries(rc.methods).map(([m, q]) => [m, { ac_at_1: q.ac_at_1, ac_at_1_interval: q.ac_at_1_interval, ac_at_3: q.ac_at_3, ac_at_3_interval: q.ac_at_3_interval, avg_at_5: q.avg_at_5, ac_at_1_by_kind: Object.fromEntries(Object.entries(q.by_kind).map(([k, v]) => [k, v.ac_at_1])), ac_at_3_by_kind: Object.fromEntries(Object.entries(q.by_kind).map(([k, v]) => [k, v.ac_at_3])) }])),
+    // the recommendation is chosen on the earlier half of the faults; its figures on the later half
+    root_cause_selection: rc?.selection && { validation_incidents: rc.selection.validation_incidents, test_incidents: rc.selection.test_incidents, validation_ac_at_1: Object.fromEntries(Object.entries(rc.selection.validation).map(([m, q]) => [m, q.ac_at_1])), test: Object.fromEntries(Object.entries(rc.selection.test).map(([m, q]) => [m, { ac_at_1: q.ac_at_1, ac_at_1_interval: q.ac_at_1_interval, ac_at_3: q.ac_at_3 }])) },
     recommended_method: ev?.recommended_method,
     run_id: fit.run_id,
   };

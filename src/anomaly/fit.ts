@@ -8,15 +8,14 @@
  * flat autoencoder) are fitted on the same split, so every detector is judged on equal terms.
  */
 import { existsSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { hashFile } from '../core/hash.js';
 import { tf } from '../core/tf.js';
 import type { Config } from '../config/load.js';
 import { selectBackend, type BackendRequest } from '../compute/backend.js';
 import { withDuck } from '../data/duck.js';
 import { ArtifactError, DataError } from '../core/errors.js';
-import { newRunId, runsDir, weightMap } from '../artifacts/run_store.js';
-import { produceAtomically } from '../core/atomic.js';
+import { newRunId, weightMap } from '../artifacts/run_store.js';
+import { RunLifecycle } from '../artifacts/run_lifecycle.js';
 import { isoSeconds } from '../core/duration.js';
 import { parseIsoTime } from '../core/time.js';
 import { info } from '../core/log.js';
@@ -29,7 +28,7 @@ import { buildGraph } from './graph.js';
 import { Tagae, type TagaeArgs } from './model.js';
 import { CheckedScorer, OnnxScorer, TfjsScorer } from './scorer.js';
 import { tagaeOnnx } from './tagae_onnx.js';
-import { loadRun, modelSpec, tagaeArgs, writeRun, type AnomalyBaselines, type AnomalyManifest } from './run.js';
+import { loadRun, modelSpec, tagaeArgs, writeRun, type AnomalyBaselines, type AnomalyManifest, type AnomalyRun } from './run.js';
 import { anomalyConfig, loadEvents, loadSnapshots, sourcePaths, type PlannedEvent, type Snapshot } from './source.js';
 import { fitStatic } from './static_baseline.js';
 import { fitEdgeZScore, fitZScore, zScores } from './zscore_baseline.js';
@@ -111,73 +110,89 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
   if (base) loadInitWeights(base, args, model, flat);
   const epochs = opts.epochs ?? a.epochs;
   const timings: Record<string, number> = {};
+  const manifest = await manifestHead(cfg, { a, backend: backend.name, t0, args, loaded, base, fit: fitPeriod(snaps, train, warm, until), timings });
+  // From here on the run folder exists with a `running` manifest; an error leaves it `failed`.
+  const run = RunLifecycle.start(cfg.artifactsDir, manifest, { t0 });
   try {
-    const tTrain = performance.now();
-    const losses = trainEpochs(model, graphs, trainIdx, { epochs, lr: a.lr, window: W, seed });
-    timings.train_seconds = (performance.now() - tTrain) / 1000;
+    return await run.guard(async () => {
+      const tTrain = performance.now();
+      const losses = trainEpochs(model, graphs, trainIdx, { epochs, lr: a.lr, window: W, seed });
+      timings.train_seconds = (performance.now() - tTrain) / 1000;
 
-    // Warm-up: the detector steps through the whole period in order (the window needs every snapshot);
-    // only the held-out snapshots are judged.
-    const tWarm = performance.now();
-    const allEvents = eventsBetween(events, snaps);
-    const warmEvents = warmIdx.map((k) => allEvents[k]!);
-    const { onnxModel, scorer, tagaeBaselines, warmupScores, state } = await calibrateTagae(model, args, stats, a, snaps, allEvents, isWarm);
+      // Warm-up: the detector steps through the whole period in order (the window needs every snapshot);
+      // only the held-out snapshots are judged.
+      const tWarm = performance.now();
+      const allEvents = eventsBetween(events, snaps);
+      const warmEvents = warmIdx.map((k) => allEvents[k]!);
+      const { onnxModel, scorer, tagaeBaselines, warmupScores, state } = await calibrateTagae(model, args, stats, a, snaps, allEvents, isWarm);
 
-    // Baselines, fitted on the same split.
-    const { flatBaselines, flatScores, flatLoss, staticThresholds, zscore, zscoreWarmup, edgeZscore } = fitBaselineDetectors(flat, a, stats, {
-      trainRows: concat(trainIdx.map((k) => graphs[k]!.x)),
-      train,
-      warm,
-      warmEvents,
-      featureColumns: loaded.featureColumns,
-      edgeFeatureColumns: loaded.edgeFeatureColumns,
-      epochs,
-      seed,
+      // Baselines, fitted on the same split.
+      const { flatBaselines, flatScores, flatLoss, staticThresholds, zscore, zscoreWarmup, edgeZscore } = fitBaselineDetectors(flat, a, stats, {
+        trainRows: concat(trainIdx.map((k) => graphs[k]!.x)),
+        train,
+        warm,
+        warmEvents,
+        featureColumns: loaded.featureColumns,
+        edgeFeatureColumns: loaded.edgeFeatureColumns,
+        epochs,
+        seed,
+      });
+      timings.warmup_seconds = (performance.now() - tWarm) / 1000;
+
+      const baselines: AnomalyBaselines = { tagae: tagaeBaselines, warmup_scores: warmupScores, flat: flatBaselines, flat_warmup_scores: flatScores, static: staticThresholds, zscore, zscore_warmup_scores: zscoreWarmup, edge_zscore: edgeZscore };
+      const threshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, warmupScores).value;
+      const flatThreshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, flatScores).value;
+      const meanEdges = train.reduce((sum, x) => sum + x.src.length, 0) / train.length;
+      const nServices = new Set(snaps.flatMap((s) => s.services)).size;
+      const metrics = { final_loss: losses[losses.length - 1], onnx_parity: { snapshots: scorer.checked, skipped_without_edges: scorer.skippedEmpty, max_abs_diff: scorer.maxAbsDiff, max_rel_diff: scorer.maxRelDiff, tolerance: ONNX_PARITY_TOLERANCE, relative_to: 'max(1, |value|)' }, threshold, flat_threshold: flatThreshold, flat_loss: flatLoss, services: nServices, mean_edges: meanEdges };
+      state.run_id = run.id;
+      writeRun(run.dir, { stats, baselines, state, model, flat, onnx: onnxModel });
+      timings.total_seconds = run.seconds();
+      run.finish(metrics, metrics);
+      return fitResult(run.manifest, run.dir, loaded, { losses, epochs, staticColumns: staticThresholds?.columns ?? [], emptyGraphAction: emptyGraphAction(loaded.emptySnapshots, cfg) });
     });
-    timings.warmup_seconds = (performance.now() - tWarm) / 1000;
-
-    const baselines: AnomalyBaselines = { tagae: tagaeBaselines, warmup_scores: warmupScores, flat: flatBaselines, flat_warmup_scores: flatScores, static: staticThresholds, zscore, zscore_warmup_scores: zscoreWarmup, edge_zscore: edgeZscore };
-    const runId = newRunId('anomaly');
-    const runDir = join(runsDir(cfg.artifactsDir), runId);
-    const threshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, warmupScores).value;
-    const flatThreshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, flatScores).value;
-    const meanEdges = train.reduce((sum, x) => sum + x.src.length, 0) / train.length;
-    const nServices = new Set(snaps.flatMap((s) => s.services)).size;
-    timings.total_seconds = (performance.now() - t0) / 1000;
-    const manifest: AnomalyManifest = {
-      kind: 'anomaly',
-      id: runId,
-      task: 'anomaly',
-      status: 'complete',
-      gnnctl: VERSION,
-      created_at: new Date(t0 + performance.timeOrigin).toISOString(),
-      finished_at: new Date().toISOString(),
-      backend: backend.name,
-      seed,
-      config: a,
-      fit: {
-        from: isoSeconds(snaps[0]!.ts),
-        until: isoSeconds(until ?? snaps[snaps.length - 1]!.ts + 1),
-        train_snapshots: train.length,
-        warmup_snapshots: warm.length,
-        first_train_ts: isoSeconds(train[0]!.ts),
-        last_warmup_ts: isoSeconds(warm[warm.length - 1]!.ts),
-        warmup_ts: warm.map((x) => isoSeconds(x.ts)),
-      },
-      feature_columns: loaded.featureColumns,
-      edge_feature_columns: loaded.edgeFeatureColumns,
-      model: modelSpec(args),
-      inputs: { ...(await inputHashes(cfg)), ...(base ? { init_from: base.manifest.id } : {}) },
-      timings,
-      metrics: { final_loss: losses[losses.length - 1], onnx_parity: { snapshots: scorer.checked, skipped_without_edges: scorer.skippedEmpty, max_abs_diff: scorer.maxAbsDiff, max_rel_diff: scorer.maxRelDiff, tolerance: ONNX_PARITY_TOLERANCE, relative_to: 'max(1, |value|)' }, threshold, flat_threshold: flatThreshold, flat_loss: flatLoss, services: nServices, mean_edges: meanEdges },
-    };
-    state.run_id = runId;
-    await produceAtomically(runDir, async (tmp) => writeRun(tmp, { manifest, stats, baselines, state, model, flat, onnx: onnxModel }));
-    return fitResult(manifest, runDir, loaded, { losses, epochs, staticColumns: staticThresholds?.columns ?? [], emptyGraphAction: emptyGraphAction(loaded.emptySnapshots, cfg) });
   } finally {
     model.params.dispose();
     flat.params.dispose();
   }
+}
+
+/** The normal period as the manifest records it: its bounds, the train/warm-up split and the warm-up times. */
+function fitPeriod(snaps: Snapshot[], train: Snapshot[], warm: Snapshot[], until: number | undefined): AnomalyManifest['fit'] {
+  return {
+    from: isoSeconds(snaps[0]!.ts),
+    until: isoSeconds(until ?? snaps[snaps.length - 1]!.ts + 1),
+    train_snapshots: train.length,
+    warmup_snapshots: warm.length,
+    first_train_ts: isoSeconds(train[0]!.ts),
+    last_warmup_ts: isoSeconds(warm[warm.length - 1]!.ts),
+    warmup_ts: warm.map((x) => isoSeconds(x.ts)),
+  };
+}
+
+/** The manifest as the run starts (`running`): everything known before training; metrics come at the end. */
+async function manifestHead(
+  cfg: Config,
+  o: { a: ReturnType<typeof anomalyConfig>; backend: string; t0: number; args: TagaeArgs; loaded: { featureColumns: string[]; edgeFeatureColumns: string[] }; base: AnomalyRun | null; fit: AnomalyManifest['fit']; timings: Record<string, number> },
+): Promise<AnomalyManifest> {
+  return {
+    kind: 'anomaly',
+    id: newRunId('anomaly'),
+    task: 'anomaly',
+    status: 'running',
+    gnnctl: VERSION,
+    created_at: new Date(o.t0 + performance.timeOrigin).toISOString(),
+    backend: o.backend,
+    seed: cfg.seed,
+    config: o.a,
+    fit: o.fit,
+    feature_columns: o.loaded.featureColumns,
+    edge_feature_columns: o.loaded.edgeFeatureColumns,
+    model: modelSpec(o.args),
+    inputs: { ...(await inputHashes(cfg)), ...(o.base ? { init_from: o.base.manifest.id } : {}) },
+    timings: o.timings,
+    metrics: {},
+  };
 }
 
 /** What `fit` prints and returns, read off the manifest it wrote. */
@@ -213,7 +228,7 @@ function fitResult(m: AnomalyManifest, runDir: string, loaded: { featureColumns:
  * The normal period's snapshots and planned events, with the config's alert budget turned into a
  * quantile; refuses a period too short to hold the warm-up, one window and something to train on.
  */
-async function loadNormalPeriod(cfg: Config, opts: FitOptions, base: ReturnType<typeof loadRun> | null) {
+async function loadNormalPeriod(cfg: Config, opts: FitOptions, base: AnomalyRun | null) {
   const configured = anomalyConfig(cfg);
   const from = opts.from ?? (configured.fit_from ? parseIsoTime(configured.fit_from)! : undefined);
   const until = opts.until ?? (configured.fit_until ? parseIsoTime(configured.fit_until)! : undefined);

@@ -6,8 +6,12 @@
  * Methods: `tagae` (TAGAE's relative errors), `flat` (the flat autoencoder's), `static` (ratio to the
  * static thresholds), `zscore` (largest robust |z| of the service's metrics), `telemetry` (that z plus the
  * largest z of the calls it receives: latency and caller-to-callee gap, from spans), and each of those
- * propagated through the call graph (`*_graph`, root_cause.ts), and `signals` (each signal family's
- * deviation turned into shares across services over the window, shares summed: signal_share.ts).
+ * propagated through the call graph (`*_graph`, root_cause.ts), `signals` (each signal family's
+ * deviation turned into shares across services over the window, shares summed: signal_share.ts) and
+ * `signals_learned` (the shares weighted per family, signal_weights.ts). Its weights are fitted on
+ * validation faults only: a test fault is ranked with weights fitted on all validation faults, a
+ * validation fault with weights fitted on the other half of them — so no fault is ranked by weights
+ * that saw it.
  *
  * The recommended method is chosen on the validation incidents only — the earlier half, in time — by
  * AC@1 (then AC@3, then Avg@5), the simpler one on a tie; the later half is the test its figures are
@@ -16,10 +20,11 @@
  */
 import { propagate, rankServices, rootCauseQuality, type RankedIncident, type RootCauseQuality } from './root_cause.js';
 import { shareScores } from './signal_share.js';
+import { fitFamilyWeights, weightedScores, type WeightedExample } from './signal_weights.js';
 import type { Incident, Snapshot } from './source.js';
 
 /** Cheapest first: a tie goes to the earlier one. */
-export const RANKING_METHODS = ['static', 'zscore', 'telemetry', 'signals', 'flat', 'tagae', 'zscore_graph', 'telemetry_graph', 'flat_graph', 'tagae_graph'] as const;
+export const RANKING_METHODS = ['static', 'zscore', 'telemetry', 'signals', 'signals_learned', 'flat', 'tagae', 'zscore_graph', 'telemetry_graph', 'flat_graph', 'tagae_graph'] as const;
 export type RankingMethod = (typeof RANKING_METHODS)[number];
 export type BaseMethod = 'static' | 'zscore' | 'telemetry' | 'flat' | 'tagae';
 
@@ -54,21 +59,23 @@ export function snapshotRanking(s: Snapshot, evidence: Float64Array, graph: bool
 export function evaluateRootCause(snaps: Snapshot[], evidence: Evidence, incidents: Incident[]): RootCauseReport | null {
   const labelled = incidents.filter((i) => i.root_cause !== undefined && snaps.some((s) => s.ts >= i.start && s.ts < i.end)).sort((x, y) => x.start - y.start);
   if (labelled.length === 0) return null;
-  const available = RANKING_METHODS.filter((m) => evidence.some((e) => (m === 'signals' ? e.signals : e[m.replace(/_graph$/, '') as BaseMethod]) !== undefined));
+  const hasSignals = evidence.some((e) => e.signals !== undefined);
+  const available = RANKING_METHODS.filter((m) => (m === 'signals' || m === 'signals_learned' ? hasSignals : evidence.some((e) => e[m.replace(/_graph$/, '') as BaseMethod] !== undefined)));
+  const nValidation = labelled.length < MIN_SPLIT_INCIDENTS ? labelled.length : Math.ceil(labelled.length / 2);
+  const learned = hasSignals ? learnedRankings(snaps, evidence, labelled, nValidation) : [];
   const perMethod = new Map<RankingMethod, RankedIncident[]>();
   const rankings: RootCauseReport['rankings'] = [];
-  for (const inc of labelled) {
+  labelled.forEach((inc, k) => {
     const top: RootCauseReport['rankings'][number]['top'] = {};
     for (const m of available) {
-      const ranking = windowRanking(m, snaps, evidence, inc);
+      const ranking = m === 'signals_learned' ? learned[k]! : windowRanking(m, snaps, evidence, inc);
       const list = perMethod.get(m) ?? [];
       list.push({ kind: inc.kind, root_cause: inc.root_cause!, ranking });
       perMethod.set(m, list);
       top[m] = ranking.slice(0, 5);
     }
     rankings.push({ start: inc.start, kind: inc.kind, root_cause: inc.root_cause!, top });
-  }
-  const nValidation = labelled.length < MIN_SPLIT_INCIDENTS ? labelled.length : Math.ceil(labelled.length / 2);
+  });
   const quality = (part: (list: RankedIncident[]) => RankedIncident[]): Partial<Record<RankingMethod, RootCauseQuality>> => {
     const out: Partial<Record<RankingMethod, RootCauseQuality>> = {};
     for (const [m, list] of perMethod) out[m] = rootCauseQuality(part(list));
@@ -87,27 +94,55 @@ export function evaluateRootCause(snaps: Snapshot[], evidence: Evidence, inciden
   return { incidents: labelled.length, methods, recommended_method: best, selection: { validation_incidents: nValidation, test_incidents: testCount, validation, test }, rankings };
 }
 
+/** An incident's per-family shares over its window ([families][services], each family summing to 1 or 0). */
+function windowShares(snaps: Snapshot[], evidence: Evidence, inc: Incident): { names: string[]; shares: Float64Array[] } {
+  const sums = new Map<string, Float64Array>();
+  snaps.forEach((s, k) => {
+    if (s.ts < inc.start || s.ts >= inc.end) return;
+    const dev = evidence[k]?.signals;
+    if (!dev) return;
+    s.services.forEach((name, i) => {
+      let v = sums.get(name);
+      if (!v) sums.set(name, (v = new Float64Array(dev.length)));
+      dev.forEach((row, f) => (v![f]! += row[i] ?? 0));
+    });
+  });
+  const names = [...sums.keys()];
+  const families = sums.get(names[0]!)?.length ?? 0;
+  const shares = Array.from({ length: families }, (_, f) => {
+    const row = Float64Array.from(names, (n) => sums.get(n)![f]!);
+    const total = row.reduce((a, b) => a + b, 0);
+    return total > 0 ? row.map((x) => x / total) : row;
+  });
+  return { names, shares };
+}
+
+/**
+ * `signals_learned` rankings of the labelled incidents (in time order): test incidents with weights fitted
+ * on every validation incident, each validation half with weights fitted on the other half.
+ */
+function learnedRankings(snaps: Snapshot[], evidence: Evidence, labelled: Incident[], nValidation: number): string[][] {
+  const windows = labelled.map((inc) => windowShares(snaps, evidence, inc));
+  const families = Math.max(0, ...windows.map((w) => w.shares.length));
+  const example = (k: number): WeightedExample => ({ shares: windows[k]!.shares, target: windows[k]!.names.indexOf(labelled[k]!.root_cause!) });
+  const fit = (idx: number[]): Float64Array => fitFamilyWeights(idx.map(example), families);
+  const range = (a: number, b: number): number[] => Array.from({ length: Math.max(0, b - a) }, (_, i) => a + i);
+  const half = Math.ceil(nValidation / 2);
+  const weights = new Array<Float64Array>(labelled.length);
+  const first = fit(range(half, nValidation));
+  const second = fit(range(0, half));
+  const all = fit(range(0, nValidation));
+  labelled.forEach((_, k) => (weights[k] = k < half ? first : k < nValidation ? second : all));
+  return windows.map((w, k) => rankServices(w.names, weightedScores(w.shares, weights[k]!, w.names.length)));
+}
+
 /** One method's ranking of an incident: evidence summed per service over the window (signals: shared out per family). */
 function windowRanking(m: RankingMethod, snaps: Snapshot[], evidence: Evidence, inc: Incident): string[] {
-  const acc = new Map<string, number>();
   if (m === 'signals') {
-    const sums = new Map<string, Float64Array>();
-    snaps.forEach((s, k) => {
-      if (s.ts < inc.start || s.ts >= inc.end) return;
-      const dev = evidence[k]?.signals;
-      if (!dev) return;
-      s.services.forEach((name, i) => {
-        let v = sums.get(name);
-        if (!v) sums.set(name, (v = new Float64Array(dev.length)));
-        dev.forEach((row, f) => (v![f]! += row[i] ?? 0));
-      });
-    });
-    const names = [...sums.keys()];
-    const families = sums.get(names[0]!)?.length ?? 0;
-    const rows = Array.from({ length: families }, (_, f) => names.map((n) => sums.get(n)![f]!));
-    const score = shareScores(rows, names.length);
-    return rankServices(names, score);
+    const { names, shares } = windowShares(snaps, evidence, inc);
+    return rankServices(names, shareScores(shares, names.length));
   }
+  const acc = new Map<string, number>();
   const base = m.replace(/_graph$/, '') as BaseMethod;
   const graph = m.endsWith('_graph');
   snaps.forEach((s, k) => {

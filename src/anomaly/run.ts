@@ -1,19 +1,22 @@
 /**
- * The anomaly run folder, `artifacts/runs/<id>/`, written as a whole (temporary folder, then rename):
+ * The anomaly run folder, `artifacts/runs/<id>/`, made by the run lifecycle (artifacts/run_lifecycle.ts:
+ * a `running` manifest at the start, `complete` or `failed` at the end), each file written atomically:
  *
- *     manifest.json              kind "anomaly", config, fit period, columns, backend, seed, timings, metrics
+ *     manifest.json              kind "anomaly", status, config, fit period, columns, backend, seed, timings, metrics
+ *     metrics.json               the fit's metrics (threshold, losses, ONNX parity)
  *     model/weights.{bin,json}   TAGAE weights;  model/flat_weights.{bin,json}: the flat baseline's
  *     model/tagae.onnx           the scorer as ONNX (tagae_onnx.ts), what score and watch run in onnxruntime
  *     model/feature_stats.json   the standardisation fitted on the normal period (re-applied, never refitted)
  *     model/baselines.json       per-service warm-up errors (TAGAE, flat), warm-up scores, static thresholds
  *     state.json                 the scorer's window state at the end of the normal period
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AnomalyConfig } from '../config/anomaly_schema.js';
 import { ArtifactError, assertUnreachable } from '../core/errors.js';
 import { OnnxScorer, TfjsScorer, type ScorerRuntime, type SnapshotScorer } from './scorer.js';
-import { resolveRun } from '../artifacts/run_store.js';
+import { resolveRun, type RunStatus } from '../artifacts/run_store.js';
+import { writeFileAtomic, writeJsonAtomic } from '../core/atomic.js';
 import type { ServiceBaselines, WindowState } from './detector.js';
 import type { FeatureStats } from './features.js';
 import { FlatAutoencoder } from './flat_autoencoder.js';
@@ -26,10 +29,12 @@ export interface AnomalyManifest {
   kind: 'anomaly';
   id: string;
   task: 'anomaly';
-  status: 'complete';
+  status: RunStatus;
   gnnctl: string;
   created_at: string;
-  finished_at: string;
+  finished_at?: string;
+  /** a failed fit's error */
+  error?: string;
   backend: string;
   seed: number;
   config: AnomalyConfig;
@@ -89,8 +94,8 @@ export interface AnomalyRun {
 }
 
 function saveBlob(dir: string, name: string, w: { index: WeightEntry[]; blob: Float32Array }): void {
-  writeFileSync(join(dir, 'model', `${name}.bin`), new Uint8Array(w.blob.buffer, w.blob.byteOffset, w.blob.byteLength));
-  writeFileSync(join(dir, 'model', `${name}.json`), `${JSON.stringify(w.index)}\n`);
+  writeFileAtomic(join(dir, 'model', `${name}.bin`), new Uint8Array(w.blob.buffer, w.blob.byteOffset, w.blob.byteLength));
+  writeFileAtomic(join(dir, 'model', `${name}.json`), `${JSON.stringify(w.index)}\n`);
 }
 
 function readBlob(dir: string, name: string): { index: WeightEntry[]; blob: Float32Array } {
@@ -98,16 +103,14 @@ function readBlob(dir: string, name: string): { index: WeightEntry[]; blob: Floa
   return { index: JSON.parse(readFileSync(join(dir, 'model', `${name}.json`), 'utf8')) as WeightEntry[], blob: new Float32Array(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.byteLength)) };
 }
 
-/** Fills a (temporary) run folder. */
-export function writeRun(dir: string, run: Omit<AnomalyRun, 'dir'> & { onnx: Uint8Array }): void {
-  mkdirSync(join(dir, 'model'), { recursive: true });
-  writeFileSync(join(dir, 'model', TAGAE_ONNX), run.onnx);
+/** Writes a run's model files into its folder (the lifecycle writes the manifest; `model/` exists). */
+export function writeRun(dir: string, run: Omit<AnomalyRun, 'dir' | 'manifest'> & { onnx: Uint8Array }): void {
+  writeFileAtomic(join(dir, 'model', TAGAE_ONNX), run.onnx);
   saveBlob(dir, 'weights', run.model.params.export());
   saveBlob(dir, 'flat_weights', run.flat.params.export());
-  writeFileSync(join(dir, 'model', 'feature_stats.json'), `${JSON.stringify(run.stats, null, 2)}\n`);
-  writeFileSync(join(dir, 'model', 'baselines.json'), `${JSON.stringify(run.baselines)}\n`);
-  writeFileSync(join(dir, 'state.json'), `${JSON.stringify(run.state)}\n`);
-  writeFileSync(join(dir, 'manifest.json'), `${JSON.stringify(run.manifest, null, 2)}\n`);
+  writeJsonAtomic(join(dir, 'model', 'feature_stats.json'), run.stats);
+  writeJsonAtomic(join(dir, 'model', 'baselines.json'), run.baselines);
+  writeJsonAtomic(join(dir, 'state.json'), run.state);
 }
 
 export const TAGAE_ONNX = 'tagae.onnx';
@@ -137,6 +140,9 @@ export function loadRun(artifactsDir: string, ref: string): AnomalyRun {
     throw new ArtifactError(`run ${listing.id} is a ${String(manifest.kind)} run, not an anomaly run`, { where: '--run', value: ref, hint: 'pass a run written by `gnnctl anomaly fit`' });
   }
   const dir = listing.dir;
+  if (manifest.status !== 'complete') {
+    throw new ArtifactError(`run ${listing.id} is ${manifest.status}${manifest.error ? ` (${manifest.error})` : ''}: only a complete anomaly run can score`, { where: dir, value: ref, hint: 'fit again, or pass a complete run (gnnctl runs list)' });
+  }
   for (const f of ['model/weights.bin', 'model/feature_stats.json', 'model/baselines.json', 'state.json']) {
     if (!existsSync(join(dir, f))) throw new ArtifactError(`run ${listing.id} lacks ${f}`, { where: dir, hint: 'the run folder is incomplete; fit again' });
   }

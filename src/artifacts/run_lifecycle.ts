@@ -13,6 +13,7 @@
  * ```
  *
  * The manifest object stays the caller's: set fields on `run.manifest` and call `save()` to write it.
+ * The lifecycle needs only the fields of `LifecycleManifest`, so runs without a graph (anomaly fit) use it too.
  */
 import { join } from 'node:path';
 import { writeJsonAtomic } from '../core/atomic.js';
@@ -20,7 +21,7 @@ import { warn } from '../core/log.js';
 import { round } from '../core/number.js';
 import { VERSION } from '../core/version.js';
 import type { GraphManifest, GraphSchema } from './graph_manifest.js';
-import { createRunDir, writeManifest, type RunManifestBase } from './run_store.js';
+import { createRunDir, type RunManifestBase, type RunStatus } from './run_store.js';
 
 export interface RunLifecycleOptions {
   /**
@@ -33,13 +34,25 @@ export interface RunLifecycleOptions {
   t0?: number;
 }
 
+/** What the lifecycle reads and writes of a run manifest (RunManifestBase has it all; anomaly runs have no graph). */
+export interface LifecycleManifest {
+  id: string;
+  status: RunStatus;
+  finished_at?: string;
+  timings: Record<string, number>;
+  /** headline metrics (the full set is in metrics.json) */
+  metrics?: unknown;
+  /** a failed run's error message */
+  error?: unknown;
+}
+
 /** How a finished run ended, and its wall time. */
 export interface RunEnding {
   status: 'complete' | 'interrupted';
   seconds: number;
 }
 
-export class RunLifecycle<M extends RunManifestBase> {
+export class RunLifecycle<M extends LifecycleManifest> {
   /** set by the first Ctrl-C of an interruptible run: stop after the current step */
   readonly stop = { requested: false };
   private ended = false;
@@ -52,7 +65,7 @@ export class RunLifecycle<M extends RunManifestBase> {
   ) {}
 
   /** Creates `<artifacts>/runs/<manifest.id>/` (with `model/`) and writes the manifest as `running`. */
-  static start<M extends RunManifestBase>(artifactsDir: string, manifest: M, opts: RunLifecycleOptions = {}): RunLifecycle<M> {
+  static start<M extends LifecycleManifest>(artifactsDir: string, manifest: M, opts: RunLifecycleOptions = {}): RunLifecycle<M> {
     const dir = createRunDir(artifactsDir, manifest.id);
     manifest.status = 'running';
     const run = new RunLifecycle(dir, manifest, opts.t0 ?? performance.now());
@@ -79,7 +92,7 @@ export class RunLifecycle<M extends RunManifestBase> {
 
   /** Writes the manifest as it is now (atomically). */
   save(): void {
-    writeManifest(this.dir, this.manifest);
+    writeJsonAtomic(join(this.dir, 'manifest.json'), this.manifest);
   }
 
   /**
@@ -104,7 +117,7 @@ export class RunLifecycle<M extends RunManifestBase> {
     if (this.ended) return;
     this.end('fail');
     this.manifest.status = 'failed';
-    (this.manifest as RunManifestBase).error = error instanceof Error ? error.message : String(error);
+    this.manifest.error = error instanceof Error ? error.message : String(error);
     this.save();
   }
 

@@ -65,6 +65,8 @@ describe('anomaly fit', () => {
     expect(readdirSync(join(artifacts, 'runs')).filter((f) => f.startsWith('.tmp-'))).toEqual([]);
     const m = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8'));
     expect(m.kind).toBe('anomaly');
+    expect(m.status).toBe('complete');
+    expect(JSON.parse(readFileSync(join(dir, 'metrics.json'), 'utf8')).threshold).toBe(m.metrics.threshold);
     expect(m.fit.until).toBe(mesh.normal_until);
     expect(m.fit.train_snapshots + m.fit.warmup_snapshots).toBe(36); // 6 normal hours of 10-minute snapshots
     expect(m.feature_columns).toContain('p99_latency_ms');

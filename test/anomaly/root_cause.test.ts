@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { propagate, rankServices, rootCauseQuality, wilsonInterval } from '../../src/anomaly/root_cause.js';
 import { shareScores, signalDeviations, signalFamilies, signalFamily } from '../../src/anomaly/signal_share.js';
+import { fitFamilyWeights, weightedScores } from '../../src/anomaly/signal_weights.js';
 import { evaluateRootCause } from '../../src/anomaly/root_cause_eval.js';
 import type { Snapshot } from '../../src/anomaly/source.js';
 import { fitEdgeZScore, fitZScore, zScores } from '../../src/anomaly/zscore_baseline.js';
@@ -133,5 +134,29 @@ describe('signals: each signal family votes once, shared among the services that
     // edge 1 is checkout → payment: the gap's increase is payment's (median 5, scale 5% of it: 10 / 0.25)
     expect(d[2]![3]).toBeCloseTo(40, 5);
     expect(d[2]![1]).toBe(0);
+  });
+});
+
+describe('signals_learned: family weights fitted on labelled faults', () => {
+  // three services; family 0 always points at a decoy, family 1 at the root cause, family 2 is flat
+  const incident = (target: number, decoy: number): { shares: Float64Array[]; target: number } => ({
+    shares: [Float64Array.from([0, 1, 2], (i) => (i === decoy ? 0.9 : 0.05)), Float64Array.from([0, 1, 2], (i) => (i === target ? 0.6 : 0.2)), Float64Array.from([1 / 3, 1 / 3, 1 / 3])],
+    target,
+  });
+  const train = [incident(0, 1), incident(1, 2), incident(2, 0), incident(0, 2), incident(1, 0)];
+
+  it('weights the family that points at the root cause above the one that points elsewhere', () => {
+    const w = fitFamilyWeights(train, 3);
+    expect(w[1]!).toBeGreaterThan(1);
+    expect(w[0]!).toBeLessThan(1);
+    // unweighted, the decoy family's 0.9 wins; weighted, the root cause does
+    const held = incident(2, 1);
+    expect(rankServices(['a', 'b', 'c'], shareScores(held.shares, 3))[0]).toBe('b');
+    expect(rankServices(['a', 'b', 'c'], weightedScores(held.shares, w, 3))[0]).toBe('c');
+  });
+
+  it('no usable faults: every weight 1 (the unweighted signals)', () => {
+    expect([...fitFamilyWeights([], 3)]).toEqual([1, 1, 1]);
+    expect([...fitFamilyWeights([{ shares: incident(0, 1).shares, target: -1 }], 3)]).toEqual([1, 1, 1]);
   });
 });

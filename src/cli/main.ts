@@ -183,6 +183,19 @@ export function buildProgram(): Command {
     .addOption(opt.artifacts())
     .addOption(opt.json())
     .action(action(async () => (await import('./commands/runs.js')).runsListCommand as never));
+  runs
+    .command('show')
+    .description('one run: status, validation and test metrics with intervals, and for binary/regression runs the GNN, trees and hybrid with the one kept')
+    .argument('<run>', 'run id, folder, or latest:<task>')
+    .option('-c, --config <file>', 'config (for its artifacts folder)')
+    .addOption(opt.artifacts())
+    .addOption(opt.json())
+    .action(
+      action(async () => {
+        const { runsShowCommand } = await import('./commands/runs.js');
+        return (o: Opts) => runsShowCommand({ ...o, run: String((o._args as string[])[0]) });
+      }),
+    );
 
   program
     .command('embed')

@@ -34,6 +34,7 @@ import { headlineSection, rankingBaselinesSection } from './sections/headline.js
 import { throughputSection } from './sections/throughput.js';
 import { trainingSection } from './sections/training.js';
 import { searchSection } from './sections/search.js';
+import { modelChoiceSection } from './sections/model_choice.js';
 import { testAnchorsSection } from './sections/test_anchors.js';
 
 export { loadReportData, type ReportData } from './model.js';
@@ -66,6 +67,7 @@ export function renderReportData(data: ReportData, now: Date = new Date()): Rend
   };
   add('headline', 'Headline', headlineSection(data));
   if (data.kind === 'train') add('test-anchors', 'Test anchors and intervals', testAnchorsSection(data));
+  if (data.kind === 'train') add('model-choice', 'Model choice', modelChoiceSection(data));
   if (data.kind === 'train') add('search', 'Variant search', searchSection(data));
   add('ranking-baselines', 'Ranking baselines', rankingBaselinesSection(data));
   add('training', 'Training curves', trainingSection(data));

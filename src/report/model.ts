@@ -104,7 +104,29 @@ const trainMetricsSchema = z.object({
     .optional(),
   /** ranking runs: the learned re-ranker over the heuristics' and the model's candidates (train/rerank.ts) */
   reranker: z.object({ val: metricsSchema, test: metricsSchema, test_map_intervals: z.record(z.string(), z.tuple([z.number(), z.number()])).optional() }).optional(),
-  /** ranking runs: what to serve (the model, the re-ranker or the heuristic that beat them on validation) and why */
+  /** binary and regression runs: the GNN, the trees and the hybrid (`model.kind`, train/candidates.ts) */
+  model_choice: z
+    .object({
+      setting: z.string(),
+      best: z.string(),
+      candidates: z.record(
+        z.string(),
+        z.object({
+          status: z.enum(['trained', 'skipped']),
+          reason: z.string().optional(),
+          val: metricsSchema.optional(),
+          test: metricsSchema.optional(),
+          val_intervals: z.record(z.string(), point.nullable()).optional(),
+          test_intervals: z.record(z.string(), point.nullable()).optional(),
+          seconds: z.number().optional(),
+          trees: z.number().optional(),
+          features: z.number().optional(),
+        }),
+      ),
+      tree_features: z.object({ own: z.number(), aggregates: z.number(), candidates: z.number(), seconds: z.number() }).nullable(),
+    })
+    .optional(),
+  /** what to serve and why. Ranking runs: the model, the re-ranker or the heuristic that beat them on validation; binary/regression runs: the candidate model.kind kept */
   chosen: z.string().optional(),
   chosen_reason: z.string().optional(),
 });
@@ -119,6 +141,10 @@ const distillMetricsSchema = z.object({
   test: metricsSchema,
   teacher: z.object({ val: metricsSchema, test: metricsSchema }).nullable().default(null),
   ablations: z.object({ features_only: studentMetricsSchema, embedding_only: studentMetricsSchema, rti_only: studentMetricsSchema }).partial().default({}),
+  /** the variant kept and exported (distill/student_choice.ts) and the full student's metrics; absent in older runs (the full student was kept) */
+  chosen: z.enum(['student', 'features_only', 'embedding_only', 'rti_only']).default('student'),
+  chosen_reason: z.string().nullable().default(null),
+  full_student: studentMetricsSchema.optional(),
   teacher_ratio: value.default(null),
   teacher_ap_ratio: value.default(null),
   student: z.object({ parameters: z.number(), bytes: z.number(), latency_ms_p50: value, latency_ms_p99: value }),

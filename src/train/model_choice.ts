@@ -73,7 +73,7 @@ export function chooseModel(input: ChoiceInput): ModelChoice {
         chosen: c.kind,
         best: best.kind,
         val_lift_vs_best: lifts,
-        chosen_reason: `the ${label(c.kind)} (val ${point(c)}) ties with the best, the ${label(best.kind)} (val ${point(best)}), within the 95% interval of the difference [${lift![0]}, ${lift![1]}], and is cheaper to serve`,
+        chosen_reason: `the ${label(c.kind)} (val ${point(c)}) ${c.kind === 'gbdt' ? 'tie' : 'ties'} with the best, the ${label(best.kind)} (val ${point(best)}), within the 95% interval of the difference [${lift![0]}, ${lift![1]}], and is cheaper to serve`,
       };
     }
   }
@@ -84,7 +84,7 @@ export function chooseModel(input: ChoiceInput): ModelChoice {
       const how = judgeLift(lift) === 'better' ? 'behind beyond the 95% interval' : lift ? `within the interval [${lift[0]}, ${lift[1]}] but not cheaper` : 'not comparable';
       return `the ${label(c.kind)} ${point(c)}, ${how}`;
     });
-  return { chosen: best.kind, best: best.kind, val_lift_vs_best: lifts, chosen_reason: `the ${label(best.kind)} is the best on validation (${point(best)})${others.length ? `; ${others.join('; ')}` : ''}` };
+  return { chosen: best.kind, best: best.kind, val_lift_vs_best: lifts, chosen_reason: `the ${label(best.kind)} ${best.kind === 'gbdt' ? 'are' : 'is'} the best on validation (${point(best)})${others.length ? `; ${others.join('; ')}` : ''}` };
 }
 
 /** The metric's own value back from the objective's score (MAE's score is its negative). */

@@ -13,8 +13,10 @@ import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig, type Config } from '../../src/config/load.js';
 import { setQuiet } from '../../src/core/log.js';
 import { evaluate } from '../../src/evaluate/evaluate.js';
+import { exportCommand } from '../../src/cli/commands/export.js';
+import { UsageError } from '../../src/core/errors.js';
 import { predict, type PredictResult } from '../../src/predict/predict.js';
-import { auroc } from '../../src/task/metrics.js';
+import { auroc, type BinaryMetrics } from '../../src/task/metrics.js';
 import { train, type TrainResult } from '../../src/train/trainer.js';
 import { CHURN, sqlPath, sqlRows } from '../helpers/pipeline.js';
 import { synthConfig, tinySynth, type SynthFixture } from '../helpers/synth.js';
@@ -58,6 +60,7 @@ afterAll(() => {
 
 const csv = (table: string) => `read_csv(${sqlPath(join(fx.dir, `${table}.csv`))}, all_varchar = true)`;
 const TX = () => `(SELECT customer_id, CAST(t_dat AS TIMESTAMP) AS t FROM ${csv('transactions')})`;
+const au = (m: unknown): number => (m as BinaryMetrics).auroc;
 const ts = (iso: string) => `TIMESTAMP '${iso.slice(0, 19).replace('T', ' ')}'`;
 
 /** (prediction, realised churn label) of the customers active in the week before each anchor, read with DuckDB. */
@@ -89,7 +92,7 @@ describe('model.kind auto', () => {
       expect(c.val_intervals!.auroc).not.toBeNull();
     }
     expect(mc.tree_features!.aggregates).toBeGreaterThan(10);
-    expect(mc.candidates.gbdt.val!.auroc).toBeGreaterThan(mc.candidates.gnn.val!.auroc as number);
+    expect(au(mc.candidates.gbdt.val)).toBeGreaterThan(au(mc.candidates.gnn.val));
     expect(m.chosen).toBe('gbdt');
     expect(m.chosen_reason).toMatch(/trees \(own columns \+ aggregates\)/);
     expect(existsSync(join(runs.auto.runDir, 'model', 'tree_model.json'))).toBe(true);
@@ -108,7 +111,7 @@ describe('model.kind auto', () => {
     }
     const { p, y } = await scoredAt(files);
     expect(p.length).toBe(runs.auto.metrics.counts.test);
-    expect(Math.abs(auroc(y, p) - (runs.auto.metrics.model_choice!.candidates.gbdt.test!.auroc as number))).toBeLessThanOrEqual(1e-3);
+    expect(Math.abs(auroc(y, p) - au(runs.auto.metrics.model_choice!.candidates.gbdt.test))).toBeLessThanOrEqual(1e-3);
     // --serve-model: the GNN's own predictions, which score differently.
     const g = (await predict({ cfg, backend: 'wasm', run: runs.auto.runId, anchorTime: anchors[0]!, serveModel: true, out: join(out, 'auto-gnn.parquet') })) as PredictResult;
     expect(g.served_by).toBe('gnn');
@@ -121,7 +124,18 @@ describe('model.kind auto', () => {
     expect(r.scored_model).toBe('gbdt');
     const gbdt = runs.auto.metrics.model_choice!.candidates.gbdt.test!;
     expect(r.metrics.n).toBe(gbdt.n);
-    expect(r.metrics.auroc as number).toBeCloseTo(gbdt.auroc as number, 4);
+    expect(au(r.metrics)).toBeCloseTo(au(gbdt), 4);
+  });
+});
+
+describe('export of a train run', () => {
+  it('refuses the chosen trees with why (their aggregates are not in a request) and the two ways to serve them', async () => {
+    const err = await exportCommand({ config: fx.config, run: runs.auto.runId, artifacts: fx.artifacts, cwd: fx.dir }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as Error).message).toMatch(/chose its trees on \d+ own columns and \d+ relational aggregates/);
+    expect((err as UsageError).hint).toMatch(/gnnctl predict --run/);
+    const gnn = await exportCommand({ config: fx.config, run: runs.gnn.runId, artifacts: fx.artifacts, cwd: fx.dir }).catch((e: unknown) => e);
+    expect((gnn as Error).message).toMatch(/is a train run; export takes a distilled run/);
   });
 });
 
@@ -136,7 +150,7 @@ describe('model.kind forced', () => {
     expect(r.served_by).toBe('gnn');
     const e = await evaluate({ cfg, run: runs.gnn.runId, choice: null, backend: 'wasm' });
     expect(e.scored_model).toBe('gnn');
-    expect(e.metrics.auroc as number).toBeCloseTo(m.test.auroc as number, 4);
+    expect(au(e.metrics)).toBeCloseTo(au(m.test), 4);
   });
 
   it('hybrid: the trees read the GNN embedding too, and evaluate reproduces the hybrid\'s test figures', async () => {
@@ -145,7 +159,7 @@ describe('model.kind forced', () => {
     expect(m.model_choice!.candidates.hybrid.features).toBe(m.model_choice!.candidates.gnn.status === 'trained' ? m.model_choice!.tree_features!.own + m.model_choice!.tree_features!.aggregates + 8 : -1);
     const e = await evaluate({ cfg, run: runs.hybrid.runId, choice: null, backend: 'wasm' });
     expect(e.scored_model).toBe('hybrid');
-    expect(e.metrics.auroc as number).toBeCloseTo(m.model_choice!.candidates.hybrid.test!.auroc as number, 4);
+    expect(au(e.metrics)).toBeCloseTo(au(m.model_choice!.candidates.hybrid.test), 4);
     const r = (await predict({ cfg, backend: 'wasm', run: runs.hybrid.runId, anchorTime: m.anchors.test, out: join(out, 'hybrid.parquet') })) as PredictResult;
     expect(r.served_by).toBe('hybrid');
     const rows = await sqlRows(`SELECT count(*)::INTEGER AS n, count(*) FILTER (WHERE isfinite(prediction) AND prediction BETWEEN 0 AND 1)::INTEGER AS ok FROM read_parquet(${sqlPath(r.path)})`);

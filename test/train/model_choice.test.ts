@@ -56,7 +56,7 @@ describe('chooseModel', () => {
     const lift = r.val_lift_vs_best.gbdt!;
     expect(lift[0]).toBeLessThanOrEqual(0);
     expect(lift[1]).toBeGreaterThanOrEqual(0);
-    expect(r.chosen_reason).toMatch(/ties with the best, the GNN/);
+    expect(r.chosen_reason).toMatch(/tie with the best, the GNN/);
   });
 
   it('prefers the hybrid over the GNN on a tie when the trees alone are clearly behind', () => {

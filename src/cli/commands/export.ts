@@ -1,6 +1,7 @@
 import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
 import { exportModel } from '../../export/export.js';
+import { refuseTrainRun } from '../../export/tree_export.js';
 import type { CommandOutput } from '../run.js';
 import { choiceFlag, externalDataFlag, intFlag, optional } from '../flags.js';
 
@@ -21,6 +22,8 @@ export interface ExportCommandOptions {
 
 export async function exportCommand(opts: ExportCommandOptions): Promise<CommandOutput> {
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
+  // A train run (its GNN, or the trees model.kind chose) is not an online model: say how it is served.
+  refuseTrainRun(cfg, opts.run, opts.cwd);
   // Triton version folders are positive integers.
   const version = optional(intFlag('--version', 1), opts.version);
   const quantize = optional(choiceFlag('--quantize', ['none', 'int8'] as const), opts.quantize);

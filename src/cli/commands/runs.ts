@@ -1,5 +1,6 @@
 import { loadConfig } from '../../config/load.js';
-import { listRuns } from '../../artifacts/run_store.js';
+import { listRuns, resolveRun } from '../../artifacts/run_store.js';
+import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CommandOutput } from '../run.js';
 
@@ -68,4 +69,54 @@ export async function runsListCommand(opts: RunsOptions): Promise<CommandOutput>
     };
   });
   return { result: { runs }, text: formatRunsTable(runs, join(artifacts, 'runs')) };
+}
+
+export interface RunsShowOptions extends RunsOptions {
+  run: string;
+}
+
+/**
+ * `gnnctl runs show <run>`: one run's manifest head and metrics: the main metric on validation and test
+ * (with the test interval), and for binary/regression train runs every `model.kind` candidate with its
+ * intervals and the one kept; `--json` prints the manifest and the full metrics.json.
+ */
+export async function runsShowCommand(opts: RunsShowOptions): Promise<CommandOutput> {
+  const artifacts = opts.config
+    ? loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd }).artifactsDir
+    : resolve(opts.cwd ?? process.cwd(), opts.artifacts ?? 'artifacts');
+  const run = resolveRun(artifacts, opts.run, { cwd: opts.cwd });
+  const path = join(run.dir, 'metrics.json');
+  const metrics = existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as ShownMetrics) : null;
+  const m = run.manifest;
+  const lines = [`run ${run.id}: ${m.kind} of task ${m.task}, ${m.status}, created ${m.created_at.slice(0, 19).replace('T', ' ')}`, `  ${run.dir}`];
+  if (metrics) {
+    const mm = metrics.main_metric ?? mainTestMetric(metrics.test).metric;
+    const f = (x: Record<string, unknown> | undefined | null): string => (mm && typeof x?.[mm] === 'number' ? (x[mm] as number).toFixed(4) : '-');
+    const iv = (x: [number, number] | null | undefined): string => (x ? ` [95% ${x[0].toFixed(4)} … ${x[1].toFixed(4)}]` : '');
+    lines.push(`  ${metrics.model_choice ? 'GNN ' : ''}${mm ?? 'metric'}: val ${f(metrics.val)}  test ${f(metrics.test)}${iv(mm ? metrics.intervals?.test?.[mm] : null)}`);
+    const mc = metrics.model_choice;
+    if (mc) {
+      lines.push(`  model.kind ${mc.setting}: kept the ${metrics.chosen} (${metrics.chosen_reason})`);
+      for (const [k, c] of Object.entries(mc.candidates)) {
+        lines.push(c.status === 'trained' ? `    ${k === metrics.chosen ? '*' : ' '} ${k.padEnd(7)} val ${f(c.val)}${iv(mm ? c.val_intervals?.[mm] : null)}  test ${f(c.test)}${iv(mm ? c.test_intervals?.[mm] : null)}` : `      ${k.padEnd(7)} skipped: ${c.reason ?? ''}`);
+      }
+    } else if (metrics.chosen) {
+      lines.push(`  serving ${metrics.chosen}: ${metrics.chosen_reason ?? ''}`);
+    }
+  }
+  return { result: { run_id: run.id, dir: run.dir, manifest: m, metrics }, text: lines.join('\n') };
+}
+
+/** The parts of a run's metrics.json that `runs show` prints. */
+interface ShownMetrics {
+  main_metric?: string;
+  val?: Record<string, unknown>;
+  test?: Record<string, unknown>;
+  intervals?: { test?: Record<string, [number, number] | null> };
+  chosen?: string;
+  chosen_reason?: string;
+  model_choice?: {
+    setting: string;
+    candidates: Record<string, { status: string; reason?: string; val?: Record<string, unknown>; test?: Record<string, unknown>; val_intervals?: Record<string, [number, number] | null>; test_intervals?: Record<string, [number, number] | null> }>;
+  };
 }

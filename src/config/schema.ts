@@ -292,6 +292,14 @@ export const exportSchema = z
   })
   .strict();
 
+export const onlineStoreSchema = z
+  .object({
+    url: z.string().regex(/^rediss?:\/\/[^/\s]+(\/\d+)?\/?$/, 'a Redis URL: redis://HOST:PORT[/DB] (rediss:// for TLS)').describe('where `pipeline` and `refresh` publish each embedded table (and `refresh --predict` predictions) after the export: redis://HOST:PORT[/DB]; `--publish` overrides'),
+    key_prefix: z.string().regex(/^\S+$/, 'a non-empty word').default('gnnctl').describe('first part of every key, <prefix>:<model>:<version>:<key>; `--publish-prefix` overrides'),
+    ttl: durationSchema.refine((s) => s >= 1, 'at least 1 second').default(2 * 86400).describe('how long a published version lives (default 2 days; must outlast the refresh interval); `--publish-ttl` overrides'),
+  })
+  .strict();
+
 export const configSchema = z
   .object({
     name: z.string().regex(/^[A-Za-z0-9_.-]+$/, 'use letters, digits, "_", "-" and "."').describe('project name (graph artifact folders are named after it)'),
@@ -305,6 +313,7 @@ export const configSchema = z
       .describe('the deep model (per-task overrides under tasks.<name>.model); "auto": the defaults with search: true'),
     distillation: distillationSchema.optional().describe('the shallow serving model (Kumo field names)'),
     export: exportSchema.default(exportSchema.parse({})).describe('the Triton model repository'),
+    online_store: onlineStoreSchema.optional().describe('publish embeddings and predictions to Redis for `serve --online-store` (docs/online_store.md)'),
     session_recommender: sessionRecommenderSchema.optional().describe('the session-aware distilled recommender for a ranking task (gnnctl recommender distill|export)'),
     anomaly: anomalySchema.optional().describe('graph-autoencoder anomaly detection on a service dependency graph (gnnctl anomaly)'),
   })
@@ -316,4 +325,5 @@ export type DataConfig = z.infer<typeof dataSchema>;
 export type TaskConfig = z.infer<typeof taskSchema>;
 export type DistillationConfig = z.infer<typeof distillationSchema>;
 export type ExportConfig = z.infer<typeof exportSchema>;
+export type OnlineStoreConfig = z.infer<typeof onlineStoreSchema>;
 export type SessionRecommenderConfig = z.infer<typeof sessionRecommenderSchema>;

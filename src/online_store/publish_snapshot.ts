@@ -54,6 +54,20 @@ async function keyColumn(files: string[], value: string): Promise<string> {
   return key;
 }
 
+/**
+ * Publishes an embedding snapshot written by `gnnctl embed` (a file or a folder of part files), reading
+ * its table, run, anchor and dimension from the Parquet metadata embed wrote.
+ */
+export async function publishEmbeddingFile(path: string, target: OnlineStoreTarget): Promise<PublishResult> {
+  const files = snapshotFiles(path);
+  const meta = await withDuck(({ conn }) => queryRows<{ k: string; v: string }>(conn, `SELECT decode(key) AS k, decode(value) AS v FROM parquet_kv_metadata(${lit(files[0]!)})`));
+  const m = Object.fromEntries(meta.map((r) => [r.k, r.v]));
+  if (!m.table || !m.run_id || !m.anchor_time || !(Number(m.dim) > 0)) {
+    throw new DataError('not an embedding snapshot written by gnnctl embed (no table/run_id/anchor_time/dim metadata)', { where: files[0], hint: 're-run gnnctl embed' });
+  }
+  return publishSnapshot({ path, kind: 'embedding', model: m.table, run_id: m.run_id, anchor_time: m.anchor_time, dim: Number(m.dim) }, target);
+}
+
 export function formatPublished(p: PublishResult): string {
   return `published ${p.count.toLocaleString('en-US')} ${p.model} values to ${p.url} in ${p.seconds}s (${p.keys_per_s.toLocaleString('en-US')}/s): version ${p.version} is current (${p.pointer_key}; previous: ${p.previous_version ?? 'none'})`;
 }

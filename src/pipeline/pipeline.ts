@@ -17,6 +17,9 @@ import { listRuns } from '../artifacts/run_store.js';
 import { train, trainRunKey, type TrainManifest } from '../train/trainer.js';
 import { info } from '../core/log.js';
 import { smokeRequest, type SmokeResult } from './smoke.js';
+import type { OnlineStoreTarget } from '../artifacts/online_store.js';
+import { publishEmbeddingFile } from '../online_store/publish_snapshot.js';
+import type { PublishResult } from '../online_store/publisher.js';
 
 export interface PipelineOptions {
   cfg: Config;
@@ -28,6 +31,8 @@ export interface PipelineOptions {
   distillEpochs?: number;
   /** skip the serve smoke request */
   noSmoke?: boolean;
+  /** then publish each embedded table to the online store (the config's `online_store:` block) */
+  publish?: OnlineStoreTarget;
   cwd?: string;
 }
 
@@ -51,6 +56,8 @@ export interface PipelineResult {
   model: string | null;
   version: number | null;
   smoke: SmokeResult | null;
+  /** what the `online_store:` block's publish wrote (absent without the block) */
+  published?: PublishResult[];
   seconds: number;
 }
 
@@ -141,6 +148,16 @@ export async function runPipeline(opts: PipelineOptions): Promise<PipelineResult
     return { value: { version: r.version, dir: r.dir, repo: r.repository }, metric: `version ${r.version}, ${(r.model_bytes / 2 ** 20).toFixed(1)} MiB, parity ${r.parity?.max_abs_diff.toExponential(1) ?? '-'}`, artifact: r.dir, reused: false };
   });
 
+  // After the export, so a failed publish leaves a model that serves the baked-in tables.
+  const published: PublishResult[] = [];
+  for (const file of opts.publish ? embeddingFiles : []) {
+    await stage('publish', async () => {
+      const p = await publishEmbeddingFile(file, opts.publish!);
+      published.push(p);
+      return { value: p, metric: `${p.model} version ${p.version}, ${p.count.toLocaleString('en-US')} values`, artifact: `${p.url} ${p.pointer_key}`, reused: false };
+    });
+  }
+
   let smoke: SmokeResult | null = null;
   if (!opts.noSmoke) {
     smoke = await stage('serve smoke', async () => {
@@ -165,6 +182,7 @@ export async function runPipeline(opts: PipelineOptions): Promise<PipelineResult
     model: cfg.export.name,
     version: exported.version,
     smoke,
+    ...(opts.publish ? { published } : {}),
     seconds: secs(t0),
   };
 }

@@ -26,8 +26,8 @@ export async function embedCommand(opts: EmbedCommandOptions): Promise<CommandOu
   const mode = (opts.mode ?? 'exact') as EmbedMode;
   if (mode !== 'exact' && mode !== 'sampled') throw new UsageError('bad --mode', { value: opts.mode, hint: 'exact or sampled' });
   const workers = optional(workersFlag('--workers'), opts.workers);
-  const target = publishTarget(opts);
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
+  const target = publishTarget(opts, cfg.online_store);
   const r = await embed({
     workers,
     cfg,

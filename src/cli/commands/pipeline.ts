@@ -35,10 +35,11 @@ export async function pipelineCommand(opts: PipelineCommandOptions): Promise<Com
     epochs: optional(intFlag('--epochs', 1), opts.epochs),
     distillEpochs: optional(intFlag('--distill-epochs', 1), opts.distillEpochs),
     noSmoke: opts.smoke === false,
+    publish: publishTarget({}, cfg.online_store, { useBlockUrl: true }),
     cwd: opts.cwd,
   });
   checkQualityGates(gates, r.metrics, r);
-  return { result: r, text: formatPipeline(r) };
+  return { result: r, text: [formatPipeline(r), ...(r.published ?? []).map(formatPublished)].join('\n') };
 }
 
 export interface RefreshCommandOptions extends PublishFlags {
@@ -52,8 +53,8 @@ export interface RefreshCommandOptions extends PublishFlags {
 }
 
 export async function refreshCommand(opts: RefreshCommandOptions): Promise<CommandOutput> {
-  const target = publishTarget(opts);
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
+  const target = publishTarget(opts, cfg.online_store, { useBlockUrl: true });
   const r = await refreshJob({
     cfg,
     modelRepository: opts.modelRepository ? resolve(opts.cwd ?? process.cwd(), opts.modelRepository) : undefined,

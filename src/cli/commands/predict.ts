@@ -18,8 +18,8 @@ export async function predictCommand(opts: PredictCommandOptions): Promise<Comma
   const anchorTime = optional(timeFlag('--anchor-time', ['latest']), opts.anchorTime);
   const shard = optional(shardFlag('--shard'), opts.shard);
   const workers = optional(workersFlag('--workers'), opts.workers);
-  const target = publishTarget(opts);
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
+  const target = publishTarget(opts, cfg.online_store);
   const r = await predict({
     cfg,
     run: opts.run,

@@ -78,7 +78,8 @@ export class ConnectionGuard {
   private lastLimitLog = 0;
   private droppedSinceLog = 0;
 
-  constructor(server: Server, options: ConnectionGuardOptions) {
+  /** `server`: the HTTP(S) server, or the plain TCP listener in front of the gRPC server (`grpc_server.ts`). */
+  constructor(server: NetServer, options: ConnectionGuardOptions) {
     this.opts = options;
     // A listener of the TCP server's 'connection': for HTTPS it sees the socket before the TLS handshake,
     // so a flood of unfinished handshakes counts too.
@@ -108,6 +109,17 @@ export class ConnectionGuard {
       c.receiving = false;
       c.idleSince = performance.now();
     });
+  }
+
+  /**
+   * Marks the connection from `address`:`port` as an established client (it has sent a request), so it
+   * is never dropped for a newcomer: what `requestStarted` does for HTTP, for a gRPC call's peer.
+   */
+  requestFrom(address: string, port: number): void {
+    const c = this.conns.get(`${address}|${port}`);
+    if (!c || c.requests > 0) return;
+    c.requests++;
+    this.fresh.delete(c.key);
   }
 
   /**

@@ -18,8 +18,17 @@
  * the gRPC status KServe and Triton use: INVALID_ARGUMENT (bad request), NOT_FOUND (unknown model or
  * version), UNAVAILABLE (not ready, queue full, shutting down), DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED
  * (message too large), UNAUTHENTICATED (missing or wrong `authorization: Bearer <token>` metadata).
+ *
+ * Connections get the HTTP port's protection (`connection_guard.ts`): the port is a plain TCP listener
+ * whose sockets the guard admits — at most `--max-connections` (past it the oldest connection that has
+ * made no call is dropped), `--max-connections-per-client`, a first call within `--headers-timeout` —
+ * before they are handed to grpc-js (`createConnectionInjector`). grpc-js then bounds each connection:
+ * {@link GRPC_MAX_CONCURRENT_STREAMS} calls at once, `--max-body-size` per message, keepalive pings that
+ * close dead peers, GOAWAY after `--idle-timeout` without a call and after {@link GRPC_MAX_CONNECTION_AGE_MS}.
  */
 import * as grpc from '@grpc/grpc-js';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
+import { ConnectionGuard, type ConnectionLimits } from './connection_guard.js';
 import { GRPC_SERVICE_NAME, grpcPackageDefinition } from '../artifacts/triton/grpc_service.js';
 import { VERSION } from '../core/version.js';
 import { encodeBinaryTensor } from './binary.js';
@@ -50,7 +59,24 @@ export interface GrpcServerOptions {
   log?: (line: string) => void;
   /** `--online-store`: fills store-backed embedding inputs after decoding (`store_inputs.ts`). */
   storeInputs?: StoreInputs;
+  /** The HTTP port's connection limits, applied to the gRPC port's own connections; undefined: none. */
+  limits?: ConnectionLimits & { idleTimeoutMs: number };
 }
+
+/**
+ * Concurrent calls per connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS). 100, the minimum RFC 9113
+ * recommends: enough for a client's pipelined calls, and one connection cannot queue thousands.
+ */
+export const GRPC_MAX_CONCURRENT_STREAMS = 100;
+/** Keepalive: the server pings a connection silent this long and closes it if no answer comes in GRPC_KEEPALIVE_TIMEOUT_MS. */
+export const GRPC_KEEPALIVE_TIME_MS = 60_000;
+export const GRPC_KEEPALIVE_TIMEOUT_MS = 20_000;
+/**
+ * A connection is asked to go (GOAWAY; the client reconnects) after 30 minutes, so long-lived channels
+ * spread over new replicas behind a load balancer; calls in flight get GRPC_MAX_CONNECTION_AGE_GRACE_MS.
+ */
+export const GRPC_MAX_CONNECTION_AGE_MS = 30 * 60_000;
+export const GRPC_MAX_CONNECTION_AGE_GRACE_MS = 30_000;
 
 /** An `InferParameter` as proto-loader decodes it (oneofs: the name of the field set). */
 interface InferParameter {
@@ -115,6 +141,8 @@ export class InferenceGrpcServer {
   private idleWaiters: (() => void)[] = [];
   private readonly calls: Counter;
   private readonly callCounters = new Map<string, (by?: number) => void>();
+  private tcp: TcpServer | undefined;
+  private guard: ConnectionGuard | undefined;
 
   constructor(options: GrpcServerOptions) {
     this.opts = options;
@@ -122,6 +150,12 @@ export class InferenceGrpcServer {
     this.server = new grpc.Server({
       'grpc.max_receive_message_length': options.maxMessageBytes,
       'grpc.max_send_message_length': -1,
+      'grpc.max_concurrent_streams': GRPC_MAX_CONCURRENT_STREAMS,
+      'grpc.keepalive_time_ms': GRPC_KEEPALIVE_TIME_MS,
+      'grpc.keepalive_timeout_ms': GRPC_KEEPALIVE_TIMEOUT_MS,
+      'grpc.max_connection_age_ms': GRPC_MAX_CONNECTION_AGE_MS,
+      'grpc.max_connection_age_grace_ms': GRPC_MAX_CONNECTION_AGE_GRACE_MS,
+      ...(options.limits ? { 'grpc.max_connection_idle_ms': options.limits.idleTimeoutMs } : {}),
     });
     const pkg = grpc.loadPackageDefinition(grpcPackageDefinition()) as unknown as { inference: { GRPCInferenceService: grpc.ServiceClientConstructor } };
     const service = pkg.inference.GRPCInferenceService.service;
@@ -140,6 +174,7 @@ export class InferenceGrpcServer {
         models: this.opts.manager.index().filter((e) => !req.ready || e.state === 'READY'),
       })),
       ModelInfer: (call: grpc.ServerUnaryCall<ModelInferRequest, unknown>, callback: grpc.sendUnaryData<unknown>) => {
+        this.established(call);
         this.track(this.infer(call), 'ModelInfer', callback);
       },
     } satisfies grpc.UntypedServiceImplementation);
@@ -150,10 +185,42 @@ export class InferenceGrpcServer {
 
   listen(port: number, host: string): Promise<number> {
     const credentials = this.opts.tls ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: this.opts.tls.cert, private_key: this.opts.tls.key }], false) : grpc.ServerCredentials.createInsecure();
-    const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-    return new Promise((resolve, reject) => {
-      this.server.bindAsync(address, credentials, (err, bound) => (err ? reject(err) : resolve(bound)));
+    const { limits } = this.opts;
+    if (!limits) {
+      const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+      return new Promise((resolve, reject) => {
+        this.server.bindAsync(address, credentials, (err, bound) => (err ? reject(err) : resolve(bound)));
+      });
+    }
+    const injector = this.server.createConnectionInjector(credentials);
+    const tcp = createTcpServer();
+    const registry = this.opts.metrics.registry;
+    // The guard's 'connection' listener runs first and destroys the sockets it drops.
+    this.guard = new ConnectionGuard(tcp, {
+      ...limits,
+      openGauge: registry.gauge('gnnctl_grpc_connections', 'Open gRPC client connections.'),
+      dropped: registry.counter('gnnctl_grpc_connections_dropped_total', 'gRPC connections the server closed before their first call, by reason: limit (--max-connections reached; the oldest connection without a call goes), per_client, headers_timeout (no call within --headers-timeout), shutdown.'),
+      log: (line) => this.opts.log?.(`gRPC: ${line}`),
     });
+    tcp.on('connection', (socket) => {
+      if (!socket.destroyed) injector.injectConnection(socket);
+    });
+    this.tcp = tcp;
+    return new Promise((resolve, reject) => {
+      tcp.once('error', reject);
+      tcp.listen(port, host, () => {
+        tcp.off('error', reject);
+        resolve((tcp.address() as AddressInfo).port);
+      });
+    });
+  }
+
+  /** A call's connection has made a request: the guard keeps it through a flood (`getPeer()` is "address:port"). */
+  private established(call: { getPeer(): string }): void {
+    if (!this.guard) return;
+    const peer = call.getPeer();
+    const at = peer.lastIndexOf(':');
+    if (at > 0) this.guard.requestFrom(peer.slice(0, at).replace(/^\[|\]$/g, ''), Number(peer.slice(at + 1)));
   }
 
   /**
@@ -162,13 +229,19 @@ export class InferenceGrpcServer {
    */
   async close(timeoutMs: number): Promise<{ forced: boolean }> {
     this.closing = true;
+    // No new connections; the open ones finish their calls below.
+    this.tcp?.close();
     const drained = this.active === 0 ? Promise.resolve() : new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
     const r = await Promise.race([drained.then(() => 'drained' as const), timedOut]);
     const shut = new Promise<void>((resolve) => this.server.tryShutdown(() => resolve()));
     const r2 = await Promise.race([shut.then(() => 'shut' as const), timedOut]);
-    if (r === 'timeout' || r2 === 'timeout') this.server.forceShutdown();
+    if (r === 'timeout' || r2 === 'timeout') {
+      this.server.forceShutdown();
+      this.guard?.destroyAll();
+    }
+    this.guard?.dispose();
     clearTimeout(timer);
     return { forced: r === 'timeout' || r2 === 'timeout' };
   }
@@ -187,6 +260,7 @@ export class InferenceGrpcServer {
   /** A unary handler: auth, the answer (sync), errors mapped to gRPC statuses, and the request counted. */
   private unary<Req>(name: string, answer: (req: Req) => unknown): grpc.handleUnaryCall<Req, unknown> {
     return (call, callback) => {
+      this.established(call);
       try {
         this.authorize(call.metadata, name);
         const out = answer(call.request);

@@ -220,6 +220,12 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
           isReady: () => loaded && manager.readyModels().length > 0,
           log: (line) => log(line, 'warn'),
           storeInputs,
+          limits: {
+            maxConnections: options.maxConnections ?? defaultMaxConnections(),
+            maxConnectionsPerClient: options.maxConnectionsPerClient ?? 0,
+            headersTimeoutMs: options.headersTimeoutMs ?? DEFAULT_HEADERS_TIMEOUT_MS,
+            idleTimeoutMs: options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+          },
         });
   if (options.grpcPort !== undefined && (!Number.isInteger(options.grpcPort) || options.grpcPort < 0 || options.grpcPort > 65535)) {
     throw new UsageError('--grpc-port must be an integer in 0..65535', { value: options.grpcPort });

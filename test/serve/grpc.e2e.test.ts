@@ -9,19 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { grpcPackageDefinition } from '../../src/artifacts/triton/grpc_service.js';
+import { call, client, type Client } from './grpc_client.js';
 import { batchOneAnswers, get, KEY_INPUT, MODEL, RTI_PATH, startTestServer, tempRepo, txRequest, type TempRepo, type TestServer, type TxRequest } from './helpers.js';
-
-type Client = grpc.Client & Record<string, (req: unknown, metadata: grpc.Metadata, options: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: any) => void) => void>;
-
-function client(port: number, credentials = grpc.credentials.createInsecure(), options: grpc.ClientOptions = {}): Client {
-  const pkg = grpc.loadPackageDefinition(grpcPackageDefinition()) as unknown as { inference: { GRPCInferenceService: grpc.ServiceClientConstructor } };
-  return new pkg.inference.GRPCInferenceService(`127.0.0.1:${port}`, credentials, options) as unknown as Client;
-}
-
-function call<T = any>(c: Client, method: string, req: unknown, metadata = new grpc.Metadata()): Promise<T> {
-  return new Promise((resolve, reject) => c[method]!(req, metadata, { deadline: Date.now() + 20_000 }, (err, res) => (err ? reject(err) : resolve(res as T))));
-}
 
 async function status(p: Promise<unknown>): Promise<{ code: grpc.status; details: string }> {
   try {

@@ -74,7 +74,8 @@ export function fitTreeCandidate(input: TreeCandidateInput): TreeCandidate {
   const kinds = [...featureKinds(input.spec), ...Array.from({ length: dim }, (): FeatureKind => 'numeric')];
   const model = GbdtModel.fit(
     { train, y: input.labels.train, valid: { data: val, y: input.labels.val }, kinds, names },
-    { threads: 2, seed: input.seed, ...input.gbdt, loss: kind === 'binary' ? 'binary' : 'l2' },
+    // Regression is judged by MAE, so the trees fit L1 like the GNN's default loss (L2 when model.loss is mse).
+    { threads: 2, seed: input.seed, ...input.gbdt, loss: kind === 'binary' ? 'binary' : input.task.model.loss === 'mse' ? 'l2' : 'l1' },
   );
   const objective = objectiveFor(kind);
   const valPred = model.predict(val);
@@ -96,7 +97,7 @@ export interface TreeModelInput {
   task: TaskSpec;
   split: TaskSplit;
   seed?: number;
-  /** GBDT parameters; the loss follows the task (binary → `binary`, regression → `l2`). Default threads 2. */
+  /** GBDT parameters; the loss follows the task (binary → `binary`, regression → `l1`, `l2` with model.loss mse). Default threads 2. */
   gbdt?: Partial<GbdtParams>;
   /** Aggregate options (`max` is `features.max`). */
   features?: AggregateOptions;

@@ -58,9 +58,9 @@ describe('trainTreeModel', () => {
     expect(Number.isFinite(r.main_metric.test)).toBe(true);
   });
 
-  it('regression entity task: l2 trees scored by MAE', async () => {
+  it('regression entity task: l1 trees (the main metric is MAE) scored by MAE', async () => {
     const r = await run('spend', 30);
-    expect(r.model.lossName).toBe('l2');
+    expect(r.model.lossName).toBe('l1');
     expect(r.main_metric.name).toBe('mae');
     expect(r.main_metric.test).toBeGreaterThanOrEqual(0);
   });

@@ -7,8 +7,9 @@ import { formatRunsTable, type RunRow } from '../../src/cli/commands/runs.js';
 import { buildProgram } from '../../src/cli/main.js';
 
 // The README and docs/ quote what the tool prints and which commands and flags exist; these checks fail
-// when the code moves and the text does not. Outputs that need a trained model (the pipeline table, a
-// train summary) are copied from real runs and not re-run here: one tiny pipeline takes minutes.
+// when the code moves and the text does not. The train and predict outputs need trained models and are
+// checked against the real binary in readme_examples.e2e.test.ts; the pipeline table is copied from a real
+// run and not re-run (one tiny pipeline takes minutes).
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');

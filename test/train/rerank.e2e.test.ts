@@ -43,6 +43,7 @@ let fx: SynthFixture;
 let cfg: Config;
 let runDir: string;
 let m: RunMetrics;
+let json: { run_dir: string; chosen: string; reranker: RunMetrics['reranker'] };
 const run = (args: string[]) => spawnSync(process.execPath, [BIN, ...args], { cwd: fx.dir, encoding: 'utf8', timeout: 170_000, env: { ...process.env, NO_COLOR: '1' } });
 
 beforeAll(async () => {
@@ -52,16 +53,16 @@ beforeAll(async () => {
     synthConfig(`tasks:
   next_purchases:
     query: ${QUERY}
-    split: { train_anchors: 2 }
+    split: { train_anchors: 2, test_anchors: 3 }
 model: { channels: 8, categorical_dim: 4, num_neighbors: [6, 3], epochs: 1, batch_size: 128, max_steps_per_epoch: 3 }
 `),
   );
   cfg = loadConfig(fx.config, { cwd: fx.dir, artifacts: fx.artifacts });
   const r = run(['train', '-c', fx.config, '-t', 'next_purchases', '--artifacts', fx.artifacts, '--backend', 'wasm', '--json']);
   expect(r.status, r.stderr).toBe(0);
-  const out = JSON.parse(r.stdout) as { run_dir: string; metrics: RunMetrics };
-  runDir = out.run_dir;
-  m = out.metrics;
+  json = JSON.parse(r.stdout) as { run_dir: string; chosen: string; reranker: RunMetrics['reranker'] };
+  runDir = json.run_dir;
+  m = JSON.parse(readFileSync(join(runDir, 'metrics.json'), 'utf8')) as RunMetrics;
 }, 180_000);
 afterAll(() => {
   fx?.cleanup();
@@ -89,6 +90,9 @@ describe.skipIf(!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))('the re-ranke
     }
     expect(m.chosen).toBe(chooseServed(m.val, m.baselines[m.best_baseline]!.val, m.best_baseline as 'repeat', r.val).chosen);
     expect(existsSync(join(runDir, 'reranker.json'))).toBe(true);
+    // --json carries the same record and choice
+    expect(json.chosen).toBe(m.chosen);
+    expect(json.reranker).toMatchObject({ val: r.val, test: r.test, test_map_intervals: r.test_map_intervals, sources: r.sources });
   });
 
   it("predict serves its lists when it is the run's choice; MAP@k from them equals its recorded test MAP@k", async () => {

@@ -69,6 +69,10 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
     // binary/regression: every candidate of model.kind; ranking: the heuristic choice
     chosen: m.chosen ?? null,
     chosen_reason: m.chosen_reason ?? null,
+    // ranking: the learned re-ranker over the heuristics' and the model's candidates (train/rerank.ts)
+    reranker: m.reranker
+      ? { val: m.reranker.val, test: m.reranker.test, test_map_intervals: m.reranker.test_map_intervals, candidate_recall: m.reranker.candidate_recall, sources: m.reranker.sources, features: m.reranker.features, train_users: m.reranker.train_users, seconds: m.reranker.seconds }
+      : null,
     candidates: m.model_choice
       ? Object.fromEntries(
           Object.entries(m.model_choice.candidates).map(([k, c]) => [
@@ -112,6 +116,9 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
               : `      ${k.padEnd(7)} skipped: ${c.reason}`,
           ),
         ]
+      : []),
+    ...(m.reranker
+      ? [`  re-ranker: val ${pick(m.reranker.val)}  test ${pick(m.reranker.test)}${interval(m.reranker.test_map_intervals.reranker)}; serving ${m.chosen === 'model' ? 'the deep model' : m.chosen} (${m.chosen_reason})`]
       : []),
   ].join('\n');
   return { result, text };

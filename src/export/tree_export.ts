@@ -28,7 +28,7 @@ export function refuseTrainRun(cfg: Config, ref: string, cwd?: string): void {
   }
   if (run.manifest.kind !== 'train') return;
   const tree = chosenTreeModel(run.dir);
-  const batch = `batch scores by key: gnnctl predict --run ${run.id} (add --publish to serve them from the online store)`;
+  const batch = `batch scores by key: gnnctl predict --run ${run.id} (--publish writes them to the online store by key)`;
   const student = `an online model: distill a student from this run's GNN embeddings (distillation.base: ${run.manifest.task}), then gnnctl export --run latest:<distillation task>`;
   if (tree) {
     const f = tree.features;

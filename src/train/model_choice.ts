@@ -73,7 +73,7 @@ export function chooseModel(input: ChoiceInput): ModelChoice {
         chosen: c.kind,
         best: best.kind,
         val_lift_vs_best: lifts,
-        chosen_reason: `the ${label(c.kind)} (val ${point(c)}) ${c.kind === 'gbdt' ? 'tie' : 'ties'} with the best, the ${label(best.kind)} (val ${point(best)}), within the 95% interval of the difference [${lift![0]}, ${lift![1]}], and is cheaper to serve`,
+        chosen_reason: `the ${label(c.kind)} (val ${point(c)}) ${c.kind === 'gbdt' ? 'tie' : 'ties'} with the best, the ${label(best.kind)} (val ${point(best)}), within the 95% interval of the difference [${lift![0]}, ${lift![1]}], and ${c.kind === 'gbdt' ? 'are' : 'is'} cheaper to serve`,
       };
     }
   }

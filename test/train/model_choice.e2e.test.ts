@@ -19,7 +19,7 @@ import { predict, type PredictResult } from '../../src/predict/predict.js';
 import { auroc, type BinaryMetrics } from '../../src/task/metrics.js';
 import { train, type TrainResult } from '../../src/train/trainer.js';
 import { CHURN, sqlPath, sqlRows } from '../helpers/pipeline.js';
-import { synthConfig, tinySynth, type SynthFixture } from '../helpers/synth.js';
+import { appendFutureRows, synthConfig, tinySynth, type SynthFixture } from '../helpers/synth.js';
 
 const SPLIT = '{ train_anchors: 4, test_anchors: 2 }';
 const CONFIG = synthConfig(`tasks:
@@ -164,5 +164,21 @@ describe('model.kind forced', () => {
     expect(r.served_by).toBe('hybrid');
     const rows = await sqlRows(`SELECT count(*)::INTEGER AS n, count(*) FILTER (WHERE isfinite(prediction) AND prediction BETWEEN 0 AND 1)::INTEGER AS ok FROM read_parquet(${sqlPath(r.path)})`);
     expect(rows[0]!.ok).toBe(rows[0]!.n);
+  });
+});
+
+// Last: it appends rows to the fixture's data.
+describe('the trees at an anchor t see nothing after t', () => {
+  it('appending transactions, customers and articles dated after t changes no served score at t (max |Δ| = 0)', async () => {
+    const T = runs.auto.metrics.anchors.test;
+    const before = (await predict({ cfg, backend: 'wasm', run: runs.auto.runId, anchorTime: T, out: join(out, 'leak-before.parquet') })) as PredictResult;
+    appendFutureRows(fx.dir, T, { transactions: 800, customers: 20, articles: 8, seed: 5, days: 40 });
+    const after = (await predict({ cfg, backend: 'wasm', run: runs.auto.runId, anchorTime: T, out: join(out, 'leak-after.parquet') })) as PredictResult;
+    expect(after.served_by).toBe('gbdt');
+    const rows = await sqlRows(
+      `SELECT count(*)::INTEGER AS n, max(abs(a.prediction - b.prediction))::DOUBLE AS d FROM read_parquet(${sqlPath(before.path)}) b JOIN read_parquet(${sqlPath(after.path)}) a USING (customer_id)`,
+    );
+    expect(rows[0]!.n).toBe(before.rows);
+    expect(rows[0]!.d).toBe(0);
   });
 });

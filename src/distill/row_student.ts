@@ -18,6 +18,7 @@ import type { DistillationConfig } from '../config/schema.js';
 import { checkSchema } from '../embed/embed.js';
 import { ConfigError, DataError, NotImplementedError, suggest } from '../core/errors.js';
 import { buildGraph } from '../graph/build.js';
+import { firstValAnchor, runFit } from '../graph/fit_until.js';
 import { Graph } from '../graph/graph.js';
 import { newRunId, readManifest, resolveRun } from '../artifacts/run_store.js';
 import { runManifestHead } from '../artifacts/run_lifecycle.js';
@@ -30,7 +31,7 @@ import { objectiveFor, teacherRatio, type Curves, type ObjectiveKind } from '../
 import type { TrainManifest } from '../train/trainer.js';
 import { hashValue } from '../core/hash.js';
 import { isoSeconds } from '../core/duration.js';
-import { info } from '../core/log.js';
+import { info, warn } from '../core/log.js';
 import { Progress, withHeartbeat } from '../core/progress.js';
 import { sharedArray } from '../core/shared_memory.js';
 import { Rng } from '../core/rng.js';
@@ -132,8 +133,14 @@ export async function prepareDistill(opts: DistillOptions) {
   const base = resolveRun(cfg.artifactsDir, baseRef, { kind: 'train', cwd: opts.cwd });
   const baseManifest = readManifest<TrainManifest>(base.dir);
 
-  const built = await buildGraph(cfg);
+  // The base run's own graph (its fit_until): a graph fitted earlier would read some of the values in the
+  // teacher's vocabularies as out-of-vocabulary, so its embeddings would not be the ones embed serves.
+  const built = await buildGraph(cfg, { fit: runFit(base.dir, baseManifest) });
   const graph = Graph.load(built.dir);
+  const ownCut = firstValAnchor(task, graph.manifest.tables);
+  if (ownCut !== null && graph.manifest.fit_until !== null && graph.manifest.fit_until > ownCut) {
+    warn(`distill ${taskName}: the base run ${base.id} fitted its statistics up to ${isoSeconds(graph.manifest.fit_until)}, after this task's first validation anchor ${isoSeconds(ownCut)}, and the student standardises with them; distil from a base run of a task with the same cut-off (or set data.fit_until) to keep them out of the validation period`);
+  }
   checkSchema(base, baseManifest, graph);
   const split = taskSplit(task, targetTimeRange(task, graph.manifest.tables));
   const seed = cfg.seed;

@@ -76,6 +76,16 @@ export function runFit(runDir: string, manifest: { task: string; graph: { fit_un
 }
 
 /**
+ * One graph for several runs (a session student over a user and an item run): the latest of their
+ * fit_until values, since a graph fitted earlier than a run reads some of its vocabulary as out-of-vocabulary.
+ */
+export function latestRunFit(runs: { dir: string; manifest: { task: string; graph: { fit_until?: number | null } } }[]): FitFor {
+  const fits = runs.map((r) => runFit(r.dir, r.manifest));
+  const untils = fits.flatMap((f) => ('until' in f && f.until !== null ? [f.until] : []));
+  return untils.length === fits.length && untils.length > 0 ? { until: Math.max(...untils) } : fits[0]!;
+}
+
+/**
  * The tables' time ranges, read once per version of the data (the sources' sizes and mtimes) and kept in
  * `<graphs>/.time_ranges/`, so a cache hit costs no scan. A time column that does not parse is left out
  * here: the build reports it.

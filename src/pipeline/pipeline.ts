@@ -13,7 +13,8 @@ import { defaultEmbeddingDir, embed } from '../embed/embed.js';
 import { ConfigError } from '../core/errors.js';
 import { exportModel } from '../export/export.js';
 import { buildGraph } from '../graph/build.js';
-import { listRuns } from '../artifacts/run_store.js';
+import { runFit } from '../graph/fit_until.js';
+import { listRuns, readManifest } from '../artifacts/run_store.js';
 import { train, trainRunKey, type TrainManifest } from '../train/trainer.js';
 import { info } from '../core/log.js';
 import { smokeRequest, type SmokeResult } from './smoke.js';
@@ -124,7 +125,10 @@ export async function runPipeline(opts: PipelineOptions): Promise<PipelineResult
     });
   }
 
-  const distillKey = distillRunKey(cfg, d, d.task, baseRun, (await buildGraph(cfg, { fit: { task: d.task } })).manifest.fingerprint, { epochs: opts.distillEpochs });
+  // distill reads the base run's own graph (its recorded fit_until)
+  const baseDir = join(cfg.artifactsDir, 'runs', baseRun);
+  const distillGraph = await buildGraph(cfg, { fit: runFit(baseDir, readManifest(baseDir)) });
+  const distillKey = distillRunKey(cfg, d, d.task, baseRun, distillGraph.manifest.fingerprint, { epochs: opts.distillEpochs });
   const distilled = await stage('distill', async () => {
     const prev = opts.force ? undefined : listRuns(cfg.artifactsDir).reverse().find((r) => r.manifest.kind === 'distill' && r.manifest.status === 'complete' && (r.manifest as DistillManifest).run_key === distillKey);
     const dir = prev?.dir ?? (await distill({ cfg, base: baseRun, backend: opts.backend, epochs: opts.distillEpochs, cwd: opts.cwd })).runDir;

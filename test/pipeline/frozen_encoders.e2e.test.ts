@@ -13,12 +13,14 @@
 import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readModelJson } from '../../src/artifacts/run_store.js';
+import { readManifest, readModelJson } from '../../src/artifacts/run_store.js';
+import type { TrainManifest } from '../../src/train/trainer.js';
 import { selectBackend } from '../../src/compute/backend.js';
 import { loadConfig, type Config } from '../../src/config/load.js';
 import { QualityGateError } from '../../src/core/errors.js';
 import { embed } from '../../src/embed/embed.js';
 import { buildGraph } from '../../src/graph/build.js';
+import { runFit } from '../../src/graph/fit_until.js';
 import { Graph } from '../../src/graph/graph.js';
 import { DeepModel } from '../../src/model/deep_model.js';
 import { featureSpecFromGraph, type FeatureSpec } from '../../src/model/features.js';
@@ -29,7 +31,7 @@ import { refresh } from '../../src/pipeline/refresh.js';
 import { embedExact, tableDepth } from '../../src/embed/layerwise.js';
 import { computedEmbeddings, rtiElements } from '../../src/distill/data.js';
 import { nodeKeys } from '../helpers/graph.js';
-import { maxAbsDiff, pipelineConfig, readEmbeddings } from '../helpers/pipeline.js';
+import { maxAbsDiff, parquetKv, pipelineConfig, readEmbeddings } from '../helpers/pipeline.js';
 import { appendFutureRows, tinySynth, type SynthFixture } from '../helpers/synth.js';
 
 const T = '2020-08-01T00:00:00Z';
@@ -48,7 +50,9 @@ let distillBefore: Map<string, { rti: string[]; embedding: number[] | null }>;
  * keys, most recent first) and its as-of customer embedding from the base run (daily snapshots).
  */
 async function distillInputs(): Promise<Map<string, { rti: string[]; embedding: number[] | null }>> {
-  const graph = Graph.load((await buildGraph(cfg)).dir);
+  // The graph distill reads: the base run's own (its recorded fit_until).
+  const runDir = join(fx.artifacts, 'runs', baseRun);
+  const graph = Graph.load((await buildGraph(cfg, { fit: runFit(runDir, readManifest(runDir)) })).dir);
   const keys = await nodeKeys(graph.dir, graph.manifest, 'transactions');
   const time = graph.table('transactions').time!;
   const cut = Date.parse(T) / 1000;
@@ -98,6 +102,18 @@ describe('a run owns its encoders', () => {
     expect(price.reference!.shares.reduce((a, b) => a + b, 0)).toBeCloseTo(1, 6);
     const colour = spec.tables.articles!.categorical.find((c) => c.name === 'colour_group_name')!;
     expect(colour.reference!.shares.length).toBe(colour.vocab.length + 2);
+  });
+
+  it("the base run's statistics are fitted up to its own task's first validation anchor, months after churn's, and embed reads the run's own graph", async () => {
+    const m = readManifest<TrainManifest>(join(fx.artifacts, 'runs', baseRun));
+    const own = await buildGraph(cfg, { fit: { task: 'fraud' } });
+    const churn = await buildGraph(cfg, { fit: { task: 'churn' } });
+    expect(m.graph.fit_until).toBe(own.manifest.fit_until);
+    expect(m.graph.dir).toBe(own.dir);
+    // churn's twenty weekly test anchors beside it would have pulled a config-wide cut-off this far back
+    expect(m.graph.fit_until! - churn.manifest.fit_until!).toBeGreaterThan(90 * 86400);
+    const embedded = first.stages.find((s) => s.stage === 'embed customers')!.artifact;
+    expect((await parquetKv(embedded)).data_fingerprint).toBe(m.graph.fingerprint);
   });
 
   it('check --config passes drift on the data the run was trained on', async () => {

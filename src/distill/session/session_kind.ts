@@ -17,6 +17,7 @@ import { newRunId, readManifest, resolveRun } from '../../artifacts/run_store.js
 import { runManifestHead } from '../../artifacts/run_lifecycle.js';
 import { checkSchema } from '../../embed/embed.js';
 import { buildGraph } from '../../graph/build.js';
+import { latestRunFit } from '../../graph/fit_until.js';
 import { Graph } from '../../graph/graph.js';
 import { DeepModel } from '../../model/deep_model.js';
 import type { SessionSpec } from '../../model/student/session_spec.js';
@@ -114,10 +115,10 @@ async function prepareSession(opts: DistillSessionOptions) {
   const backend = await selectBackend(opts.backend ?? 'auto');
   const userRun = resolveRun(cfg.artifactsDir, opts.userBase ?? `latest:${r.user_base}`, { kind: 'train', cwd: opts.cwd });
   const itemRun = resolveRun(cfg.artifactsDir, opts.itemBase ?? `latest:${r.item_base ?? r.user_base}`, { kind: 'train', cwd: opts.cwd });
-  const built = await buildGraph(cfg);
-  const graph = Graph.load(built.dir);
   const userManifest = readManifest<TrainManifest>(userRun.dir);
   const itemManifest = readManifest<TrainManifest>(itemRun.dir);
+  const built = await buildGraph(cfg, { fit: latestRunFit([{ dir: userRun.dir, manifest: userManifest }, { dir: itemRun.dir, manifest: itemManifest }]) });
+  const graph = Graph.load(built.dir);
   checkSchema(userRun, userManifest, graph);
   checkSchema(itemRun, itemManifest, graph);
   const userModel = DeepModel.load(userRun.dir, graph);

@@ -29,7 +29,7 @@ export async function distillStudent<O extends StudentDistillOptions, P extends 
         const main = kind.main(students);
         const ser = main.model.params.serialize(main.best);
         saveWeights(run.dir, ser.index, ser.blob);
-        writeModelJson(run.dir, kind.specFile, p.spec);
+        writeModelJson(run.dir, kind.specFile, main.model.spec);
         const metrics = kind.metrics(p, opts, students, ser.blob.byteLength);
         const ending = run.finish(metrics, kind.headline(metrics));
         return { runId: run.id, runDir: run.dir, metrics, seconds: ending.seconds };

@@ -26,7 +26,7 @@ import { taskSplit, targetTimeRange } from '../task/split.js';
 import { DeepModel } from '../model/deep_model.js';
 import { predictInChunks } from '../train/engine.js';
 import { buildTrainingTables } from '../train/examples.js';
-import type { Metrics } from '../task/metrics.js';
+import type { BinaryMetrics, Metrics } from '../task/metrics.js';
 import { objectiveFor, teacherRatio, type Curves, type ObjectiveKind } from '../task/objective/objective.js';
 import type { TrainManifest } from '../train/trainer.js';
 import { hashValue } from '../core/hash.js';
@@ -39,7 +39,9 @@ import { VERSION } from '../core/version.js';
 import { EmbedPool, embedWorkers } from '../embed/pool.js';
 import { computedEmbeddings, embeddingFiles, entityFileEmbeddings, entityRtiElements, fileEmbeddings, rtiElements, type EntityEmbeddings } from './data.js';
 import { StudentFeatures, type StudentData } from '../model/student/features.js';
-import { measureLatency, summarize, type StudentMetrics, type TrainedStudent } from './student_training.js';
+import { measureLatency, type StudentMetrics, type TrainedStudent } from './student_training.js';
+import { chooseStudent, STUDENT_VARIANTS, type StudentChoice, type StudentVariant } from './student_choice.js';
+import { liftInterval, type Interval } from '../task/intervals.js';
 import { trainStudents, type StudentJob, type StudentOptions } from './student_pool.js';
 import { studentSpec } from './student_spec.js';
 import type { StudentDistillResult } from './distill_student.js';
@@ -72,6 +74,13 @@ export interface DistillMetrics {
   val: Metrics;
   test: Metrics;
   teacher: { val: Metrics; test: Metrics } | null;
+  /** the student kept and exported: the full one or an ablation, whichever is best on validation (student_choice.ts); `val`, `test`, `student`, `epochs` are its */
+  chosen: StudentVariant;
+  chosen_reason: string;
+  /** the best ablation's validation lift over the full student (95% paired bootstrap; null when the full student scored best) */
+  chosen_val_lift: Interval;
+  /** the full student (every input) */
+  full_student: StudentMetrics;
   ablations: Record<'features_only' | 'embedding_only' | 'rti_only', StudentMetrics>;
   /** distilled test AUROC / teacher test AUROC */
   teacher_ratio: number | null;
@@ -248,10 +257,10 @@ export function rowStudentKind(name: 'fact_row' | 'entity'): StudentKind<Distill
     prepare: prepareDistill,
     manifest: rowRunManifest,
     train: trainDistillStudents,
-    main: (s) => s.main,
+    main: (s) => s.kept,
     metrics: distillMetrics,
-    headline: (m) => ({ test: m.test, teacher_test: m.teacher?.test ?? null, ablations_test: Object.fromEntries(Object.entries(m.ablations).map(([k, v]) => [k, v.test])) }),
-    disposeStudents: (s) => s.main.model.dispose(),
+    headline: (m) => ({ chosen: m.chosen, test: m.test, teacher_test: m.teacher?.test ?? null, ablations_test: Object.fromEntries(Object.entries(m.ablations).map(([k, v]) => [k, v.test])) }),
+    disposeStudents: (s) => s.kept.model.dispose(),
     release: (p) => p.teacherModel.dispose(),
   };
 }
@@ -285,9 +294,12 @@ function rowRunManifest(p: PreparedDistill, opts: DistillOptions, startedAt: str
   };
 }
 
-/** The main student and the three input ablations, trained side by side. */
+/** The main student and the three input ablations, trained side by side, and the one the run keeps. */
 interface DistillStudents {
-  main: TrainedStudent;
+  /** the student best on validation (the full one or an ablation): its weights and spec are the run's */
+  kept: TrainedStudent;
+  choice: StudentChoice;
+  full: StudentMetrics;
   ablations: DistillMetrics['ablations'];
   /** the rows the ablations trained on (undefined: all training rows) */
   ablationRows: Int32Array | undefined;
@@ -325,21 +337,42 @@ async function trainDistillStudents(p: PreparedDistill, opts: DistillOptions): P
     jobs,
     embedWorkers('auto', backend.name),
   );
-  const main = trained[0]!;
+  const byVariant = Object.fromEntries(STUDENT_VARIANTS.map((v, i) => [v, trained[i]!])) as Record<StudentVariant, TrainedStudent>;
+  const choice = chooseKept(p, byVariant);
+  info(`distill: keeping ${choice.chosen} (${choice.reason})`);
+  const kept = byVariant[choice.chosen];
+  for (const s of trained) if (s !== kept) s.model.dispose();
+  const summary = (s: TrainedStudent): StudentMetrics => ({ val: s.val, test: s.test, best_epoch: s.bestEpoch });
   const rest = trained.slice(1);
-  const [featuresOnly, embeddingOnly, rtiOnly] = rest.map(summarize);
   // `students` is their wall time together; `student` and `ablations` each one's own training time
   // (side by side on two threads, they add up to more than `students`).
   timings.students = secs(t);
-  timings.student = main.seconds;
+  timings.student = byVariant.student.seconds;
   timings.ablations = round(rest.reduce((a, r) => a + r.seconds, 0), 1);
-  return { main, ablations: { features_only: featuresOnly!, embedding_only: embeddingOnly!, rti_only: rtiOnly! }, ablationRows };
+  return {
+    kept,
+    choice,
+    full: summary(byVariant.student),
+    ablations: { features_only: summary(byVariant.features_only), embedding_only: summary(byVariant.embedding_only), rti_only: summary(byVariant.rti_only) },
+    ablationRows,
+  };
+}
+
+/** The variant the run keeps (student_choice.ts), judged on the selection metric: `early_stopping_metric`, else the task's main metric. */
+function chooseKept(p: PreparedDistill, byVariant: Record<StudentVariant, TrainedStudent>): StudentChoice {
+  const { d, objective, kind, labels, ranges, seed } = p;
+  const selectBy = d.early_stopping_metric;
+  const metric = selectBy ? { name: selectBy, higherIsBetter: true } : objective.mainMetric;
+  const score = (m: Metrics): number => (selectBy ? (m as BinaryMetrics)[selectBy] : objective.score(m));
+  const scores = Object.fromEntries(STUDENT_VARIANTS.map((v) => [v, score(byVariant[v].val)])) as Record<StudentVariant, number>;
+  const valLabels = labels.subarray(ranges.val[0], ranges.val[1]);
+  return chooseStudent(scores, metric.name, (v) => liftInterval(kind, metric, valLabels, byVariant[v].valPred, byVariant.student.valPred, { seed }));
 }
 
 /** metrics.json of a distill run: the student beside the teacher and the ablations, its size and latency, the embeddings' coverage. */
 function distillMetrics(p: PreparedDistill, opts: DistillOptions, students: DistillStudents, studentBytes: number): DistillMetrics {
   const { taskName, base, baseManifest, tables, teacherModel, ranges, embeddings, data, kind, objective, teacherPred, features, labels } = p;
-  const { main, ablations, ablationRows } = students;
+  const { kept: main, ablations, ablationRows, choice, full } = students;
   const testLabels = labels.subarray(ranges.test[0], ranges.test[1]);
   const evaluate = (l: Float32Array, pred: Float32Array): Metrics => objective.metrics(l, pred);
   const teacher = teacherPred
@@ -358,6 +391,10 @@ function distillMetrics(p: PreparedDistill, opts: DistillOptions, students: Dist
     val: main.val,
     test: main.test,
     teacher,
+    chosen: choice.chosen,
+    chosen_reason: choice.reason,
+    chosen_val_lift: choice.val_lift,
+    full_student: full,
     ablations,
     teacher_ratio: teacher ? round(teacherRatio(objective, main.test, teacher.test), 4) : null,
     teacher_ap_ratio: teacher && 'ap' in main.test && 'ap' in teacher.test ? round(main.test.ap / teacher.test.ap, 4) : null,

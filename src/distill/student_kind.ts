@@ -29,11 +29,23 @@ export interface DistillManifestBase extends RunManifestBase {
 
 /** A student trained to its best validation epoch: the model, the weights it keeps, and its validation and test metrics. */
 export interface TrainedModel<V = unknown> {
-  model: { readonly params: ParamStore; parameterCount(): number; dispose(): void };
+  /** `spec`: what the run's spec file holds (the variant's own, for an ablation) */
+  model: { readonly spec: object; readonly params: ParamStore; parameterCount(): number; dispose(): void };
   best: Map<string, Float32Array>;
   val: V;
   test: V;
   bestEpoch: number;
+}
+
+/** What every kind's training loop takes (Adam on mini-batches, early stopping on validation). */
+export interface StudentTrainOptions {
+  epochs: number;
+  batchSize: number;
+  lr: number;
+  /** epochs without a validation gain before stopping */
+  patience: number;
+  dropout: number;
+  seed: number;
 }
 
 /** The options every kind's distill takes. */
@@ -43,11 +55,9 @@ export interface StudentDistillOptions {
   cwd?: string;
 }
 
-/** What `prepare` hands the later steps: at least the config and the spec file's content. */
+/** What `prepare` hands the later steps: at least the config and the timings. */
 export interface PreparedStudent {
   cfg: Config;
-  /** the student's spec, written to the run's `specFile` (what export rebuilds the model from) */
-  spec: object;
   /** seconds per preparation stage, filled in as they end; the run manifest's `timings` */
   timings: Record<string, number>;
 }
@@ -66,7 +76,7 @@ export interface StudentKind<O extends StudentDistillOptions, P extends Prepared
   manifest(p: P, opts: O, startedAt: string): DistillManifestBase;
   /** Trains the main student and its ablations. */
   train(p: P, opts: O): Promise<S>;
-  /** the student whose weights the run keeps */
+  /** the student whose weights and spec the run keeps */
   main(s: S): TrainedModel;
   /** metrics.json: the main student beside its teacher, baselines and ablations */
   metrics(p: P, opts: O, s: S, studentBytes: number): M;

@@ -14,7 +14,7 @@ import type { StudentSpec } from '../model/student/spec.js';
 import { StudentModel } from '../model/student/student.js';
 import type { BinaryMetrics, Metrics } from '../task/metrics.js';
 import { predictValues, type LossName, type Objective } from '../task/objective/objective.js';
-import type { TrainedModel } from './student_kind.js';
+import type { StudentTrainOptions, TrainedModel } from './student_kind.js';
 
 export interface StudentMetrics {
   val: Metrics;
@@ -26,6 +26,8 @@ export interface StudentMetrics {
 export interface TrainedStudent extends TrainedModel<Metrics> {
   model: StudentModel;
   testPred: Float32Array;
+  /** predictions of the kept weights on the validation rows (what the choice among students resamples) */
+  valPred: Float32Array;
   epochs: { epoch: number; loss: number; val: Metrics }[];
   /** wall time of this student's training and test scoring */
   seconds: number;
@@ -48,13 +50,7 @@ export function trainStudent(
   objective: Objective,
   teacher: Float32Array | null,
   kdWeight: number,
-  o: {
-    epochs: number;
-    batchSize: number;
-    lr: number;
-    patience: number;
-    dropout: number;
-    seed: number;
+  o: StudentTrainOptions & {
     kdTemperature?: number;
     positiveWeight?: number;
     /** rows (indices into `data`) to train on; default the whole `ranges.train` */
@@ -146,9 +142,10 @@ export function trainStudent(
     progress.stop();
   }
   model.params.restore(best);
+  const valPred = predict(ranges.val[0], ranges.val[1]);
   const testPred = predict(ranges.test[0], ranges.test[1]);
   const test = evaluate(ranges.test[0], ranges.test[1], testPred);
-  return { model, best, val: bestVal!, test, testPred, bestEpoch: stopping.bestEpoch, epochs, seconds: round((performance.now() - t0) / 1000, 1) };
+  return { model, best, val: bestVal!, test, testPred, valPred, bestEpoch: stopping.bestEpoch, epochs, seconds: round((performance.now() - t0) / 1000, 1) };
 }
 
 /**

@@ -39,7 +39,7 @@ parentPort!.on('message', async (msg: { id: number; type: string } & Record<stri
     });
     const { model, ...result } = s;
     model.dispose();
-    parentPort!.postMessage({ id: msg.id, result }, [result.testPred.buffer as ArrayBuffer]);
+    parentPort!.postMessage({ id: msg.id, result }, [result.testPred.buffer as ArrayBuffer, result.valPred.buffer as ArrayBuffer]);
   } catch (e) {
     parentPort!.postMessage({ id: msg.id, error: e instanceof Error ? `${e.message}\n${e.stack ?? ''}` : String(e) });
   }

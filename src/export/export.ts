@@ -288,6 +288,8 @@ function exportLineage(
     task: spec.task,
     distilled_run: run.id,
     base_run: manifest.base_run,
+    // which student this is: its kind, and the inputs it reads (an ablation kept as best on validation reads fewer)
+    student: { kind: manifest.student_kind ?? (spec.time_column ? 'fact_row' : 'entity'), use_embeddings: spec.use_embeddings, use_rti: spec.use_rti },
     graph_fingerprint: manifest.graph.schema_fingerprint,
     data_fingerprint: graph.manifest.fingerprint,
     max_embedding_offset_seconds: cfg.distillation?.max_embedding_offset ?? null,

@@ -34,15 +34,8 @@ export function sessionHopPath(target: RankingTarget, maxLength: number): HopPat
   };
 }
 
-export interface SessionData {
-  n: number;
-  /** [n × user.dim], [n] */
-  user: Float32Array;
-  userMissing: Float32Array;
-  /** [n × N]: item row (= item node), mask, Δ days; most recent first */
-  items: Int32Array;
-  mask: Float32Array;
-  delta: Float32Array;
+/** Every example's session inputs (as a SessionBatch of all examples; elements most recent first) and its snapshot. */
+export interface SessionData extends SessionBatch {
   /** snapshot index per example, and per snapshot its anchor and the item table B [items × item.dim] */
   snapshot: Int32Array;
   snapshots: { anchor: number; items: Float32Array }[];

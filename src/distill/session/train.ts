@@ -25,15 +25,9 @@ import { sessionBatch, type SessionData } from './data.js';
 import type { RankingExamples } from './examples.js';
 import type { RankingTeacher } from './teacher.js';
 import { rankingMetrics, topK, type RankingMetrics } from './ranking_eval.js';
-import type { TrainedModel } from '../student_kind.js';
+import type { StudentTrainOptions, TrainedModel } from '../student_kind.js';
 
-export interface SessionTrainOptions {
-  epochs: number;
-  batchSize: number;
-  lr: number;
-  patience: number;
-  dropout: number;
-  seed: number;
+export interface SessionTrainOptions extends StudentTrainOptions {
   /** a ranking run of the same task: its softmax over the catalogue is mixed into the target with `weight` */
   teacher?: { model: RankingTeacher; weight: number };
 }

@@ -23,10 +23,13 @@ export function ablationsSection(d: DistillReport): string {
   const m = d.metrics;
   const main = mainMetricOf(d.taskKind);
   const second = secondaryMetricOf(d.taskKind);
-  const distilled = m.test[main.key] ?? null;
+  // metrics.val/test are the kept variant's; the full student's own are in full_student when an ablation was kept.
+  const full = m.full_student ?? { val: m.val, test: m.test, best_epoch: m.best_epoch };
+  const distilled = full.test[main.key] ?? null;
+  const kept = (key: string): string => (key === m.chosen || (key === 'distilled' && m.chosen === 'student') ? ' (kept)' : '');
   const variants = [
-    ...ABLATIONS.map((a) => ({ key: a.key, label: a.label, inputs: a.inputs, val: m.ablations[a.key]?.val, test: m.ablations[a.key]?.test, best: m.ablations[a.key]?.best_epoch, color: COLORS.muted })),
-    { key: 'distilled', label: 'distilled (all inputs)', inputs: 'columns + embeddings + RTI', val: m.val, test: m.test, best: m.best_epoch, color: COLORS.model },
+    ...ABLATIONS.map((a) => ({ key: a.key, label: `${a.label}${kept(a.key)}`, inputs: a.inputs, val: m.ablations[a.key]?.val, test: m.ablations[a.key]?.test, best: m.ablations[a.key]?.best_epoch, color: a.key === m.chosen ? COLORS.model : COLORS.muted })),
+    { key: 'distilled', label: `distilled (all inputs)${kept('distilled')}`, inputs: 'columns + embeddings + RTI', val: full.val, test: full.test, best: full.best_epoch, color: m.chosen === 'student' ? COLORS.model : COLORS.muted },
     ...(m.teacher ? [{ key: 'teacher', label: 'teacher (deep GNN)', inputs: `the whole graph (run ${m.base_run})`, val: m.teacher.val, test: m.teacher.test, best: undefined, color: COLORS.teacher }] : []),
   ];
   const values = variants.map((v) => v.test?.[main.key]).filter((v): v is number => typeof v === 'number' && Number.isFinite(v));
@@ -65,10 +68,11 @@ export function ablationsSection(d: DistillReport): string {
     rows,
     rowAttrs: (i) => `data-variant="${variants[i]!.key}"`,
   });
+  const keptNote = m.chosen_reason ? ` The run keeps and exports the variant best on validation: <strong>${esc(m.chosen === 'student' ? 'the full student' : m.chosen.replace('_', ' '))}</strong> (${esc(m.chosen_reason)}).` : '';
   const emb = m.ablations.embedding_only?.test[main.key];
   const feat = m.ablations.features_only?.test[main.key];
   const gain = diffOf(distilled, feat);
-  const intro = `Each variant is the same shallow student trained on one kind of input. The gap between <em>features only</em> and the distilled model is what the graph (through embeddings and recent interactions) adds at serving time${gain !== null ? `: <strong>${esc(fmtSigned(gain))}</strong> ${esc(main.label)}` : ''}${typeof emb === 'number' && typeof feat === 'number' && emb <= feat ? '. Here the embeddings alone do no better than the row\'s columns: the base task\'s embeddings may not carry what this task needs' : ''}.`;
+  const intro = `Each variant is the same shallow student trained on one kind of input. The gap between <em>features only</em> and the distilled model is what the graph (through embeddings and recent interactions) adds at serving time${gain !== null ? `: <strong>${esc(fmtSigned(gain))}</strong> ${esc(main.label)}` : ''}${typeof emb === 'number' && typeof feat === 'number' && emb <= feat ? '. Here the embeddings alone do no better than the row\'s columns: the base task\'s embeddings may not carry what this task needs' : ''}.${keptNote}`;
   return section('ablations', 'Ablations', figure(chart, `Test ${esc(main.label)}; in brackets the difference to the distilled model.`, 'medium') + tbl, intro);
 }
 

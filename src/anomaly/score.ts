@@ -25,7 +25,8 @@ import type { ScorerRuntime, SnapshotScorer } from './scorer.js';
 import { anomalyConfig, loadEvents, loadIncidents, loadSnapshots, snapshotTimes, type Incident, type PlannedEvent, type Snapshot } from './source.js';
 import { staticAlerts, staticRatios } from './static_baseline.js';
 import { evaluateRootCause, snapshotRanking, type Evidence, type RootCauseReport } from './root_cause_eval.js';
-import { signalDeviations, signalFamilies } from './signal_share.js';
+import { recentShares, signalDeviations, signalFamilies } from './signal_share.js';
+import { rankServices } from './root_cause.js';
 import { edgeZScores, fitEdgeZScore, zScores, ZScoreRebaseliner, type EdgeZScoreStats } from './zscore_baseline.js';
 import { SlidingThreshold } from './threshold.js';
 import { writeScores, type ScoreRow } from './writer.js';
@@ -179,12 +180,13 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
   const edgeStats = edgeZScoreStats(run, snaps);
   const families = signalFamilies(cols, run.manifest.edge_feature_columns);
   const evidence: Evidence = [];
+  // the last W snapshots' signal deviations: an alert's root causes are the `signals` ranking over them
+  const recent: { services: string[]; deviations: Float64Array[] }[] = [];
   for (let k = 0; k < snaps.length; k++) {
     const s = snaps[k]!;
     const r = await detector.step(s, batches[k]!, { evidence: true });
     const ev: Evidence[number] = { tagae: r.service_scores! };
     evidence.push(ev);
-    rows.push({ ts: r.ts, score: r.score, threshold: r.threshold, alert: r.alert, top_services: r.top_services, top_edges: r.top_edges, root_causes: snapshotRanking(s, r.service_scores!, true, a.top_k).map((x) => x.service) });
     if (zs) {
       zRebaseline!.onEvents(batches[k]!);
       const warming = zRebaseline!.observe(s);
@@ -197,7 +199,10 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
       const top = Math.max(0, ...z);
       zSeries!.score.push(top);
       zSeries!.alert.push(zThreshold.judge(top).alert);
+      recent.push({ services: s.services, deviations: ev.signals });
+      if (recent.length > run.manifest.model.window) recent.shift();
     }
+    rows.push({ ts: r.ts, score: r.score, threshold: r.threshold, alert: r.alert, top_services: r.top_services, top_edges: r.top_edges, root_causes: rootCauses(s, r.service_scores!, recent, a.top_k) });
     ts.push(r.ts);
     tagae.score.push(r.score);
     tagae.alert.push(r.alert);
@@ -220,6 +225,17 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
     if ((k + 1) % 100 === 0) info(`anomaly score: ${k + 1}/${snaps.length} snapshots`);
   }
   return { rows, tagaeSeries: tagae, staticSeries: stat, staticByService: byService, flatSeries: flatS, zscoreSeries: zSeries, evidence, newServices };
+}
+
+/**
+ * A snapshot's root-cause list: the `signals` ranking over the last W snapshots (the method that names
+ * the culprit best on real faults, docs/anomaly.md) when the run has z-score statistics; else TAGAE's
+ * errors propagated through the call graph.
+ */
+function rootCauses(s: Snapshot, tagae: Float64Array, recent: { services: string[]; deviations: Float64Array[] }[], k: number): string[] {
+  if (recent.length === 0) return snapshotRanking(s, tagae, true, k).map((x) => x.service);
+  const { services, score } = recentShares(recent);
+  return rankServices(services, score).slice(0, k);
 }
 
 /**

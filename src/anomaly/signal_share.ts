@@ -108,3 +108,19 @@ export function shareScores(deviations: readonly ArrayLike<number>[], n: number)
   }
   return score;
 }
+
+/** Per service, its shares over a few recent snapshots' deviations summed per family (the ranking an alert carries). */
+export function recentShares(recent: readonly { services: readonly string[]; deviations: readonly Float64Array[] }[]): { services: string[]; score: Float64Array } {
+  const sums = new Map<string, Float64Array>();
+  for (const { services, deviations } of recent) {
+    services.forEach((name, i) => {
+      let v = sums.get(name);
+      if (!v) sums.set(name, (v = new Float64Array(deviations.length)));
+      deviations.forEach((row, f) => (v![f]! += row[i] ?? 0));
+    });
+  }
+  const services = [...sums.keys()];
+  const families = sums.get(services[0]!)?.length ?? 0;
+  const rows = Array.from({ length: families }, (_, f) => services.map((n) => sums.get(n)![f]!));
+  return { services, score: shareScores(rows, services.length) };
+}

@@ -16,7 +16,7 @@ export interface ScoreRow {
   alert: boolean;
   top_services: string[];
   top_edges: string[];
-  /** the root-cause ranking (TAGAE's evidence propagated through the call graph), most likely first */
+  /** the root-cause ranking (`signals` over the last W snapshots; TAGAE propagated for runs without z-score statistics), most likely first */
   root_causes?: string[];
 }
 

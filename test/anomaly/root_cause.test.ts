@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { propagate, rankServices, rootCauseQuality, wilsonInterval } from '../../src/anomaly/root_cause.js';
-import { shareScores, signalDeviations, signalFamilies, signalFamily } from '../../src/anomaly/signal_share.js';
+import { recentShares, shareScores, signalDeviations, signalFamilies, signalFamily } from '../../src/anomaly/signal_share.js';
 import { fitFamilyWeights, weightedScores } from '../../src/anomaly/signal_weights.js';
 import { evaluateRootCause } from '../../src/anomaly/root_cause_eval.js';
 import type { Snapshot } from '../../src/anomaly/source.js';
@@ -158,5 +158,18 @@ describe('signals_learned: family weights fitted on labelled faults', () => {
   it('no usable faults: every weight 1 (the unweighted signals)', () => {
     expect([...fitFamilyWeights([], 3)]).toEqual([1, 1, 1]);
     expect([...fitFamilyWeights([{ shares: incident(0, 1).shares, target: -1 }], 3)]).toEqual([1, 1, 1]);
+  });
+});
+
+describe('recentShares: the ranking an alert carries', () => {
+  it('sums each family over the recent snapshots before sharing it out, services that come and go included', () => {
+    const r = recentShares([
+      { services: ['a', 'b'], deviations: [Float64Array.from([1, 0]), Float64Array.from([0, 0])] },
+      { services: ['b', 'c'], deviations: [Float64Array.from([1, 0]), Float64Array.from([2, 2])] },
+    ]);
+    expect(r.services).toEqual(['a', 'b', 'c']);
+    // family 0: a 1, b 1, c 0 → ½, ½, 0; family 1: b 2, c 2 → 0, ½, ½
+    expect([...r.score]).toEqual([0.5, 1, 0.5]);
+    expect(rankServices(r.services, r.score)[0]).toBe('b');
   });
 });

@@ -19,7 +19,7 @@
  * every labelled incident, with 95% intervals.
  */
 import { propagate, rankServices, rootCauseQuality, type RankedIncident, type RootCauseQuality } from './root_cause.js';
-import { shareScores } from './signal_share.js';
+import { familySums, shareScores } from './signal_share.js';
 import { fitFamilyWeights, weightedScores, type WeightedExample } from './signal_weights.js';
 import type { Incident, Snapshot } from './source.js';
 
@@ -96,25 +96,17 @@ export function evaluateRootCause(snaps: Snapshot[], evidence: Evidence, inciden
 
 /** An incident's per-family shares over its window ([families][services], each family summing to 1 or 0). */
 function windowShares(snaps: Snapshot[], evidence: Evidence, inc: Incident): { names: string[]; shares: Float64Array[] } {
-  const sums = new Map<string, Float64Array>();
+  const inWindow: { services: string[]; deviations: Float64Array[] }[] = [];
   snaps.forEach((s, k) => {
-    if (s.ts < inc.start || s.ts >= inc.end) return;
-    const dev = evidence[k]?.signals;
-    if (!dev) return;
-    s.services.forEach((name, i) => {
-      let v = sums.get(name);
-      if (!v) sums.set(name, (v = new Float64Array(dev.length)));
-      dev.forEach((row, f) => (v![f]! += row[i] ?? 0));
-    });
+    const deviations = evidence[k]?.signals;
+    if (deviations && s.ts >= inc.start && s.ts < inc.end) inWindow.push({ services: s.services, deviations });
   });
-  const names = [...sums.keys()];
-  const families = sums.get(names[0]!)?.length ?? 0;
-  const shares = Array.from({ length: families }, (_, f) => {
-    const row = Float64Array.from(names, (n) => sums.get(n)![f]!);
-    const total = row.reduce((a, b) => a + b, 0);
+  const { services, rows } = familySums(inWindow);
+  const shares = rows.map((row) => {
+    const total = row.reduce((x, y) => x + y, 0);
     return total > 0 ? row.map((x) => x / total) : row;
   });
-  return { names, shares };
+  return { names: services, shares };
 }
 
 /**

@@ -109,10 +109,13 @@ export function shareScores(deviations: readonly ArrayLike<number>[], n: number)
   return score;
 }
 
-/** Per service, its shares over a few recent snapshots' deviations summed per family (the ranking an alert carries). */
-export function recentShares(recent: readonly { services: readonly string[]; deviations: readonly Float64Array[] }[]): { services: string[]; score: Float64Array } {
+/**
+ * Deviations of several snapshots summed per family and service ([families][services]); services that
+ * come and go count where they appear.
+ */
+export function familySums(snapshots: readonly { services: readonly string[]; deviations: readonly Float64Array[] }[]): { services: string[]; rows: Float64Array[] } {
   const sums = new Map<string, Float64Array>();
-  for (const { services, deviations } of recent) {
+  for (const { services, deviations } of snapshots) {
     services.forEach((name, i) => {
       let v = sums.get(name);
       if (!v) sums.set(name, (v = new Float64Array(deviations.length)));
@@ -121,6 +124,11 @@ export function recentShares(recent: readonly { services: readonly string[]; dev
   }
   const services = [...sums.keys()];
   const families = sums.get(services[0]!)?.length ?? 0;
-  const rows = Array.from({ length: families }, (_, f) => services.map((n) => sums.get(n)![f]!));
+  return { services, rows: Array.from({ length: families }, (_, f) => Float64Array.from(services, (n) => sums.get(n)![f]!)) };
+}
+
+/** Per service, its shares over a few recent snapshots' deviations summed per family (the ranking an alert carries). */
+export function recentShares(recent: readonly { services: readonly string[]; deviations: readonly Float64Array[] }[]): { services: string[]; score: Float64Array } {
+  const { services, rows } = familySums(recent);
   return { services, score: shareScores(rows, services.length) };
 }

@@ -133,8 +133,8 @@ export function rankedByCount(counts: Float32Array, depth: number): Int32Array {
 
 type Params = { name: RankingBaseline; window?: number; column?: number; weight?: number };
 
-/** Users of `ex` grouped by anchor, as example indices. */
-function byAnchor(ex: Examples, stride = 1): Map<number, number[]> {
+/** Users of `ex` grouped by anchor, as example indices (every `stride`-th). */
+export function byAnchor(ex: Examples, stride = 1): Map<number, number[]> {
   const m = new Map<number, number[]>();
   for (let i = 0; i < ex.anchors.length; i += stride) {
     const a = ex.anchors[i]!;

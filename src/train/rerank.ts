@@ -25,7 +25,7 @@ import { rankingMetrics, type RankingMetrics } from '../task/metrics.js';
 import type { Examples } from '../task/task_spec.js';
 import { seenItems, unseen } from './ranking_affinity.js';
 import { RANKING_BASELINES, type RankingBaseline } from './ranking_baselines.js';
-import { HeuristicLists, recordedParams, SEEN_MARGIN, type HeuristicParams, type HeuristicsRecord } from './ranking_heuristics.js';
+import { byAnchor, HeuristicLists, recordedParams, SEEN_MARGIN, type HeuristicParams, type HeuristicsRecord } from './ranking_heuristics.js';
 import { candidateUnion, type Candidates, type SourceLists } from './rerank_candidates.js';
 import { featureNames, rerankFeatures } from './rerank_features.js';
 
@@ -139,18 +139,6 @@ export function rerankTopK(gbdt: GbdtModel, cand: Candidates, columns: Float32Ar
     }
   }
   return { ids, scores };
-}
-
-/** Example indices of `ex` per anchor, every `stride`-th. */
-function byAnchor(ex: Examples, stride: number): Map<number, number[]> {
-  const m = new Map<number, number[]>();
-  for (let i = 0; i < ex.nodes.length; i += stride) {
-    const a = ex.anchors[i]!;
-    let l = m.get(a);
-    if (!l) m.set(a, (l = []));
-    l.push(i);
-  }
-  return m;
 }
 
 /** A training (or early-stopping) set: the candidate rows of the examples with at least one label among them, grouped per example. */

@@ -59,6 +59,12 @@ export interface StoreBindingValue {
   key: string;
   /** The FP32 [batch, 1] input that is 1 where the row gets the model's fallback row. */
   missing: string;
+  /**
+   * The deep run whose embeddings the model was distilled on. A current version published from another
+   * run (its meta key's run_id) is not used: every row gets the fallback row, as export refuses such
+   * embeddings for a baked-in model.
+   */
+  run_id?: string;
 }
 
 export function valueKey(prefix: string, model: string, version: string, key: string): string {

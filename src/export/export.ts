@@ -207,7 +207,7 @@ async function exportInputs(opts: ExportOptions, run: RunListing, runManifest: D
   const entitySources = await Promise.all(spec.embeddings.map((k) => EntitySource.open(sources.find((s) => s.table === k.target)!, elemTypeOf(k.type) === 'INT64' ? 'INT64' : 'STRING')));
   // Tables that go to model.onnx.data are streamed there from the snapshot and looked up through a hashed
   // index; the others are read whole and stay in model.onnx with a LabelEncoder (see `streamTables`).
-  const store = opts.embeddingsFromStore ? storeEntityInputs(spec) : undefined;
+  const store = opts.embeddingsFromStore ? storeEntityInputs(spec, manifest.base_run) : undefined;
   if (store && quantize !== 'none') throw new UsageError('--embeddings-from-store exports no embedding table to quantize', { where: '--quantize', hint: 'drop --quantize (or set export.quantize: none)' });
   const streamedTables = store ? entitySources.map(() => false) : streamTables(entitySources, quantize, externalMode);
   const streamed = streamedTables.some(Boolean);

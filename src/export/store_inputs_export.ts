@@ -30,6 +30,8 @@ export interface StoreEntityInput {
   missing: string;
   /** The request input with the entity key (`<fact table>.<key column>`). */
   key: string;
+  /** The base run whose embeddings the model expects (a version of another run is not served). */
+  runId: string;
 }
 
 export function isStoreInput(t: object): t is StoreEntityInput {
@@ -37,7 +39,7 @@ export function isStoreInput(t: object): t is StoreEntityInput {
 }
 
 /** The store inputs of a student, one per embedding key (`_<i>` when two keys embed the same table). */
-export function storeEntityInputs(spec: StudentSpec): StoreEntityInput[] {
+export function storeEntityInputs(spec: StudentSpec, baseRun: string): StoreEntityInput[] {
   if (!spec.use_embeddings || spec.embeddings.length === 0) {
     throw new UsageError(`the distilled model of task ${spec.task} uses no entity embeddings, so there is nothing to serve from the store`, {
       where: '--embeddings-from-store',
@@ -47,7 +49,7 @@ export function storeEntityInputs(spec: StudentSpec): StoreEntityInput[] {
   return spec.embeddings.map((k, i) => {
     const shared = spec.embeddings.filter((e) => e.target === k.target).length > 1;
     const base = `entity.${k.target}${shared ? `_${i}` : ''}`;
-    return { kind: 'store', table: k.target, dim: k.dim, input: `${base}.embedding`, missing: `${base}.missing`, key: `${spec.fact_table}.${k.column}` };
+    return { kind: 'store', table: k.target, dim: k.dim, input: `${base}.embedding`, missing: `${base}.missing`, key: `${spec.fact_table}.${k.column}`, runId: baseRun };
   });
 }
 
@@ -77,7 +79,7 @@ export function storeEntityFeatures(
 export function storeModelConfig(config: TritonModelConfig, inputs: readonly StoreEntityInput[]): TritonModelConfig {
   const params: Record<string, { string_value: string }> = {};
   for (const t of inputs) {
-    const binding: StoreBindingValue = { table: t.table, key: t.key, missing: t.missing };
+    const binding: StoreBindingValue = { table: t.table, key: t.key, missing: t.missing, run_id: t.runId };
     params[`${STORE_BINDING_PARAMETER_PREFIX}${t.input}`] = { string_value: JSON.stringify(binding) };
     // What a request without the inputs (every request: the server fills them) starts from: the fallback row.
     params[`missing_value:${t.input}`] = { string_value: '0' };

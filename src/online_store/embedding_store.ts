@@ -9,7 +9,7 @@
  * every `pollMs`, so a newly published version is picked up without a restart; the LRU's entries carry
  * their version, so the old version's entries simply age out.
  */
-import { decodeVector, pointerKey, valueKey } from '../artifacts/online_store.js';
+import { decodeVector, metaKey, pointerKey, valueKey, type PublishedVersion } from '../artifacts/online_store.js';
 import { connectRedis, type RedisConnection } from './redis_connection.js';
 
 export interface EmbeddingStoreOptions {
@@ -50,6 +50,8 @@ export class OnlineEmbeddingStore {
   private client: RedisConnection | undefined;
   private readonly lru = new Map<string, Float32Array>();
   private readonly versions = new Map<string, string | undefined>();
+  /** The run each keyspace's current version was published from (its meta key), when known. */
+  private readonly runs = new Map<string, string | undefined>();
   private timer: NodeJS.Timeout | undefined;
   private connecting: Promise<void> | undefined;
   private closed = false;
@@ -119,6 +121,8 @@ export class OnlineEmbeddingStore {
         const v = await c.get(pointerKey(this.opts.keyPrefix, model));
         const version = v === null ? undefined : v.toString();
         if (version !== this.versions.get(model)) {
+          const meta = version === undefined ? null : await c.get(metaKey(this.opts.keyPrefix, model, version));
+          this.runs.set(model, meta === null ? undefined : ((JSON.parse(meta.toString()) as Partial<PublishedVersion>).run_id ?? undefined));
           this.versions.set(model, version);
           this.opts.log?.(`online store: ${model} version ${version ?? '(none published)'} is current`, 'info');
         }
@@ -132,12 +136,19 @@ export class OnlineEmbeddingStore {
    * The embeddings of `keys` for keyspace `model`, `dim` floats each. Resolves within about the deadline
    * whatever Redis does; never rejects.
    */
-  async fetch(model: string, keys: readonly string[], dim: number): Promise<FetchResult> {
+  async fetch(model: string, keys: readonly string[], dim: number, runId?: string): Promise<FetchResult> {
     const n = keys.length;
     const values = new Float32Array(n * dim);
     const missing = new Float32Array(n);
     const counts: FetchCounts = { lru: 0, redis: 0, miss: 0, fallback: 0 };
     const version = this.versions.get(model);
+    const run = this.runs.get(model);
+    if (version !== undefined && runId !== undefined && run !== undefined && run !== runId) {
+      // Embeddings of another deep run live in another space: the fallback row is the honest answer.
+      this.warnOnce(`run:${model}:${version}:${runId}`, `online store: ${model} version ${version} was published from run ${run}, the model expects embeddings of run ${runId}; its rows get the fallback row until a version of ${runId} is published`);
+      missing.fill(1);
+      return { values, missing, version, ...counts, fallback: n, fetchMs: 0 };
+    }
     if (version === undefined) {
       if (!this.versions.has(model)) this.follow(model);
       missing.fill(1);

@@ -4,7 +4,7 @@
  *
  * ```
  * parameters { key: "online_store:<embedding input>"
- *              value { string_value: '{"table": "customers", "key": "<key input>", "missing": "<flag input>"}' } }
+ *              value { string_value: '{"table": "customers", "key": "<key input>", "missing": "<flag input>", "run_id": "<base run>"}' } }
  * parameters { key: "missing_value:<embedding input>" value { string_value: "0" } }
  * parameters { key: "missing_value:<flag input>" value { string_value: "1" } }
  * ```
@@ -13,6 +13,7 @@
  * requests, so the decoder fills them with their missing values: every row on the model's fallback row.
  * The store then overwrites the rows it finds (flag 0). Rows it does not find in time keep the fallback
  * row, counted in `gnnctl_online_store_rows_total{source="fallback"}`; the request never fails for it.
+ * So do all rows while the current version was published from another run than `run_id`.
  */
 import { STORE_BINDING_PARAMETER_PREFIX, type StoreBindingValue } from '../artifacts/online_store.js';
 import type { OnlineEmbeddingStore } from '../online_store/embedding_store.js';
@@ -32,6 +33,8 @@ export interface StoreBinding {
   key: string;
   /** The FP32 [batch, 1] input set to 1 where the row gets the fallback row. */
   missing: string;
+  /** The deep run the model expects embeddings of (undefined: any). */
+  runId?: string;
 }
 
 /** The store bindings a model's config declares (none for a model with baked-in embeddings). */
@@ -47,7 +50,7 @@ export function storeBindings(spec: ServedModelSpec): StoreBinding[] {
     if (!b.table || !b.key || !b.missing || !spec.inputByName.has(b.key) || !spec.inputByName.has(b.missing)) {
       throw new Error(`${k}: the value must be {"table", "key", "missing"} naming the keyspace table and two inputs of the model (got ${v.string_value})`);
     }
-    out.push({ input, dim: t.dims[0]!, table: b.table, key: b.key, missing: b.missing });
+    out.push({ input, dim: t.dims[0]!, table: b.table, key: b.key, missing: b.missing, ...(b.run_id ? { runId: b.run_id } : {}) });
   }
   return out;
 }
@@ -75,7 +78,7 @@ export class StoreInputs {
       const flag = request.inputs.get(b.missing);
       if (!keyTensor || !emb || !flag) continue;
       const keys = Array.from(keyTensor.data as ArrayLike<string | bigint>, (k) => String(k));
-      const r = await this.store.fetch(b.table, keys, b.dim);
+      const r = await this.store.fetch(b.table, keys, b.dim, b.runId);
       (emb.data as Float32Array).set(r.values);
       (flag.data as Float32Array).set(r.missing);
       for (const source of ['lru', 'redis', 'miss', 'fallback'] as const) if (r[source] > 0) this.rows.inc({ model: spec.name, source }, r[source]);

@@ -1,6 +1,6 @@
 /**
  * `export --embeddings-from-store`'s pieces: the input names per embedding key, the config.pbtxt binding
- * read back by the server's own parser (the export ↔ serve contract), and the graph fragment in
+ * (with the base run it expects) read back by the server's own parser (the export ↔ serve contract), and the graph fragment in
  * onnxruntime: the fed row where the flag is 0, the learned fallback row where it is 1.
  */
 import * as ort from 'onnxruntime-node';
@@ -18,7 +18,7 @@ const spec = (embeddings: { column: string; target: string }[], use = true) =>
 
 describe('store-backed embedding inputs', () => {
   it('names two inputs per key, numbered when two keys embed one table', () => {
-    const inputs = storeEntityInputs(spec([{ column: 'customer_id', target: 'customers' }, { column: 'seller_id', target: 'customers' }, { column: 'article_id', target: 'articles' }]));
+    const inputs = storeEntityInputs(spec([{ column: 'customer_id', target: 'customers' }, { column: 'seller_id', target: 'customers' }, { column: 'article_id', target: 'articles' }]), 'base-run');
     expect(inputs.map((t) => [t.input, t.missing, t.key, t.table])).toEqual([
       ['entity.customers_0.embedding', 'entity.customers_0.missing', 'transactions.customer_id', 'customers'],
       ['entity.customers_1.embedding', 'entity.customers_1.missing', 'transactions.seller_id', 'customers'],
@@ -27,11 +27,11 @@ describe('store-backed embedding inputs', () => {
   });
 
   it('refuses a student without embeddings', () => {
-    expect(() => storeEntityInputs(spec([{ column: 'customer_id', target: 'customers' }], false))).toThrow(UsageError);
+    expect(() => storeEntityInputs(spec([{ column: 'customer_id', target: 'customers' }], false), 'base-run')).toThrow(UsageError);
   });
 
   it('config.pbtxt binds each input as the server reads it', () => {
-    const inputs = storeEntityInputs(spec([{ column: 'customer_id', target: 'customers' }, { column: 'article_id', target: 'articles' }]));
+    const inputs = storeEntityInputs(spec([{ column: 'customer_id', target: 'customers' }, { column: 'article_id', target: 'articles' }]), 'base-run');
     const base = {
       name: 'm',
       platform: 'onnxruntime_onnx',
@@ -44,14 +44,14 @@ describe('store-backed embedding inputs', () => {
     };
     const served = modelSpecFromConfig(parseModelConfig(writeModelConfig(storeModelConfig(base, inputs))), 'm');
     const byInput = (a: { input: string }, b: { input: string }) => a.input.localeCompare(b.input);
-    expect(storeBindings(served).sort(byInput)).toEqual(inputs.map((t) => ({ input: t.input, dim: 3, table: t.table, key: t.key, missing: t.missing })).sort(byInput));
+    expect(storeBindings(served).sort(byInput)).toEqual(inputs.map((t) => ({ input: t.input, dim: 3, table: t.table, key: t.key, missing: t.missing, runId: 'base-run' })).sort(byInput));
     // A request leaves both out: the decoder starts every row on the fallback row.
     expect(served.inputByName.get(inputs[0]!.input)).toMatchObject({ optional: true });
     expect(served.config.parameters?.[`missing_value:${inputs[0]!.missing}`]).toEqual({ string_value: '1' });
   });
 
   it('computes the fed row where the flag is 0 and the fallback row where it is 1, projected', async () => {
-    const [t] = storeEntityInputs(spec([{ column: 'customer_id', target: 'customers' }]));
+    const [t] = storeEntityInputs(spec([{ column: 'customer_id', target: 'customers' }]), 'base-run');
     const g = new OnnxGraphBuilder();
     // Projection: the identity on 3 dims plus a bias, so the output shows which row was used.
     const kernel = Float32Array.of(1, 0, 0, 0, 1, 0, 0, 0, 1);

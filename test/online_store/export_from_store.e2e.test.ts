@@ -47,6 +47,7 @@ describe.skipIf(!available)('export --embeddings-from-store, served from Redis',
   let store: ExportResult;
   let server: RunningServer;
   let req: RawRequests;
+  let baseRun: string;
   /** the baked export's snapshot of each embedded table (what it bakes in, what is published) */
   const snapshots = new Map<string, string>();
 
@@ -120,6 +121,7 @@ describe.skipIf(!available)('export --embeddings-from-store, served from Redis',
     fx = await tinySynth(pipelineConfig());
     cfg = loadConfig(fx.config, { cwd: fx.dir, artifacts: fx.artifacts });
     const base = await train({ cfg, task: 'fraud', backend: 'wasm', skip_baseline: true });
+    baseRun = base.runId;
     const distilled = await distill({ cfg, base: base.runId, backend: 'wasm' });
     spec = readModelJson<StudentSpec>(distilled.runDir, 'student.json');
     repo = join(fx.artifacts, 'repo');
@@ -158,7 +160,7 @@ describe.skipIf(!available)('export --embeddings-from-store, served from Redis',
     expect(store.parity!.max_abs_diff).toBeLessThanOrEqual(1e-4);
     const config = parseModelConfig(readFileSync(join(repo, 'store', 'config.pbtxt'), 'utf8'));
     for (const s of store.online_store!) {
-      expect(JSON.parse(config.parameters![`online_store:${s.input}`]!.string_value!)).toEqual({ table: s.table, key: s.key, missing: s.missing });
+      expect(JSON.parse(config.parameters![`online_store:${s.input}`]!.string_value!)).toEqual({ table: s.table, key: s.key, missing: s.missing, run_id: baseRun });
       expect(config.input!.find((i) => i.name === s.input)).toMatchObject({ data_type: 'TYPE_FP32', dims: [s.dim], optional: true });
     }
   });
@@ -201,7 +203,7 @@ describe.skipIf(!available)('export --embeddings-from-store, served from Redis',
       yield { keys: [...kept], values: [...kept].map((k) => Buffer.from(encodeVector(v1.get(`${s0.table}\0${k}`)!))) };
     }
     const missesBefore = await rowsMetric('miss');
-    await publishValues(batch(), { target: { url: redis.url, keyPrefix: PREFIX, ttlSeconds: 600 }, model: s0.table, version: 'v2', kind: 'embedding', dim: s0.dim, runId: 'r', anchorTime: '2024-01-01T00:00:00.000Z' });
+    await publishValues(batch(), { target: { url: redis.url, keyPrefix: PREFIX, ttlSeconds: 600 }, model: s0.table, version: 'v2', kind: 'embedding', dim: s0.dim, runId: baseRun, anchorTime: '2024-01-01T00:00:00.000Z' });
     const want = await ortAnswers((table, key) => (table === s0.table && !kept.has(key) ? undefined : v1.get(`${table}\0${key}`)));
     const dropped = Array.from({ length: ROWS }, (_, i) => i).filter((i) => !kept.has(keyOf(s0.key, i)));
     expect(dropped.length).toBeGreaterThan(0);

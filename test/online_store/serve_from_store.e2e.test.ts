@@ -49,7 +49,7 @@ function writeStoreModel(root: string): void {
       output: [{ name: 'probability', data_type: 'TYPE_FP32', dims: [1] }],
       dynamic_batching: { max_queue_delay_microseconds: 200 },
       parameters: {
-        [`online_store:${EMB}`]: { string_value: JSON.stringify({ table: 'customers', key: KEY, missing: MISSING }) },
+        [`online_store:${EMB}`]: { string_value: JSON.stringify({ table: 'customers', key: KEY, missing: MISSING, run_id: 'run-1' }) },
         [`missing_value:${EMB}`]: { string_value: '0' },
         [`missing_value:${MISSING}`]: { string_value: '1' },
       },
@@ -69,8 +69,9 @@ describe.skipIf(!available)('serve --online-store', () => {
   let redis: TestRedis;
   let repo: string;
   let server: RunningServer;
-  const publish = (version: number) =>
-    publishValues(values(50, version), { target: { url: redis.url, keyPrefix: 'gnnctl', ttlSeconds: 600 }, model: 'customers', version: `v${version}`, kind: 'embedding', dim: DIM, runId: 'run-1', anchorTime: '2024-09-15T00:00:00.000Z' });
+  const logs: string[] = [];
+  const publish = (version: number, runId = 'run-1') =>
+    publishValues(values(50, version), { target: { url: redis.url, keyPrefix: 'gnnctl', ttlSeconds: 600 }, model: 'customers', version: `v${version}`, kind: 'embedding', dim: DIM, runId, anchorTime: '2024-09-15T00:00:00.000Z' });
   const infer = async (key: string): Promise<{ status: number; value?: number }> => {
     const res = await fetch(`${server.url}/v2/models/store-model/infer`, { method: 'POST', body: JSON.stringify({ inputs: [{ name: KEY, datatype: 'BYTES', shape: [1, 1], data: [key] }] }) });
     const body = (await res.json()) as { outputs?: { data: number[] }[] };
@@ -87,7 +88,7 @@ describe.skipIf(!available)('serve --online-store', () => {
     repo = mkdtempSync(join(tmpdir(), 'gnnctl-store-serve-'));
     writeStoreModel(repo);
     await publish(1);
-    server = await startServer({ modelRepository: repo, port: 0, pollIntervalMs: 0, onlineStore: { url: redis.url, deadlineMs: 50, pollMs: 100 } });
+    server = await startServer({ modelRepository: repo, port: 0, pollIntervalMs: 0, onlineStore: { url: redis.url, deadlineMs: 50, pollMs: 100 }, log: (line) => logs.push(line) });
   });
   afterAll(async () => {
     await server?.stop();
@@ -150,5 +151,25 @@ describe.skipIf(!available)('serve --online-store', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(v).toBeCloseTo(sumOf(vectorOf(9, 3)), 4);
+  });
+
+  it('a version published from another deep run is not served: the fallback row, counted, until the expected run is back', async () => {
+    const fallbacksBefore = await metric('fallback');
+    await publish(4, 'run-2');
+    const until = async (want: number) => {
+      const deadline = Date.now() + 15_000;
+      let v = 0;
+      while (Date.now() < deadline) {
+        v = (await infer('c11')).value!;
+        if (Math.abs(v - want) < 1e-3) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      return v;
+    };
+    expect(await until(FALLBACK)).toBeCloseTo(FALLBACK, 4);
+    expect(await metric('fallback')).toBeGreaterThan(fallbacksBefore);
+    expect(logs.join('\n')).toContain('version v4 was published from run run-2, the model expects embeddings of run run-1');
+    await publish(5);
+    expect(await until(sumOf(vectorOf(11, 5)))).toBeCloseTo(sumOf(vectorOf(11, 5)), 4);
   });
 });

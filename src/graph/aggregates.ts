@@ -240,3 +240,22 @@ export async function readAggregates(conn: DuckDBConnection, plan: AggregatePlan
   );
   return { rows, anchor: anchor as Float64Array, node: node as Int32Array, columns: columns as Float64Array[] };
 }
+
+/**
+ * Rows the plan's joins would pair when every row of the entity table is an example (fact-row tasks):
+ * for each group read through a parent (`via`), Σ over parents of (rows of the entity with that parent) ×
+ * (child rows with it). A fact row's aggregates join all earlier rows of its parent, so this grows with
+ * the square of a parent's row count; the trainer checks it before computing them (train/candidates.ts).
+ */
+export async function factJoinPairs(conn: DuckDBConnection, graphDir: string, manifest: GraphManifest, plan: AggregatePlan): Promise<number> {
+  const seen = new Set<string>();
+  let total = 0;
+  for (const g of plan.groups) {
+    if (!g.via || g.exprs.length === 0 || seen.has(`${g.via}|${g.child}|${g.fk}`)) continue;
+    seen.add(`${g.via}|${g.child}|${g.fk}`);
+    const e = `SELECT ${q(`__fk_${g.via}`)} AS k, count(*)::DOUBLE AS c FROM read_parquet(${lit(rowsPath(graphDir, manifest, plan.entity))}) GROUP BY 1`;
+    const f = `SELECT ${q(`__fk_${g.fk}`)} AS k, count(*)::DOUBLE AS c FROM read_parquet(${lit(rowsPath(graphDir, manifest, g.child))}) GROUP BY 1`;
+    total += Number((await queryValue(conn, `SELECT coalesce(sum(e.c * f.c), 0)::DOUBLE FROM (${e}) e JOIN (${f}) f USING (k)`)) ?? 0);
+  }
+  return total;
+}

@@ -7,7 +7,7 @@
  */
 import type { TaskSpec } from '../config/load.js';
 import { round } from '../core/number.js';
-import { info } from '../core/log.js';
+import { info, warn } from '../core/log.js';
 import { Progress } from '../core/progress.js';
 import { Rng } from '../core/rng.js';
 import { writeModelJson } from '../artifacts/run_store.js';
@@ -22,7 +22,9 @@ import { chunkSeed } from './engine.js';
 import type { TrainingTables } from './examples.js';
 import { chooseModel, type CandidateKind } from './model_choice.js';
 import { fitTreeCandidate, type TreeCandidate } from './tree_model.js';
-import { computeTreeFeatures, treeFeatureSpec } from './tree_features.js';
+import { computeTreeFeatures, treeFeatureSpec, type TreeFeatureSpec } from './tree_features.js';
+import { withDuck } from '../data/duck.js';
+import { factJoinPairs } from '../graph/aggregates.js';
 
 export type ModelKindSetting = 'auto' | 'gnn' | 'gbdt' | 'hybrid';
 
@@ -89,9 +91,15 @@ export async function trainCandidates(input: CandidatesInput): Promise<Candidate
   } as Record<CandidateKind, CandidateRecord>;
   const fitted: Partial<Record<'gbdt' | 'hybrid', TreeCandidate>> = {};
   let treeFeatures: ModelChoiceRecord['tree_features'] = null;
-  if (setting !== 'gnn' && !input.stopped()) {
+  const spec = setting !== 'gnn' ? treeFeatureSpec(input.manifest, task) : null;
+  const tooLarge = spec ? await factJoinTooLarge(input, spec) : null;
+  if (tooLarge && setting === 'auto') {
+    warn(`train: ${tooLarge}; the trees and the hybrid are skipped (model.kind: gbdt or hybrid computes them anyway)`);
+    candidates.gbdt = { status: 'skipped', reason: tooLarge };
+    candidates.hybrid = { status: 'skipped', reason: tooLarge };
+  } else if (spec && !input.stopped()) {
+    if (tooLarge) warn(`train: ${tooLarge}; computing them because model.kind is ${setting}`);
     const t = performance.now();
-    const spec = treeFeatureSpec(input.manifest, task);
     const progress = new Progress();
     progress.begin(`tree features: ${spec.own.length} own columns + ${spec.plan.features.length} aggregates`, 0);
     const [train, val, test] = await computeTreeFeatures(input.graphDir, input.manifest, spec, [tables.train, tables.val, tables.test]);
@@ -122,10 +130,25 @@ export async function trainCandidates(input: CandidatesInput): Promise<Candidate
   const forced = setting !== 'auto' ? (setting === 'gnn' || fitted[setting] ? setting : 'gnn') : null;
   const choice = chooseModel({ kind, metric: objective.mainMetric, labels: tables.val.labels, candidates: scores, seed: input.evalSeed });
   const chosen = forced ?? choice.chosen;
-  const chosen_reason = forced ? `model.kind is ${setting}${forced !== setting ? ` but the ${setting} model was not trained (${candidates[setting as CandidateKind].reason})` : ''}} (model.kind auto would keep the ${choice.chosen}: ${choice.chosen_reason})` : choice.chosen_reason;
+  const chosen_reason = forced ? `model.kind is ${setting}${forced !== setting ? ` but the ${setting} model was not trained (${candidates[setting as CandidateKind].reason})` : ''} (model.kind auto would keep the ${choice.chosen}: ${choice.chosen_reason})` : choice.chosen_reason;
   if (chosen !== 'gnn') writeModelJson(input.runDir, 'tree_model.json', fitted[chosen]!.file);
   info(`train: chose the ${chosen}: ${chosen_reason}`);
   return { record: { setting, candidates, best: choice.best, val_lift_vs_best: choice.val_lift_vs_best, tree_features: treeFeatures }, chosen, chosen_reason };
+}
+
+/**
+ * Past this many row pairs a fact-row task's aggregates are not computed under `auto`: each fact row joins
+ * every earlier row of its parents (graph/aggregates.ts), and at `medium` (2M transactions) that join did
+ * not finish in an hour (docs/models.md).
+ */
+export const FACT_JOIN_PAIRS_LIMIT = 200_000_000;
+
+/** Why a fact-row task's aggregates are too costly to compute (null: they are not, or it is an entity task). */
+async function factJoinTooLarge(input: CandidatesInput, spec: TreeFeatureSpec): Promise<string | null> {
+  if (spec.plan.kind !== 'fact') return null;
+  const pairs = await withDuck(({ conn }) => factJoinPairs(conn, input.graphDir, input.manifest, spec.plan));
+  if (pairs <= FACT_JOIN_PAIRS_LIMIT) return null;
+  return `the fact-row aggregates of ${spec.entity} would join ${(pairs / 1e6).toFixed(0)}M row pairs (more than ${FACT_JOIN_PAIRS_LIMIT / 1e6}M: each row reads every earlier row of its parents)`;
 }
 
 /**

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { buildGraph } from '../../src/graph/build.js';
-import { computeAggregates, planAggregates, readAggregates, type AggregatePlan } from '../../src/graph/aggregates.js';
+import { computeAggregates, factJoinPairs, planAggregates, readAggregates, type AggregatePlan } from '../../src/graph/aggregates.js';
+import { sqlRows } from '../helpers/pipeline.js';
 import { readColumns, withDuck } from '../../src/data/duck.js';
 import type { GraphManifest } from '../../src/artifacts/graph_manifest.js';
 import { nodeKeys } from '../helpers/graph.js';
@@ -140,5 +141,18 @@ describe('relational aggregates', () => {
     const fa = await aggregatesOf(A, fact, 'transactions', fx);
     expect(await aggregatesOf(B, fact, 'transactions', fx)).toEqual(fa);
     expect([...fa.values()].some((v) => v.some((x) => x > 0))).toBe(true);
+  });
+});
+
+describe('factJoinPairs', () => {
+  it('counts the row pairs a fact-row plan joins: Σ over customers and articles of their transaction count squared, from the CSV', async () => {
+    const fact = planAggregates(A.manifest, 'transactions', 'fact', { max: 10_000, excluded: new Set(['transactions.fraud']) });
+    const pairs = await withDuck(({ conn }) => factJoinPairs(conn, A.dir, A.manifest, fact));
+    const csv = `read_csv('${join(before.dir, 'transactions.csv').replaceAll("'", "''")}', all_varchar = true)`;
+    const [row] = await sqlRows(
+      `SELECT (SELECT sum(c * c) FROM (SELECT count(*)::DOUBLE AS c FROM ${csv} GROUP BY customer_id)) + (SELECT sum(c * c) FROM (SELECT count(*)::DOUBLE AS c FROM ${csv} GROUP BY article_id)) AS p`,
+    );
+    expect(pairs).toBe(row!.p);
+    expect(pairs).toBeGreaterThan(0);
   });
 });

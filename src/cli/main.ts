@@ -145,7 +145,7 @@ export function buildProgram(): Command {
     .addOption(opt.config())
     .addOption(opt.artifacts())
     .option('--force', 'rebuild even when a cached build exists')
-    .option('-t, --task <name>', 'fit statistics up to this task\'s earliest validation anchor, as `train --task` does (default: the earliest over all tasks)')
+    .option('-t, --task <name>', 'fit statistics up to this task\'s earliest validation anchor, as `train --task` does (default: the latest of the tasks\' cut-offs)')
     .addOption(opt.json())
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/graph.js')).graphBuildCommand as never));
@@ -154,7 +154,7 @@ export function buildProgram(): Command {
     .description('row counts, edge degree statistics and each column\'s encoder (builds the graph if needed)')
     .addOption(opt.config())
     .addOption(opt.artifacts())
-    .option('-t, --task <name>', 'the graph `train --task` fits (default: statistics up to the earliest validation anchor over all tasks)')
+    .option('-t, --task <name>', 'the graph `train --task` fits (default: statistics up to the latest of the tasks\' cut-offs)')
     .addOption(opt.json())
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/graph.js')).graphInspectCommand as never));
@@ -339,6 +339,7 @@ export function buildProgram(): Command {
     .option('--model-repository <dir>', 'model repository (default: artifacts/model_repository)')
     .option('--run <run>', 'distilled run to serve (default: the one the latest version came from)')
     .option('--predict <run...>', 'also write batch predictions of these trained runs (e.g. latest:churn) at the same newest time; with nothing exported yet, only these')
+    .option('--incremental', 'recompute only the entities whose receptive field saw new rows since the previous snapshot; keep the others (with their own anchor_time)')
     .addOption(publishOptions()[0]!)
     .addOption(publishOptions()[1]!)
     .addOption(publishOptions()[2]!)

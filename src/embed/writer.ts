@@ -24,6 +24,8 @@ export interface EmbeddingChunk {
   embeddings?: Float32Array;
   /** [rows] (needed when the `prediction` column is written) */
   predictions?: Float32Array;
+  /** [rows] per-entity `anchor_time` in microseconds (an incremental refresh keeps each kept row's own); default: the file's anchor */
+  anchorMicros?: BigInt64Array;
 }
 
 export type EntityColumn = 'embedding' | 'anchor_time' | 'prediction';
@@ -44,7 +46,7 @@ export async function writeEmbeddings(path: string, chunks: AsyncIterable<Embedd
   const anchorMicros = BigInt(Math.round(opts.anchorTime * 1e6));
   const columns = opts.columns ?? ['embedding', 'anchor_time'];
   function columnVector(column: EntityColumn, chunk: EmbeddingChunk, n: number): arrow.Vector {
-    if (column === 'anchor_time') return arrow.makeVector(arrow.makeData({ type: new arrow.TimestampMicrosecond(), length: n, data: new BigInt64Array(n).fill(anchorMicros) }));
+    if (column === 'anchor_time') return arrow.makeVector(arrow.makeData({ type: new arrow.TimestampMicrosecond(), length: n, data: chunk.anchorMicros ?? new BigInt64Array(n).fill(anchorMicros) }));
     if (column === 'prediction') return arrow.makeVector(arrow.makeData({ type: new arrow.Float32(), length: n, data: chunk.predictions! }));
     const child = arrow.makeData({ type: new arrow.Float32(), length: n * opts.dim, data: chunk.embeddings! });
     const embType = new arrow.FixedSizeList(opts.dim, new arrow.Field('item', new arrow.Float32(), false));

@@ -16,6 +16,7 @@ import type { BackendRequest } from '../compute/backend.js';
 import type { Config } from '../config/load.js';
 import type { DistillManifest } from '../distill/distill.js';
 import { embed } from '../embed/embed.js';
+import { embedIncremental, recordFullSnapshot, type IncrementalResult } from '../embed/incremental.js';
 import { predict, type PredictResult } from '../predict/predict.js';
 import { ArtifactError } from '../core/errors.js';
 import { exportModel } from '../export/export.js';
@@ -39,6 +40,8 @@ export interface RefreshOptions {
   predict?: string[];
   /** Then publish the new embeddings (and predictions) to the online store (`--publish`). */
   publish?: OnlineStoreTarget;
+  /** recompute only the entities whose receptive field saw new rows since the previous snapshot (`--incremental`) */
+  incremental?: boolean;
   backend?: BackendRequest;
   cwd?: string;
 }
@@ -58,11 +61,42 @@ export interface RefreshResult {
   embeddings: { table: string; path: string; run_id: string; anchor_time: string; dim: number }[];
   /** what `--publish` wrote to the online store */
   published?: PublishResult[];
+  /** `--incremental`: per table, what was recomputed and kept, and the embedding seconds saved against the last full refresh */
+  incremental?: IncrementalSummary;
   /** batch predictions written on the same cadence (`--predict`) */
   predictions: RefreshedPredictions;
   /** the base run's feature drift on the data this version was embedded from (reported, not enforced: `gnnctl check` gates on it) */
   drift: DriftReport;
   seconds: number;
+}
+
+export interface IncrementalSummary {
+  recomputed: number;
+  kept: number;
+  /** embedding seconds of this refresh, and of the last full one (null: unknown) */
+  seconds: number;
+  full_refresh_seconds: number | null;
+  seconds_saved: number | null;
+  tables: IncrementalResult[];
+}
+
+/** Totals over the tables of an incremental refresh (the time saved is known only when every table's full time is). */
+export function summarizeIncremental(tables: IncrementalResult[]): IncrementalSummary {
+  const seconds = round3(tables.reduce((a, t) => a + t.seconds, 0));
+  const full = tables.every((t) => t.full_seconds !== null) ? round3(tables.reduce((a, t) => a + t.full_seconds!, 0)) : null;
+  const incremental = tables.some((t) => t.kind === 'incremental');
+  return {
+    recomputed: tables.reduce((a, t) => a + t.recomputed, 0),
+    kept: tables.reduce((a, t) => a + t.kept, 0),
+    seconds,
+    full_refresh_seconds: full,
+    seconds_saved: full !== null && incremental ? round3(full - seconds) : null,
+    tables,
+  };
+}
+
+function round3(x: number): number {
+  return Math.round(x * 1000) / 1000;
 }
 
 /** What refresh writes when only predictions were asked for and nothing is exported yet. */
@@ -131,8 +165,14 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
   const tables = [...new Set((JSON.parse(readFileSync(join(distilled.dir, 'model', 'student.json'), 'utf8')) as { embeddings: { target: string }[] }).embeddings.map((e) => e.target))];
   const files: string[] = [];
   const embeddings: RefreshResult['embeddings'] = [];
+  const incremental: IncrementalResult[] = [];
   for (const table of tables) {
-    const r = await embed({ cfg, run: dm.base_run, table, mode: 'exact', backend: opts.backend, cwd: opts.cwd });
+    // A kept embedding may be as old as the distilled model accepts, no older.
+    const r = opts.incremental
+      ? await embedIncremental({ cfg, run: dm.base_run, table, mode: 'exact', backend: opts.backend, cwd: opts.cwd, maxAgeSeconds: cfg.distillation?.max_embedding_offset ?? null })
+      : await embed({ cfg, run: dm.base_run, table, mode: 'exact', backend: opts.backend, cwd: opts.cwd });
+    if ('kind' in r) incremental.push(r);
+    else recordFullSnapshot(r.path, r.seconds, r.rows);
     files.push(r.path);
     embeddings.push({ table, path: r.path, run_id: r.run_id, anchor_time: r.anchor_time, dim: r.dim });
   }
@@ -151,6 +191,7 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
     embedding_anchor: r.embedding_anchor,
     embedding_rows: r.embedding_rows,
     embeddings,
+    ...(opts.incremental ? { incremental: summarizeIncremental(incremental) } : {}),
     predictions,
     drift,
     seconds: Math.round((performance.now() - t0) / 10) / 100,

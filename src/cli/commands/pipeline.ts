@@ -3,7 +3,7 @@ import { loadConfig } from '../../config/load.js';
 import { QualityGateError } from '../../core/errors.js';
 import { checkRepository } from '../../pipeline/check.js';
 import { formatPipeline, runPipeline } from '../../pipeline/pipeline.js';
-import { refreshJob } from '../../pipeline/refresh.js';
+import { refreshJob, type IncrementalSummary } from '../../pipeline/refresh.js';
 import { parseIsoTime } from '../../core/time.js';
 import { join, resolve } from 'node:path';
 import type { CommandOutput } from '../run.js';
@@ -47,6 +47,7 @@ export interface RefreshCommandOptions extends PublishFlags {
   modelRepository?: string;
   run?: string;
   predict?: string[];
+  incremental?: boolean;
   backend?: string;
   artifacts?: string;
   cwd?: string;
@@ -61,14 +62,27 @@ export async function refreshCommand(opts: RefreshCommandOptions): Promise<Comma
     run: opts.run,
     predict: opts.predict,
     publish: target,
+    incremental: opts.incremental,
     backend: parseBackendRequest(opts.backend),
     cwd: opts.cwd,
   });
   const lines = r.predictions.map((p) => `predicted ${p.rows.toLocaleString('en-US')} ${p.table} (${p.task}) as of ${p.anchor_time}: ${p.path}`);
+  if (r.model !== null && r.incremental) lines.push(...formatIncremental(r.incremental));
   if (r.model !== null) lines.push(`refreshed ${r.model}: version ${r.version}${r.previous_version ? ` (was ${r.previous_version})` : ''} in ${r.seconds}s with embeddings as of ${Object.values(r.embedding_anchor).join(', ')}: ${r.dir}`);
   for (const p of r.published ?? []) lines.push(formatPublished(p));
   const text = lines.join('\n');
   return { result: r, text };
+}
+
+function formatIncremental(inc: IncrementalSummary): string[] {
+  const lines = inc.tables.map((t) =>
+    t.kind === 'full'
+      ? `incremental ${t.table}: full refresh of ${t.rows.toLocaleString('en-US')} (${t.full_reason})`
+      : `incremental ${t.table}: recomputed ${t.recomputed.toLocaleString('en-US')}, kept ${t.kept.toLocaleString('en-US')}${t.expired ? ` (${t.expired.toLocaleString('en-US')} recomputed past max_embedding_offset)` : ''} since ${t.previous!.anchor_time}`,
+  );
+  const saved = inc.seconds_saved !== null ? `, ${inc.seconds_saved}s saved against the last full refresh (${inc.full_refresh_seconds}s)` : inc.full_refresh_seconds === null ? ', time of the last full refresh unknown' : '';
+  lines.push(`incremental: recomputed ${inc.recomputed.toLocaleString('en-US')}, kept ${inc.kept.toLocaleString('en-US')} in ${inc.seconds}s of embedding${saved}`);
+  return lines;
 }
 
 export interface CheckCommandOptions {

@@ -32,6 +32,7 @@ import { loadRun, modelSpec, tagaeArgs, writeRun, type AnomalyBaselines, type An
 import { anomalyConfig, loadEvents, loadSnapshots, sourcePaths, type PlannedEvent, type Snapshot } from './source.js';
 import { fitStatic } from './static_baseline.js';
 import { fitEdgeZScore, fitZScore, zScores } from './zscore_baseline.js';
+import { FAMILY_WEIGHTS_FILE, fitRunFamilyWeights, writeFamilyWeights } from './family_weights.js';
 import { SlidingThreshold } from './threshold.js';
 
 export interface FitOptions {
@@ -71,6 +72,8 @@ export interface FitResult {
   flat_threshold: number;
   /** the latency/error columns the static baseline watches (empty: none found, no static baseline) */
   static_baseline_columns: string[];
+  /** per-family root-cause weights fitted on the labelled validation faults (model/family_weights.json), and whether alerts use them */
+  root_cause_weights: { file: string; method: 'signals_learned' | 'signals'; incidents: number; validation_ac_at_1: { signals: number; signals_learned: number } } | null;
   backend: string;
   seconds: number;
 }
@@ -144,9 +147,12 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
       const flatThreshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, flatScores).value;
       const meanEdges = train.reduce((sum, x) => sum + x.src.length, 0) / train.length;
       const nServices = new Set(snaps.flatMap((s) => s.services)).size;
-      const metrics = { final_loss: losses[losses.length - 1], onnx_parity: { snapshots: scorer.checked, skipped_without_edges: scorer.skippedEmpty, max_abs_diff: scorer.maxAbsDiff, max_rel_diff: scorer.maxRelDiff, tolerance: ONNX_PARITY_TOLERANCE, relative_to: 'max(1, |value|)' }, threshold, flat_threshold: flatThreshold, flat_loss: flatLoss, services: nServices, mean_edges: meanEdges };
+      const metrics: Record<string, unknown> = { final_loss: losses[losses.length - 1], onnx_parity: { snapshots: scorer.checked, skipped_without_edges: scorer.skippedEmpty, max_abs_diff: scorer.maxAbsDiff, max_rel_diff: scorer.maxRelDiff, tolerance: ONNX_PARITY_TOLERANCE, relative_to: 'max(1, |value|)' }, threshold, flat_threshold: flatThreshold, flat_loss: flatLoss, services: nServices, mean_edges: meanEdges };
+      const familyWeights = await withDuck(({ conn }) => fitRunFamilyWeights(conn, cfg, { featureColumns: loaded.featureColumns, edgeFeatureColumns: loaded.edgeFeatureColumns, zscore, edgeZscore }));
+      if (familyWeights) metrics.root_cause_weights = { file: `model/${FAMILY_WEIGHTS_FILE}`, method: familyWeights.method, incidents: familyWeights.fitted_on.incidents, validation_ac_at_1: familyWeights.validation_ac_at_1 };
       state.run_id = run.id;
       writeRun(run.dir, { stats, baselines, state, model, flat, onnx: onnxModel });
+      if (familyWeights) writeFamilyWeights(run.dir, familyWeights);
       timings.total_seconds = run.seconds();
       run.finish(metrics, metrics);
       return fitResult(run.manifest, run.dir, loaded, { losses, epochs, staticColumns: staticThresholds?.columns ?? [], emptyGraphAction: emptyGraphAction(loaded.emptySnapshots, cfg) });
@@ -197,7 +203,7 @@ async function manifestHead(
 
 /** What `fit` prints and returns, read off the manifest it wrote. */
 function fitResult(m: AnomalyManifest, runDir: string, loaded: { featureColumns: string[]; edgeFeatureColumns: string[]; droppedEdges: number; emptySnapshots: number }, o: { losses: number[]; epochs: number; staticColumns: string[]; emptyGraphAction: string | null }): FitResult {
-  const metrics = m.metrics as { threshold: number; flat_threshold: number; services: number; mean_edges: number };
+  const metrics = m.metrics as { threshold: number; flat_threshold: number; services: number; mean_edges: number; root_cause_weights?: FitResult['root_cause_weights'] };
   const initFrom = m.inputs.init_from;
   return {
     run_id: m.id,
@@ -219,6 +225,7 @@ function fitResult(m: AnomalyManifest, runDir: string, loaded: { featureColumns:
     threshold: metrics.threshold,
     flat_threshold: metrics.flat_threshold,
     static_baseline_columns: o.staticColumns,
+    root_cause_weights: metrics.root_cause_weights ?? null,
     backend: m.backend,
     seconds: Math.round((m.timings.total_seconds ?? 0) * 10) / 10,
   };

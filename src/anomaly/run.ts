@@ -24,6 +24,7 @@ import type { WeightEntry } from './layers/params.js';
 import { Tagae, type TagaeArgs } from './model.js';
 import type { StaticThresholds } from './static_baseline.js';
 import type { EdgeZScoreStats, ZScoreStats } from './zscore_baseline.js';
+import { readFamilyWeights, type FamilyWeights } from './family_weights.js';
 
 export interface AnomalyManifest {
   kind: 'anomaly';
@@ -91,6 +92,8 @@ export interface AnomalyRun {
   state: WindowState;
   model: Tagae;
   flat: FlatAutoencoder;
+  /** `signals_learned` weights fitted on labelled validation faults (family_weights.ts), or null */
+  familyWeights: FamilyWeights | null;
 }
 
 function saveBlob(dir: string, name: string, w: { index: WeightEntry[]; blob: Float32Array }): void {
@@ -104,7 +107,7 @@ function readBlob(dir: string, name: string): { index: WeightEntry[]; blob: Floa
 }
 
 /** Writes a run's model files into its folder (the lifecycle writes the manifest; `model/` exists). */
-export function writeRun(dir: string, run: Omit<AnomalyRun, 'dir' | 'manifest'> & { onnx: Uint8Array }): void {
+export function writeRun(dir: string, run: Omit<AnomalyRun, 'dir' | 'manifest' | 'familyWeights'> & { onnx: Uint8Array }): void {
   writeFileAtomic(join(dir, 'model', TAGAE_ONNX), run.onnx);
   saveBlob(dir, 'weights', run.model.params.export());
   saveBlob(dir, 'flat_weights', run.flat.params.export());
@@ -166,6 +169,7 @@ export function loadRun(artifactsDir: string, ref: string): AnomalyRun {
     state: JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')) as WindowState,
     model,
     flat,
+    familyWeights: readFamilyWeights(dir),
   };
 }
 

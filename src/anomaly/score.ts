@@ -24,10 +24,9 @@ import { loadRun, openScorer, scoringConfig, type AnomalyRun } from './run.js';
 import type { ScorerRuntime, SnapshotScorer } from './scorer.js';
 import { anomalyConfig, loadEvents, loadIncidents, loadSnapshots, snapshotTimes, type Incident, type PlannedEvent, type Snapshot } from './source.js';
 import { staticAlerts, staticRatios } from './static_baseline.js';
-import { evaluateRootCause, snapshotRanking, type Evidence, type RootCauseReport } from './root_cause_eval.js';
-import { recentShares, signalDeviations, signalFamilies } from './signal_share.js';
-import { rankServices } from './root_cause.js';
-import { edgeZScores, fitEdgeZScore, zScores, ZScoreRebaseliner, type EdgeZScoreStats } from './zscore_baseline.js';
+import { evaluateRootCause, type Evidence, type RootCauseReport } from './root_cause_eval.js';
+import { RecentSignals } from './recent_signals.js';
+import { edgeZScores, fitEdgeZScore, type EdgeZScoreStats } from './zscore_baseline.js';
 import { SlidingThreshold } from './threshold.js';
 import { writeScores, type ScoreRow } from './writer.js';
 import { writeScoreRecord } from './score_record.js';
@@ -173,36 +172,27 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
   const flatS: DetectorSeries = { ts, score: [], alert: [] };
   let newServices = 0;
   const byService = new Map<string, Set<number>>();
-  const zRebaseline = run.baselines.zscore ? new ZScoreRebaseliner(run.baselines.zscore, a.rebaseline_snapshots) : null;
-  const zs = zRebaseline?.stats;
-  const zSeries: DetectorSeries | null = zs ? { ts, score: [], alert: [] } : null;
-  const zThreshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, [...(run.baselines.zscore_warmup_scores ?? [])]);
   const edgeStats = edgeZScoreStats(run, snaps);
-  const families = signalFamilies(cols, run.manifest.edge_feature_columns);
+  const signals = new RecentSignals(run, a.rebaseline_snapshots, edgeStats);
+  const zSeries: DetectorSeries | null = run.baselines.zscore ? { ts, score: [], alert: [] } : null;
+  const zThreshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, [...(run.baselines.zscore_warmup_scores ?? [])]);
   const evidence: Evidence = [];
-  // the last W snapshots' signal deviations: an alert's root causes are the `signals` ranking over them
-  const recent: { services: string[]; deviations: Float64Array[] }[] = [];
   for (let k = 0; k < snaps.length; k++) {
     const s = snaps[k]!;
     const r = await detector.step(s, batches[k]!, { evidence: true });
     const ev: Evidence[number] = { tagae: r.service_scores! };
     evidence.push(ev);
-    if (zs) {
-      zRebaseline!.onEvents(batches[k]!);
-      const warming = zRebaseline!.observe(s);
-      const held = s.services.map(warming);
-      const z = zScores(zs, s).map((x, i) => (held[i] ? 0 : x));
+    const sig = signals.observe(s, batches[k]!);
+    if (sig) {
       const e = edgeZScores(edgeStats, s);
-      ev.zscore = z;
-      ev.telemetry = z.map((x, i) => x + e[i]!);
-      ev.signals = signalDeviations(families, zs, edgeStats, s).map((row) => row.map((x, i) => (held[i] ? 0 : x)));
-      const top = Math.max(0, ...z);
+      ev.zscore = sig.z;
+      ev.telemetry = sig.z.map((x, i) => x + e[i]!);
+      ev.signals = sig.deviations;
+      const top = Math.max(0, ...sig.z);
       zSeries!.score.push(top);
       zSeries!.alert.push(zThreshold.judge(top).alert);
-      recent.push({ services: s.services, deviations: ev.signals });
-      if (recent.length > run.manifest.model.window) recent.shift();
     }
-    rows.push({ ts: r.ts, score: r.score, threshold: r.threshold, alert: r.alert, top_services: r.top_services, top_edges: r.top_edges, root_causes: rootCauses(s, r.service_scores!, recent, a.top_k) });
+    rows.push({ ts: r.ts, score: r.score, threshold: r.threshold, alert: r.alert, top_services: r.top_services, top_edges: r.top_edges, root_causes: signals.rootCauses(s, r.service_scores!, a.top_k) });
     ts.push(r.ts);
     tagae.score.push(r.score);
     tagae.alert.push(r.alert);
@@ -225,17 +215,6 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
     if ((k + 1) % 100 === 0) info(`anomaly score: ${k + 1}/${snaps.length} snapshots`);
   }
   return { rows, tagaeSeries: tagae, staticSeries: stat, staticByService: byService, flatSeries: flatS, zscoreSeries: zSeries, evidence, newServices };
-}
-
-/**
- * A snapshot's root-cause list: the `signals` ranking over the last W snapshots (the method that names
- * the culprit best on real faults, docs/anomaly.md) when the run has z-score statistics; else TAGAE's
- * errors propagated through the call graph.
- */
-function rootCauses(s: Snapshot, tagae: Float64Array, recent: { services: string[]; deviations: Float64Array[] }[], k: number): string[] {
-  if (recent.length === 0) return snapshotRanking(s, tagae, true, k).map((x) => x.service);
-  const { services, score } = recentShares(recent);
-  return rankServices(services, score).slice(0, k);
 }
 
 /**

@@ -14,6 +14,11 @@
  * It serves `/metrics` (Prometheus text format) on a loopback address by default, and with
  * `--alertmanager URL` POSTs each alerting snapshot to `URL/api/v2/alerts` (and a resolution when the
  * alert clears), as Prometheus itself does.
+ *
+ * Each alert names its root causes as `score` does (recent_signals.ts): the `signals` ranking over the last
+ * W snapshots — weighted when the run saved learned weights it chose on validation faults — or TAGAE's
+ * errors propagated through the call graph for a run without z-score statistics. The recent deviations
+ * live in memory: after a restart the first alert ranks on the snapshots seen since.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -32,6 +37,7 @@ import { checkPrometheusConfig, readPrometheus } from './prometheus.js';
 import { loadRun, openScorer, scoringConfig } from './run.js';
 import type { ScorerRuntime, SnapshotScorer } from './scorer.js';
 import { anomalyConfig, loadEvents, loadSnapshots, type Snapshot } from './source.js';
+import { RecentSignals } from './recent_signals.js';
 
 export interface WatchOptions {
   run: string;
@@ -62,6 +68,10 @@ export interface WatchResult {
   last_ts: string | null;
   metrics_url: string;
   alerts_posted: number;
+  /** where alerts' root causes come from: signals, signals_learned (the run's saved weights) or tagae_graph */
+  root_cause_method: 'signals' | 'signals_learned' | 'tagae_graph';
+  /** the root causes of the last alerting snapshot, most likely first (null: no alert) */
+  last_alert_root_causes: string[] | null;
 }
 
 export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<WatchResult> {
@@ -96,12 +106,15 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
     throw e;
   }
   const detector = new Detector(scorer, run.stats, a, run.baselines.tagae, state);
-  const last: { score: SnapshotScore | null; seconds: number } = { score: null, seconds: Number.NaN };
+  // Live data has no scored period to take unseen edges' statistics from: the normal period's only.
+  const signals = new RecentSignals(run, a.rebaseline_snapshots, run.baselines.edge_zscore ?? null);
+  const last: { score: SnapshotScore | null; rootCauses: string[]; seconds: number } = { score: null, rootCauses: [], seconds: Number.NaN };
+  let lastAlertRootCauses: string[] | null = null;
   let alerts = 0;
   let posted = 0;
   let alertStart: number | null = state.alert && state.last_ts !== null ? state.last_ts : null;
 
-  const server = await listen(opts.host, opts.port, () => metricsText(run.manifest.id, state, last.score, alerts, last.seconds)).catch(async (e: unknown) => {
+  const server = await listen(opts.host, opts.port, () => metricsText(run.manifest.id, state, last.score, last.rootCauses, alerts, last.seconds)).catch(async (e: unknown) => {
     await scorer.close();
     run.model.params.dispose();
     run.flat.params.dispose();
@@ -112,7 +125,7 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
   opts.onListening?.(metricsUrl);
   info(`anomaly watch: run ${run.manifest.id}, ${restored ? `restored ${stateFile} (last snapshot ${state.last_ts === null ? 'none' : isoSeconds(state.last_ts)})` : 'starting from the end of the normal period'}; ${metricsUrl}`);
 
-  const post = async (score: SnapshotScore, resolved: boolean): Promise<void> => {
+  const post = async (score: SnapshotScore, rootCauses: string[], resolved: boolean): Promise<void> => {
     if (!opts.alertmanager) return;
     const url = new URL('api/v2/alerts', opts.alertmanager.endsWith('/') ? opts.alertmanager : `${opts.alertmanager}/`);
     const body = [
@@ -122,6 +135,8 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
           summary: `service-graph anomaly score ${score.score.toFixed(3)} above τ ${score.threshold.toFixed(3)}`,
           top_services: score.top_services.join(', '),
           top_edges: score.top_edges.join(', '),
+          root_causes: rootCauses.join(', '),
+          root_cause_method: signals.method,
         },
         startsAt: new Date((alertStart ?? score.ts) * 1000).toISOString(),
         ...(resolved ? { endsAt: new Date(score.ts * 1000).toISOString() } : {}),
@@ -160,19 +175,23 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
         for (const [k, s] of fresh.entries()) {
           const wasAlert = state.alert;
           const t0 = performance.now();
-          const r = await detector.step(s, batches[k]!);
+          const r = await detector.step(s, batches[k]!, { evidence: true });
+          signals.observe(s, batches[k]!);
+          const rootCauses = signals.rootCauses(s, r.service_scores!, a.top_k);
           last.seconds = (performance.now() - t0) / 1000;
           last.score = r;
+          last.rootCauses = rootCauses;
           writeJsonAtomic(stateFile, detector.exportState());
           if (r.alert) {
             alerts++;
             if (!wasAlert) alertStart = r.ts;
-            await post(r, false);
+            lastAlertRootCauses = rootCauses;
+            await post(r, rootCauses, false);
           } else if (wasAlert) {
-            await post(r, true);
+            await post(r, rootCauses, true);
             alertStart = null;
           }
-          info(`${isoSeconds(r.ts)} score ${r.score.toFixed(3)} τ ${r.threshold.toFixed(3)}${r.alert ? `  ALERT ${r.top_services.join(', ')}` : ''}`);
+          info(`${isoSeconds(r.ts)} score ${r.score.toFixed(3)} τ ${r.threshold.toFixed(3)}${r.alert ? `  ALERT root causes ${rootCauses.join(', ')} (${signals.method}); top errors ${r.top_services.join(', ')}` : ''}`);
         }
       }
       ticks++;
@@ -197,6 +216,8 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
     last_ts: state.last_ts === null ? null : isoSeconds(state.last_ts),
     metrics_url: metricsUrl,
     alerts_posted: posted,
+    root_cause_method: signals.method,
+    last_alert_root_causes: lastAlertRootCauses,
   };
 }
 
@@ -229,7 +250,7 @@ function listen(host: string, port: number, render: () => string): Promise<Serve
   });
 }
 
-function metricsText(runId: string, state: WindowState, s: SnapshotScore | null, alerts: number, seconds: number): string {
+function metricsText(runId: string, state: WindowState, s: SnapshotScore | null, rootCauses: string[], alerts: number, seconds: number): string {
   const run = `run_id="${runId}"`;
   const g = (name: string, help: string, value: number, type = 'gauge'): string => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name}{${run}} ${Number.isFinite(value) ? value : value > 0 ? '+Inf' : 'NaN'}\n`;
   let out = '';
@@ -244,6 +265,10 @@ function metricsText(runId: string, state: WindowState, s: SnapshotScore | null,
   if (s && s.top_services.length) {
     out += '# HELP gnnctl_anomaly_top_service Rank of the services contributing most to the last score (1 = most).\n# TYPE gnnctl_anomaly_top_service gauge\n';
     s.top_services.forEach((svc, i) => (out += `gnnctl_anomaly_top_service{${run},service="${svc.replace(/["\\\n]/g, '_')}"} ${i + 1}\n`));
+  }
+  if (s?.alert && rootCauses.length) {
+    out += '# HELP gnnctl_anomaly_root_cause Rank of the services the alerting last snapshot names as root causes (1 = most likely).\n# TYPE gnnctl_anomaly_root_cause gauge\n';
+    rootCauses.forEach((svc, i) => (out += `gnnctl_anomaly_root_cause{${run},service="${svc.replace(/["\\\n]/g, '_')}"} ${i + 1}\n`));
   }
   return out;
 }

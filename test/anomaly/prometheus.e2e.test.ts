@@ -39,6 +39,9 @@ describe.skipIf(prometheus.skip)('anomaly watch against a real Prometheus', () =
   let promUrl = '';
   let configPath = '';
   let runId = '';
+  // While set, the exporter injects a fault into this service: CPU, memory and p99 latency far above its level.
+  let faulty: string | null = null;
+  let faultCandidate = '';
 
   beforeAll(async () => {
     prometheus.require();
@@ -49,10 +52,12 @@ describe.skipIf(prometheus.skip)('anomaly watch against a real Prometheus', () =
     const lastTs = readFileSync(mesh.files.metrics, 'utf8').trimEnd().split('\n').pop()!.split(',')[0]!;
     const metrics = readFileSync(mesh.files.metrics, 'utf8').trimEnd().split('\n').slice(1).filter((l) => l.startsWith(lastTs)).map((l) => l.split(','));
     const calls = readFileSync(mesh.files.calls, 'utf8').trimEnd().split('\n').slice(1).filter((l) => l.startsWith(lastTs)).map((l) => l.split(','));
+    faultCandidate = metrics[3]![1]!;
+    const FAULT: Record<string, number> = { cpu: 20, memory_mb: 5, p99_latency_ms: 20 };
     exporter = createServer((_req, res) => {
       const j = (): number => 1 + 0.01 * (Math.random() - 0.5);
       let body = '';
-      for (const [f, col] of FEATURES.entries()) for (const m of metrics) body += `mesh_${col}{service="${m[1]}"} ${Number(m[2 + f]) * j()}\n`;
+      for (const [f, col] of FEATURES.entries()) for (const m of metrics) body += `mesh_${col}{service="${m[1]}"} ${Number(m[2 + f]) * j() * (m[1] === faulty ? (FAULT[col] ?? 1) : 1)}\n`;
       for (const [f, col] of EDGE.entries()) for (const c of calls) body += `mesh_calls_${col}{source="${c[1]}",destination="${c[2]}"} ${Number(c[3 + f]) * j()}\n`;
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(body);
     });
@@ -126,6 +131,35 @@ describe.skipIf(prometheus.skip)('anomaly watch against a real Prometheus', () =
     expect(second.restored).toBe(true);
     expect(second.snapshots_scored).toBeGreaterThan(first.snapshots_scored);
     expect(Date.parse(second.last_ts!)).toBeGreaterThan(lastTs);
+  });
+
+  it('names the faulty service first in the root causes of the alerts it pushes to Alertmanager', async () => {
+    const cfg = loadConfig(configPath, { artifacts: join(root, 'artifacts') });
+    const posted: { labels: Record<string, string>; annotations: Record<string, string>; endsAt?: string }[] = [];
+    const alertmanager = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        if (req.method === 'POST' && req.url === '/api/v2/alerts') posted.push(...(JSON.parse(body) as typeof posted));
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      });
+    });
+    await new Promise<void>((r) => alertmanager.listen(0, '127.0.0.1', () => r()));
+    try {
+      faulty = faultCandidate;
+      await new Promise((r) => setTimeout(r, 3000)); // a few faulty scrapes in Prometheus
+      const r = await watchAnomaly(cfg, { run: runId, intervalMs: 1000, port: 0, host: '127.0.0.1', prometheus: promUrl, stateFile: join(root, 'fault_state.json'), alertmanager: `http://127.0.0.1:${(alertmanager.address() as AddressInfo).port}`, maxTicks: 3 });
+      expect(r.root_cause_method).toBe('signals'); // the mesh's labels name no root cause: no learned weights
+      expect(r.alerts).toBeGreaterThan(0);
+      expect(r.last_alert_root_causes![0]).toBe(faultCandidate);
+      const firing = posted.filter((a) => a.endsAt === undefined);
+      expect(firing.length).toBeGreaterThan(0);
+      expect(firing[firing.length - 1]!.annotations.root_causes!.split(', ')[0]).toBe(faultCandidate);
+      expect(firing[firing.length - 1]!.annotations.root_cause_method).toBe('signals');
+    } finally {
+      faulty = null;
+      await new Promise<void>((r) => alertmanager.close(() => r()));
+    }
   });
 
   it('names the column whose query the config lacks', async () => {

@@ -55,6 +55,7 @@ export async function anomalyFitCommand(opts: AnomalyCommandOptions): Promise<Co
     `  ${r.services} services, ${r.mean_edges} calls per snapshot; features ${r.feature_columns.join(', ')}`,
     ...(r.snapshots_without_edges > 0 ? [`  ${r.snapshots_without_edges} snapshots without call edges: ${r.empty_graph_action}`] : []),
     `  static baseline: ${r.static_baseline_columns.length ? r.static_baseline_columns.join(', ') : 'off (no latency/error column among the features)'}`,
+    `  root-cause weights: ${r.root_cause_weights ? `${r.root_cause_weights.file} from ${r.root_cause_weights.incidents} labelled validation faults; alerts rank with ${r.root_cause_weights.method} (validation AC@1 ${r.root_cause_weights.validation_ac_at_1.signals_learned.toFixed(2)} learned, ${r.root_cause_weights.validation_ac_at_1.signals.toFixed(2)} unweighted)` : 'none (no labels naming a root cause): alerts rank with signals'}`,
     `  loss ${r.loss.map((l) => l.toFixed(4)).join(' → ')}; threshold τ = ${r.threshold.toFixed(3)} (flat baseline ${r.flat_threshold.toFixed(3)})`,
     `  ${r.run_dir} (${r.backend}, ${r.seconds} s)`,
   ].join('\n');
@@ -127,7 +128,7 @@ export async function anomalyWatchCommand(opts: AnomalyCommandOptions): Promise<
       backend: parseBackendRequest(opts.backend),
       signal: stop.signal,
     });
-    return { result: r, text: `watch stopped after ${r.ticks} polls: ${r.snapshots_scored} snapshots scored in total, ${r.alerts} alerting this session; last ${r.last_ts ?? 'none'}; state ${r.state_file}` };
+    return { result: r, text: `watch stopped after ${r.ticks} polls: ${r.snapshots_scored} snapshots scored in total, ${r.alerts} alerting this session${r.last_alert_root_causes ? ` (last named ${r.last_alert_root_causes.join(', ')} by ${r.root_cause_method})` : ''}; last ${r.last_ts ?? 'none'}; state ${r.state_file}` };
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

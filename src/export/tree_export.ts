@@ -32,9 +32,11 @@ export function refuseTrainRun(cfg: Config, ref: string, cwd?: string): void {
   const student = `an online model: distill a student from this run's GNN embeddings (distillation.base: ${run.manifest.task}), then gnnctl export --run latest:<distillation task>`;
   if (tree) {
     const f = tree.features;
+    const fact = f.plan.kind === 'fact';
     throw new UsageError(
-      `run ${run.id} chose its ${tree.kind === 'gbdt' ? 'trees' : 'hybrid trees'} on ${f.own.length} own columns and ${f.plan.features.length} relational aggregates of the ${f.entity} history (computed in DuckDB before each anchor)${tree.kind === 'hybrid' ? ' and the GNN embedding' : ''}: a serving request does not carry those inputs, so the trees are not exported as an online model`,
-      { where: '--run', hint: `${batch}; or ${student}` },
+      `run ${run.id} chose its ${tree.kind === 'gbdt' ? 'trees' : 'hybrid trees'} on ${f.own.length} own columns and ${f.plan.features.length} relational aggregates of ${fact ? `each ${f.entity} row's parents' history` : `the ${f.entity} history`} (computed in DuckDB before each anchor)${tree.kind === 'hybrid' ? ' and the GNN embedding' : ''}: a serving request does not carry those inputs, so the trees are not exported as an online model`,
+      // A fact-row run scores each row at its own time: predict does not batch-score it, the student serves it.
+      { where: '--run', hint: fact ? student : `${batch}; or ${student}` },
     );
   }
   throw new UsageError(`run ${run.id} is a train run; export takes a distilled run (gnnctl distill)`, { where: '--run', hint: `${student}; or ${batch}` });

@@ -61,7 +61,7 @@ export const dataSchema = z
     fit_until: z
       .union([z.literal('auto'), isoTimeSchema])
       .default('auto')
-      .describe('fit feature statistics on rows up to this time (ISO timestamp); "auto" = each run\'s own task\'s earliest validation anchor (recorded with the run; `graph build` without --task: the earliest over all tasks), so no statistic sees that task\'s val/test data'),
+      .describe('fit feature statistics on rows up to this time (ISO timestamp); "auto" = each run\'s own task\'s earliest validation anchor (recorded with the run; `graph build` without --task: the latest of the tasks\' cut-offs), so no statistic sees that task\'s val/test data'),
     max_vocab: z.number().int().min(2).default(10000).describe('categorical vocabulary cap; rarer values share the out-of-vocabulary bucket'),
     min_frequency: z
       .number()

@@ -25,8 +25,8 @@ import { timeExpression } from './source_checks.js';
 
 /**
  * Whose validation data the statistics must not see: `{ task }` — that task's earliest validation anchor
- * (train, distill); `{ until }` — a time a run recorded (its later stages); absent — the earliest
- * validation anchor over every task of the config (`graph build` without `--task`).
+ * (train); `{ until }` — a time a run recorded (its later stages, distill); absent — no run's: the latest
+ * of the tasks' cut-offs (`graph build` without `--task`), a graph every run's encoders read exactly.
  */
 export type FitFor = { task: string } | { until: number | null };
 
@@ -43,15 +43,19 @@ export function resolveFitUntil(cfg: Config, tableRanges: TableTimeRanges, fit?:
     if (t === null) throw new DataError(`data.fit_until is not a time`, { value: cfg.data.fit_until, hint: `${TIME_HINT}, or "auto"` });
     return t;
   }
-  let tasks = Object.values(cfg.taskSpecs);
+  const end = Math.max(...ranges.map((r) => r[1]));
   if (fit) {
     const task = cfg.taskSpecs[fit.task];
     if (!task) throw new ConfigError(`unknown task "${fit.task}"`, [], { where: '--task', hint: suggest(fit.task, Object.keys(cfg.taskSpecs)) });
-    tasks = [task];
+    return Math.min(end, firstValAnchor(task, tableRanges) ?? end);
   }
-  let until = Math.max(...ranges.map((r) => r[1]));
-  for (const task of tasks) until = Math.min(until, firstValAnchor(task, tableRanges) ?? until);
-  return until;
+  // No run named: the latest task cut-off, so the vocabularies hold every value any task's run fitted and
+  // any run's encoders read this graph exactly (an earlier graph would read some of them as out-of-vocabulary).
+  const cuts = Object.values(cfg.taskSpecs).flatMap((t) => {
+    const c = firstValAnchor(t, tableRanges);
+    return c === null ? [] : [c];
+  });
+  return cuts.length ? Math.min(end, Math.max(...cuts)) : end;
 }
 
 /** A task's earliest validation anchor with the most validation anchors `val_anchors: auto` may pick. */

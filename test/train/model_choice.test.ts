@@ -33,7 +33,7 @@ describe('chooseModel', () => {
   });
 
   it('keeps the GNN when it is ahead of both tree models beyond the interval', () => {
-    const s = binarySample(2000, 1);
+    const s = binarySample(800, 1);
     const r = chooseModel({ kind: 'binary', metric: BINARY, labels: s.labels, seed: 7, candidates: [candidate('gnn', s.labels, s.predict(4, 2)), candidate('gbdt', s.labels, s.predict(0.5, 3)), candidate('hybrid', s.labels, s.predict(1, 4))] });
     expect(r.chosen).toBe('gnn');
     expect(r.best).toBe('gnn');
@@ -60,7 +60,7 @@ describe('chooseModel', () => {
   });
 
   it('prefers the hybrid over the GNN on a tie when the trees alone are clearly behind', () => {
-    const s = binarySample(1500, 9);
+    const s = binarySample(600, 9);
     const gnn = s.predict(3, 21);
     const r0 = new Rng(22);
     const hybrid = Float32Array.from(gnn, (p) => p + (r0.next() - 0.5) * 0.01);

@@ -222,7 +222,7 @@ async function realData(dir) {
     data: root,
     fault_minutes: faultMinutes,
     ingest,
-    fit: { from: fit.fit_from, until: fit.fit_until, snapshots: fit.train_snapshots + fit.warmup_snapshots, seconds: fit.seconds, static_baseline_columns: fit.static_baseline_columns, snapshots_without_edges: fit.snapshots_without_edges },
+    fit: { from: fit.fit_from, until: fit.fit_until, snapshots: fit.train_snapshots + fit.warmup_snapshots, seconds: fit.seconds, static_baseline_columns: fit.static_baseline_columns, snapshots_without_edges: fit.snapshots_without_edges, root_cause_weights: fit.root_cause_weights },
     scored: { snapshots: score.snapshots, incidents: ev?.incidents, seconds: score.seconds },
     detection: { tagae: det(ev?.tagae), static: det(ev?.static), flat: det(ev?.flat), zscore: det(ev?.zscore) },
     root_cause: rc && Object.fromEntries(Object.entries(rc.methods).map(([m, q]) => [m, { ac_at_1: q.ac_at_1, ac_at_1_interval: q.ac_at_1_interval, ac_at_3: q.ac_at_3, ac_at_3_interval: q.ac_at_3_interval, avg_at_5: q.avg_at_5, ac_at_1_by_kind: Object.fromEntries(Object.entries(q.by_kind).map(([k, v]) => [k, v.ac_at_1])), ac_at_3_by_kind: Object.fromEntries(Object.entries(q.by_kind).map(([k, v]) => [k, v.ac_at_3])) }])),

@@ -1,4 +1,5 @@
 import { loadConfig } from '../../config/load.js';
+import { isoSeconds } from '../../core/duration.js';
 import { buildGraph } from '../../graph/build.js';
 import { formatSummary, summarizeGraph } from '../../graph/inspect.js';
 import type { CommandOutput } from '../run.js';
@@ -21,7 +22,7 @@ export async function graphBuildCommand(opts: GraphOptions): Promise<CommandOutp
     fingerprint: m.fingerprint,
     schema_fingerprint: m.schema_fingerprint,
     cached: r.cached,
-    fit_until: m.fit_until === null ? null : new Date(m.fit_until * 1000).toISOString(),
+    fit_until: m.fit_until === null ? null : isoSeconds(m.fit_until),
     seconds: Math.round(r.seconds * 100) / 100,
     tables: Object.fromEntries(Object.entries(m.tables).map(([k, t]) => [k, t.rows])),
     edges: Object.fromEntries(m.edges.map((e) => [e.name, e.count])),

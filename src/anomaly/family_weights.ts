@@ -17,7 +17,7 @@ import { writeJsonAtomic } from '../core/atomic.js';
 import { ArtifactError } from '../core/errors.js';
 import { isoSeconds } from '../core/duration.js';
 import { rankServices } from './root_cause.js';
-import { familySums, shareScores, signalDeviations, signalFamilies } from './signal_share.js';
+import { familyShares, familySums, shareScores, signalDeviations, signalFamilies } from './signal_share.js';
 import { fitFamilyWeights, weightedScores, type WeightedExample } from './signal_weights.js';
 import { loadIncidents, loadSnapshots, type Incident } from './source.js';
 import { fitEdgeZScore, type EdgeZScoreStats, type ZScoreStats } from './zscore_baseline.js';
@@ -97,11 +97,7 @@ function incidentWindow(snaps: { ts: number; services: string[]; deviations: Flo
   const inside = snaps.filter((s) => s.ts >= inc.start && s.ts < inc.end);
   if (inside.length === 0) return null;
   const { services, rows } = familySums(inside);
-  const shares = rows.map((row) => {
-    const total = row.reduce((x, y) => x + y, 0);
-    return total > 0 ? row.map((x) => x / total) : row;
-  });
-  return { names: services, shares, target: services.indexOf(inc.root_cause!) };
+  return { names: services, shares: familyShares(rows), target: services.indexOf(inc.root_cause!) };
 }
 
 export function writeFamilyWeights(runDir: string, w: FamilyWeights): void {

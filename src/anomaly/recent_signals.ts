@@ -11,7 +11,7 @@ import type { PlannedEvent, Snapshot } from './source.js';
 import type { AnomalyRun } from './run.js';
 import { rankServices } from './root_cause.js';
 import { snapshotRanking } from './root_cause_eval.js';
-import { familySums, shareScores, signalDeviations, signalFamilies, type SignalFamilies } from './signal_share.js';
+import { familyShares, familySums, shareScores, signalDeviations, signalFamilies, type SignalFamilies } from './signal_share.js';
 import { weightedScores } from './signal_weights.js';
 import { zScores, ZScoreRebaseliner, type EdgeZScoreStats } from './zscore_baseline.js';
 
@@ -65,15 +65,7 @@ export class RecentSignals {
   rootCauses(s: Snapshot, tagae: Float64Array, k: number): string[] {
     if (this.recent.length === 0) return snapshotRanking(s, tagae, true, k).map((x) => x.service);
     const { services, rows } = familySums(this.recent);
-    const score = this.weights ? weightedScores(normalised(rows), this.weights, services.length) : shareScores(rows, services.length);
+    const score = this.weights ? weightedScores(familyShares(rows), this.weights, services.length) : shareScores(rows, services.length);
     return rankServices(services, score).slice(0, k);
   }
-}
-
-/** Each family's deviations as shares across services (Σ = 1, or all 0). */
-function normalised(rows: Float64Array[]): Float64Array[] {
-  return rows.map((row) => {
-    const total = row.reduce((x, y) => x + y, 0);
-    return total > 0 ? row.map((x) => x / total) : row;
-  });
 }

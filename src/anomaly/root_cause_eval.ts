@@ -19,7 +19,7 @@
  * every labelled incident, with 95% intervals.
  */
 import { propagate, rankServices, rootCauseQuality, type RankedIncident, type RootCauseQuality } from './root_cause.js';
-import { familySums, shareScores } from './signal_share.js';
+import { familyShares, familySums, shareScores } from './signal_share.js';
 import { fitFamilyWeights, weightedScores, type WeightedExample } from './signal_weights.js';
 import type { Incident, Snapshot } from './source.js';
 
@@ -102,11 +102,7 @@ function windowShares(snaps: Snapshot[], evidence: Evidence, inc: Incident): { n
     if (deviations && s.ts >= inc.start && s.ts < inc.end) inWindow.push({ services: s.services, deviations });
   });
   const { services, rows } = familySums(inWindow);
-  const shares = rows.map((row) => {
-    const total = row.reduce((x, y) => x + y, 0);
-    return total > 0 ? row.map((x) => x / total) : row;
-  });
-  return { names: services, shares };
+  return { names: services, shares: familyShares(rows) };
 }
 
 /**

@@ -109,6 +109,14 @@ export function shareScores(deviations: readonly ArrayLike<number>[], n: number)
   return score;
 }
 
+/** Each family's deviations as shares across services (Σ = 1, or all 0 for a family with no deviation). */
+export function familyShares(rows: readonly Float64Array[]): Float64Array[] {
+  return rows.map((row) => {
+    const total = row.reduce((x, y) => x + y, 0);
+    return total > 0 ? row.map((x) => x / total) : row;
+  });
+}
+
 /**
  * Deviations of several snapshots summed per family and service ([families][services]); services that
  * come and go count where they appear.

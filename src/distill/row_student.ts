@@ -169,14 +169,7 @@ export async function prepareDistill(opts: DistillOptions) {
 
   // Data: RTI element lists and embeddings per example, in the concatenated example order.
   let t = performance.now();
-  const rti = await withHeartbeat(`distill ${taskName}: RTI element lists`, async (p) => {
-    const lists: Int32Array[] = [];
-    for (const hop of cfg.hopPaths) {
-      p.step(hop.text);
-      lists.push(isEntityHopPath(hop) ? entityRtiElements(graph, hop, all.nodes, all.anchors, d.real_time_offset) : await rtiForExamples(graph, hop, all.nodes, d.real_time_offset));
-    }
-    return lists;
-  });
+  const rti = await withHeartbeat(`distill ${taskName}: RTI element lists`, (p) => rtiLists(graph, cfg.hopPaths, all, d.real_time_offset, p));
   const timings: Record<string, number> = { rti: secs(t) };
   t = performance.now();
   const cadence = d.embedding_cadence ?? defaultCadence(d.min_embedding_offset, d.max_embedding_offset);
@@ -461,6 +454,16 @@ function concatExamples(parts: Examples[]): Examples {
     o += p.nodes.length;
   }
   return out;
+}
+
+/** Every example's RTI element list per hop path: an entity's own child rows, or a fact row's hop. */
+async function rtiLists(graph: Graph, hops: HopPath[], all: Examples, offset: number, p: { step(what: string): void }): Promise<Int32Array[]> {
+  const lists: Int32Array[] = [];
+  for (const hop of hops) {
+    p.step(hop.text);
+    lists.push(isEntityHopPath(hop) ? entityRtiElements(graph, hop, all.nodes, all.anchors, offset) : await rtiForExamples(graph, hop, all.nodes, offset));
+  }
+  return lists;
 }
 
 /** RTI lists for examples in any order (the DuckDB pass wants them sorted). */

@@ -65,7 +65,14 @@ afterAll(() => {
 
 /** metrics.json without wall-clock fields. */
 function stable(m: TrainMetrics): unknown {
-  return { ...m, epochs: m.epochs.map(({ seconds: _s, seeds_per_s: _r, timing: _t, ...rest }) => rest) };
+  const mc = m.model_choice;
+  // model_choice: every figure but the candidates' and the tree inputs' wall-clock seconds
+  const choice = mc && {
+    ...mc,
+    candidates: Object.fromEntries(Object.entries(mc.candidates).map(([k, { seconds: _s, ...rest }]) => [k, rest])),
+    tree_features: mc.tree_features && { ...mc.tree_features, seconds: 0 },
+  };
+  return { ...m, epochs: m.epochs.map(({ seconds: _s, seeds_per_s: _r, timing: _t, ...rest }) => rest), model_choice: choice };
 }
 
 describe('a training run', () => {

@@ -49,6 +49,8 @@ export interface HeuristicsResult {
   /** the heuristic with the best validation MAP@k */
   best_baseline: RankingBaseline;
   record: HeuristicsRecord;
+  /** each heuristic's top-k of every validation and test example (n × k, example order), for per-user intervals */
+  lists: Record<RankingBaseline, { val: Int32Array; test: Int32Array }>;
 }
 
 const DAY = 86_400;
@@ -255,7 +257,7 @@ export function rankingHeuristics(graph: Graph, rs: RankingSpec, data: { val: Ex
   const h = new HeuristicLists(graph, rs, seen.exclude);
   const columns = h.columns;
 
-  const ranked = (p: Params, ex: Examples, stride: number): { labels: Examples['label_items'] & object; ids: Int32Array } => {
+  const ranked = (p: Params, ex: Examples, stride: number): { labels: Examples['label_items'] & object; ids: Int32Array; rows: number[] } => {
     const groups = byAnchor(ex, stride);
     const rows = [...groups.values()].flat();
     const ids = new Int32Array(rows.length * k).fill(-1);
@@ -270,7 +272,14 @@ export function rankingHeuristics(graph: Graph, rs: RankingSpec, data: { val: Ex
       for (let j = ex.label_items!.offsets[e]!; j < ex.label_items!.offsets[e + 1]!; j++) flat.push(ex.label_items!.items[j]!);
       lo.push(flat.length);
     }
-    return { labels: { offsets: Int32Array.from(lo), items: Int32Array.from(flat) }, ids };
+    return { labels: { offsets: Int32Array.from(lo), items: Int32Array.from(flat) }, ids, rows };
+  };
+  /** every example's list in example order */
+  const inOrder = (p: Params, ex: Examples): Int32Array => {
+    const r = ranked(p, ex, 1);
+    const out = new Int32Array(ex.nodes.length * k).fill(-1);
+    r.rows.forEach((e, j) => out.set(r.ids.subarray(j * k, (j + 1) * k), e * k));
+    return out;
   };
   const metrics = (p: Params, ex: Examples, stride = 1): RankingMetrics => {
     const r = ranked(p, ex, stride);
@@ -306,11 +315,16 @@ export function rankingHeuristics(graph: Graph, rs: RankingSpec, data: { val: Ex
     repeat_affinity: { name: 'repeat_affinity', window, column, weight: weight.best },
   };
   const baselines = {} as HeuristicsResult['baselines'];
-  for (const name of RANKING_BASELINES) baselines[name] = { val: metrics(chosen[name], data.val), test: metrics(chosen[name], data.test) };
+  const lists = {} as HeuristicsResult['lists'];
+  for (const name of RANKING_BASELINES) {
+    lists[name] = { val: inOrder(chosen[name], data.val), test: inOrder(chosen[name], data.test) };
+    baselines[name] = { val: rankingMetrics(data.val.label_items!, lists[name].val, k), test: rankingMetrics(data.test.label_items!, lists[name].test, k) };
+  }
   const best_baseline = RANKING_BASELINES.reduce((a, b) => (baselines[b].val.map_at_k > baselines[a].val.map_at_k ? b : a));
   return {
     baselines,
     best_baseline,
+    lists,
     record: {
       exclude_seen: seen,
       popularity: { window: pop.best[0], window_seconds: Number.isFinite(pop.best[1]) ? pop.best[1] : null, val_map_by_window: pop.scores },
@@ -351,26 +365,7 @@ export function recordedParams(record: HeuristicsRecord, name: RankingBaseline, 
   }
 }
 
-/** What a ranking run serves: the deep model, the learned re-ranker over the heuristics' candidates (train/rerank.ts), or a heuristic. */
-export type ServedChoice = 'model' | 'reranker' | RankingBaseline;
-
-/**
- * Never worse than the simplest method: a learned list (the deep model, or the re-ranker when one was
- * trained) is served only when its validation MAP@k is at least the best heuristic's; otherwise that
- * heuristic is, and the reason says by how much. Between the two learned lists, the re-ranker must beat
- * the model outright (a tie keeps the model, which needs no candidate generation).
- */
-export function chooseServed(model: RankingMetrics, heuristic: RankingMetrics, name: RankingBaseline, reranker?: RankingMetrics | null): { chosen: ServedChoice; chosen_reason: string } {
-  const at = `MAP@${model.k}`;
-  const rr = reranker ? `, ${reranker.map_at_k.toFixed(4)} for the re-ranker` : '';
-  const figures = `validation ${at} ${model.map_at_k.toFixed(4)} for the model${rr}, ${heuristic.map_at_k.toFixed(4)} for ${name}`;
-  if (reranker && reranker.map_at_k > model.map_at_k && reranker.map_at_k >= heuristic.map_at_k) {
-    return { chosen: 'reranker', chosen_reason: `the re-ranker beats the model and the best heuristic on validation (${figures})` };
-  }
-  return model.map_at_k >= heuristic.map_at_k
-    ? { chosen: 'model', chosen_reason: `the model beats the best heuristic${reranker ? ' and the re-ranker' : ''} on validation (${figures})` }
-    : { chosen: name, chosen_reason: `the best heuristic beats the ${reranker ? 'model and the re-ranker' : 'model'} on validation (${figures})` };
-}
+export type { ServedChoice } from './ranking_choice.js';
 
 function round(x: number): number {
   return Math.round(x * 1e5) / 1e5;

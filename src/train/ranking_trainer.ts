@@ -27,6 +27,7 @@ import { interactionCsr } from './ranking_baselines.js';
 import { seenItems, unseen } from './ranking_affinity.js';
 import { ItemSplitEngine } from './ranking_engine.js';
 import { fitReranker, type ModelTopN, type RerankRecord } from './rerank.js';
+import { judgeRanking, type RankingChoiceRecord, type RankingIntervalsRecord, type ServedChoice } from './ranking_choice.js';
 import { localStep } from './ranking_step.js';
 import type { BackendRequest } from '../compute/backend.js';
 
@@ -62,6 +63,11 @@ export interface RankingFit {
   heuristics: HeuristicsRecord;
   /** the re-ranker over the heuristics' and the model's candidates, null when not fitted */
   reranker: RerankRecord | null;
+  /** what is served (train/ranking_choice.ts) */
+  chosen: ServedChoice;
+  chosen_reason: string;
+  choice: RankingChoiceRecord;
+  intervals: RankingIntervalsRecord;
 }
 
 /** Trains, then evaluates the best checkpoint and the baselines on val and test. */
@@ -83,7 +89,7 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   let best = weights.slice();
   const stopping = new EarlyStopping({ monitor: `val map@${k}`, patience: mc.patience, min_delta: SCORE_NOISE_DELTA });
   /** the best epoch's validation metrics: the final evaluation reuses them (same weights, deterministic trees) */
-  let bestVal: RankingMetrics | null = null;
+  let bestVal: { metrics: RankingMetrics; ranked: Int32Array } | null = null;
   const progress = new Progress();
   const engine = (mc.workers ?? 1) > 1 ? await ItemSplitEngine.start(mc.workers!, model, data.train, nItems, pop, mc.backend ?? 'auto') : null;
   if (engine) info(`train: each step's item tower split over ${engine.workers} worker threads`);
@@ -114,13 +120,14 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
       const seconds = tally.seconds();
       if (tally.seen === 0) break;
       model.params.assignBlob(weights);
-      const val = await evaluate(model, data.val, k, pop, `epoch ${epoch + 1}/${mc.epochs} validation`, seen);
+      const evaluated = await evaluateLists(model, data.val, k, pop, `epoch ${epoch + 1}/${mc.epochs} validation`, seen);
+      const val = evaluated.metrics;
       const record = tally.record(epoch + 1, val, seconds);
       records.push(record);
       const step = stopping.update(val.map_at_k)!;
       progress.end(`epoch ${epoch + 1}/${mc.epochs}: loss ${record.loss.toFixed(4)}, val map@${k} ${val.map_at_k.toFixed(4)}${step.improved ? ' (best)' : ''}, ${formatRate(record.seeds_per_s)} users/s, ${record.seconds.toFixed(1)}s`);
       if (step.improved) {
-        bestVal = val;
+        bestVal = evaluated;
         best = weights.slice();
         saveWeights(runDir, index, best);
       } else if (step.should_stop) {
@@ -135,11 +142,13 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   if (bestEpoch < 0) saveWeights(runDir, index, (best = weights.slice()));
 
   model.params.assignBlob(best);
-  const val = bestVal ?? (await evaluate(model, data.val, k, pop, 'evaluation: validation', seen));
-  const test = await evaluate(model, data.test, k, pop, 'evaluation: test', seen);
+  const val = bestVal ?? (await evaluateLists(model, data.val, k, pop, 'evaluation: validation', seen));
+  const test = await evaluateLists(model, data.test, k, pop, 'evaluation: test', seen);
   const h = rankingHeuristics(model.graph, rs, data, seen);
-  const reranker = mc.rerank === false ? null : await fitReranker(model.graph, rs, data, h.record, h.best_baseline, modelTopN(model, pop), seed, runDir);
-  return { workers: engine?.workers ?? 1, best, bestEpoch, epochs: records, val, test, baselines: h.baselines, best_baseline: h.best_baseline, heuristics: h.record, reranker };
+  const rr = mc.rerank === false ? null : await fitReranker(model.graph, rs, data, h.record, h.best_baseline, modelTopN(model, pop), seed, runDir);
+  const lists = { model: { val: val.ranked, test: test.ranked }, ...h.lists, ...(rr ? { reranker: rr.lists } : {}) };
+  const judged = judgeRanking(data, lists, h.best_baseline, k, seed);
+  return { workers: engine?.workers ?? 1, best, bestEpoch, epochs: records, val: val.metrics, test: test.metrics, baselines: h.baselines, best_baseline: h.best_baseline, heuristics: h.record, reranker: rr?.record ?? null, ...judged };
 }
 
 /**
@@ -234,6 +243,11 @@ const EVAL_CHUNK = 16384;
  * minutes, printing nothing. `label` names the pass in the progress line.
  */
 export async function evaluate(model: DeepModel, ex: Examples, k: number, pop: (a: number) => Float32Array, label = 'evaluation', seen?: SeenDecision): Promise<RankingMetrics> {
+  return (await evaluateLists(model, ex, k, pop, label, seen)).metrics;
+}
+
+/** `evaluate`'s metrics and the top-k lists they were computed from (n × k, example order). */
+export async function evaluateLists(model: DeepModel, ex: Examples, k: number, pop: (a: number) => Float32Array, label = 'evaluation', seen?: SeenDecision): Promise<{ metrics: RankingMetrics; ranked: Int32Array }> {
   const rs = model.spec.ranking!;
   const C = model.spec.channels;
   // With seen items excluded, a wider list is ranked and each user's seen items are dropped from it.
@@ -261,5 +275,5 @@ export async function evaluate(model: DeepModel, ex: Examples, k: number, pop: (
     }
   }
   progress.end(`${label}: ${ex.nodes.length.toLocaleString('en-US')} users ranked`);
-  return rankingMetrics(ex.label_items!, ranked, k);
+  return { metrics: rankingMetrics(ex.label_items!, ranked, k), ranked };
 }

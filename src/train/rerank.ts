@@ -207,7 +207,7 @@ async function evaluateSplit(inputs: RerankInputs, gbdt: GbdtModel, ex: Examples
  * validation and test example, writes `reranker.json` into the run directory, and returns its record; null
  * when the training windows give it nothing to learn from (no example with a label among its candidates).
  */
-export async function fitReranker(graph: Graph, rs: RankingSpec, data: { train: Examples; val: Examples; test: Examples }, record: HeuristicsRecord, best: RankingBaseline, modelTopN: ModelTopN | null, seed: number, runDir: string): Promise<RerankRecord | null> {
+export async function fitReranker(graph: Graph, rs: RankingSpec, data: { train: Examples; val: Examples; test: Examples }, record: HeuristicsRecord, best: RankingBaseline, modelTopN: ModelTopN | null, seed: number, runDir: string): Promise<{ record: RerankRecord; lists: { val: Int32Array; test: Int32Array } } | null> {
   const t0 = performance.now();
   const k = rs.top_k;
   const inputs = new RerankInputs(graph, rs, record, modelTopN);
@@ -228,7 +228,7 @@ export async function fitReranker(graph: Graph, rs: RankingSpec, data: { train: 
   const test = await evaluateSplit(inputs, gbdt, data.test, best, k);
   const intervals: Record<string, [number, number]> = {};
   for (const [name, lists] of Object.entries(test.lists)) if (name !== 'model' || modelTopN) intervals[name] = mapInterval(data.test, lists, k, seed);
-  return {
+  const out: RerankRecord = {
     sources: inputs.sources,
     source_width: RERANK_SOURCE_WIDTH,
     max_candidates: RERANK_MAX_CANDIDATES,
@@ -244,6 +244,7 @@ export async function fitReranker(graph: Graph, rs: RankingSpec, data: { train: 
     test_map_intervals: intervals,
     seconds: round((performance.now() - t0) / 1000),
   };
+  return { record: out, lists: { val: val.lists.reranker!, test: test.lists.reranker! } };
 }
 
 /** The run's fitted re-ranker (reranker.json), checked against the sources today's inputs build. */

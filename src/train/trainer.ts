@@ -39,7 +39,8 @@ import { BaselineJob } from './baseline_job.js';
 import { trainLoop, type EpochRecord, type LoopResult } from './loop.js';
 import { fitRanking } from './ranking_trainer.js';
 import type { RankingBaseline } from './ranking_baselines.js';
-import { chooseServed, type HeuristicsRecord } from './ranking_heuristics.js';
+import type { HeuristicsRecord } from './ranking_heuristics.js';
+import type { RankingChoiceRecord } from './ranking_choice.js';
 import type { RerankRecord } from './rerank.js';
 import { MIN_HISTORY, PAIR_FEATURES, rankingEdges, type RankingSpec } from '../model/context_gnn.js';
 import type { Plan } from '../model/plan.js';
@@ -102,7 +103,7 @@ export interface TrainMetrics {
   stopped: LoopResult['stopped'];
   counts: { train: number; val: number; test: number };
   anchors: TrainManifest['split'];
-  /** binary and regression runs: 95% bootstrap intervals of the test metrics and the lift (docs/evaluation.md) */
+  /** 95% bootstrap intervals of the test metrics and the lift (docs/evaluation.md); ranking runs add each heuristic's test MAP@k */
   intervals?: TestFigures['intervals'];
   /** entity tasks: each test anchor's metrics alone */
   test_by_anchor?: TestFigures['test_by_anchor'];
@@ -128,6 +129,8 @@ export interface TrainMetrics {
   reranker?: RerankRecord;
   /** binary and regression runs: the GNN, the trees and the hybrid on validation and test, and the choice (train/candidates.ts) */
   model_choice?: ModelChoiceRecord;
+  /** ranking runs: how the served list was judged (train/ranking_choice.ts) */
+  ranking_choice?: RankingChoiceRecord;
   /**
    * what a user should serve, and why. Ranking runs: the model or the heuristic that beat it on validation;
    * binary and regression runs: the candidate `model.kind` kept (`predict` and `evaluate` use it)
@@ -749,7 +752,10 @@ async function trainRankingRun(ctx: TrainContext, examples: TrainExamples, setup
       best_baseline: fit.best_baseline,
       heuristics: fit.heuristics,
       ...(fit.reranker ? { reranker: fit.reranker } : {}),
-      ...chooseServed(fit.val, best.val, fit.best_baseline, fit.reranker?.val),
+      intervals: fit.intervals,
+      ranking_choice: fit.choice,
+      chosen: fit.chosen,
+      chosen_reason: fit.chosen_reason,
     };
     const behind = baselineWarning(task.name, 'map_at_k', metrics.val_lift, metrics.lift);
     if (behind) warn(behind.replace("the baseline uses only the entity's own columns and past-window aggregates", `the best baseline is ${fit.best_baseline}`));

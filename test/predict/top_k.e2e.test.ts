@@ -22,7 +22,6 @@ import { buildGraph } from '../../src/graph/build.js';
 import { predict } from '../../src/predict/predict.js';
 import type { TopKResult } from '../../src/predict/top_k.js';
 import { rankingMetrics, type RankingMetrics } from '../../src/task/metrics.js';
-import { chooseServed } from '../../src/train/ranking_heuristics.js';
 import { isoSeconds } from '../../src/core/duration.js';
 import { targetTimeRange, taskSplit } from '../../src/task/split.js';
 import { buildTrainingTables } from '../../src/train/examples.js';
@@ -80,8 +79,10 @@ describe.skipIf(!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))('the real bin
     expect(Object.keys(file.baselines).sort()).toEqual(['affinity', 'cooccurrence', 'popularity', 'repeat', 'repeat_affinity']);
     const best = Object.entries(file.baselines).sort((a, b) => b[1].val.map_at_k - a[1].val.map_at_k)[0]![0];
     expect(file.best_baseline).toBe(best);
-    // never worse: the heuristic is the one to serve exactly when it beats the model and the re-ranker on validation
-    expect(file.chosen).toBe(chooseServed(file.val, file.baselines[best]!.val, best as 'repeat', file.reranker?.val).chosen);
+    // never worse: a learned list is served only when its validation lift's 95% paired interval lies above 0
+    const choice = (file as unknown as { ranking_choice: { simple_best: string; val_lift: Record<string, [number, number] | null> } }).ranking_choice;
+    if (file.chosen === 'model' || file.chosen === 'reranker') expect(choice.val_lift[file.chosen]![0]).toBeGreaterThan(0);
+    else expect(file.chosen).toBe(choice.simple_best);
     // On 2+ cores the steps split their item tower over two worker threads (train/ranking_engine.ts).
     const manifest = JSON.parse(readFileSync(join(trained.run_dir, 'manifest.json'), 'utf8')) as { workers: number };
     expect(manifest.workers).toBe(availableParallelism() >= 2 ? 2 : 1);

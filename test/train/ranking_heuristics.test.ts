@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { affinityShares, blend, flagAttribute, repeatShares, seenItems, singleValued, topOf, unseen, valueLists, type InteractionCsr } from '../../src/train/ranking_affinity.js';
-import { chooseServed, decideExcludeSeen, popularityWindows, rankedByCount, repeatRate } from '../../src/train/ranking_heuristics.js';
+import { decideExcludeSeen, popularityWindows, rankedByCount, repeatRate } from '../../src/train/ranking_heuristics.js';
 import { dropSeen } from '../../src/predict/top_k.js';
 import type { Examples } from '../../src/task/task_spec.js';
 
@@ -138,10 +138,5 @@ describe('windows and the served choice', () => {
   it('offers the task window beside 7/30/90 days and all time', () => {
     expect(popularityWindows(7 * 86400).map(([n]) => n)).toEqual(['7d', '30d', '90d', 'all']);
     expect(popularityWindows(14 * 86400).map(([n]) => n)).toEqual(['14d', '7d', '30d', '90d', 'all']);
-  });
-  it('serves the heuristic when it beats the model on validation', () => {
-    const m = (x: number) => ({ map_at_k: x, recall_at_k: 0, ndcg_at_k: 0, k: 12, n: 10 });
-    expect(chooseServed(m(0.1), m(0.12), 'affinity')).toMatchObject({ chosen: 'affinity' });
-    expect(chooseServed(m(0.12), m(0.12), 'affinity').chosen).toBe('model');
   });
 });

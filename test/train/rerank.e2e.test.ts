@@ -18,7 +18,6 @@ import { selectBackend } from '../../src/compute/backend.js';
 import { rankingMetrics } from '../../src/task/metrics.js';
 import { targetTimeRange, taskSplit } from '../../src/task/split.js';
 import { buildTrainingTables } from '../../src/train/examples.js';
-import { chooseServed } from '../../src/train/ranking_heuristics.js';
 import { nodeKeys } from '../helpers/graph.js';
 import { sqlPath, sqlRows } from '../helpers/pipeline.js';
 import { synthConfig, tinySynth, type SynthFixture } from '../helpers/synth.js';
@@ -88,7 +87,20 @@ describe.skipIf(!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))('the re-ranke
       expect(lo, name).toBeLessThanOrEqual(point + 1e-4);
       expect(hi, name).toBeGreaterThanOrEqual(point - 1e-4);
     }
-    expect(m.chosen).toBe(chooseServed(m.val, m.baselines[m.best_baseline]!.val, m.best_baseline as 'repeat', r.val).chosen);
+    // a learned list is served only with a validation lift whose 95% paired interval lies above 0; otherwise the best heuristic
+    const choice = (m as unknown as { ranking_choice: { simple_best: string; val_lift: Record<string, [number, number] | null> } }).ranking_choice;
+    if (m.chosen === 'model' || m.chosen === 'reranker') expect(choice.val_lift[m.chosen]![0]).toBeGreaterThan(0);
+    else expect(m.chosen).toBe(choice.simple_best);
+    // intervals: the model's test figures and every heuristic's test MAP@k, each holding its point
+    const iv = (m as unknown as { intervals: { test: Record<string, [number, number]>; test_map_by_list: Record<string, [number, number]> } }).intervals;
+    for (const key of ['map_at_k', 'recall_at_k', 'ndcg_at_k'] as const) {
+      expect(iv.test[key]![0]).toBeLessThanOrEqual((m.test as unknown as Record<string, number>)[key]! + 1e-4);
+      expect(iv.test[key]![1]).toBeGreaterThanOrEqual((m.test as unknown as Record<string, number>)[key]! - 1e-4);
+    }
+    for (const name of Object.keys(m.baselines)) {
+      expect(iv.test_map_by_list[name]![0], name).toBeLessThanOrEqual(m.baselines[name]!.test.map_at_k + 1e-4);
+      expect(iv.test_map_by_list[name]![1], name).toBeGreaterThanOrEqual(m.baselines[name]!.test.map_at_k - 1e-4);
+    }
     expect(existsSync(join(runDir, 'reranker.json'))).toBe(true);
     // --json carries the same record and choice
     expect(json.chosen).toBe(m.chosen);

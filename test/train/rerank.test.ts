@@ -9,7 +9,6 @@
 import { describe, expect, it } from 'vitest';
 import { GbdtModel } from '../../src/model/gbdt/index.js';
 import { singleValued, type InteractionCsr } from '../../src/train/ranking_affinity.js';
-import { chooseServed } from '../../src/train/ranking_heuristics.js';
 import { mapInterval, rerankTopK } from '../../src/train/rerank.js';
 import { candidateUnion, type SourceLists } from '../../src/train/rerank_candidates.js';
 import { featureNames, rerankFeatures } from '../../src/train/rerank_features.js';
@@ -123,19 +122,6 @@ describe('re-ranker features', () => {
     const moved = at([...BASE.slice(0, 3), [1, 3, 2]], [0, 1], [[0, 2, 3], [3, 1]]);
     for (const name of names) for (let r = 0; r < before.cand.items.length; r++) if (!Object.is(moved.get(name, r), before.get(name, r))) changed++;
     expect(changed).toBeGreaterThan(0);
-  });
-});
-
-describe('choice between the model, the re-ranker and the best heuristic', () => {
-  const m = (map: number) => ({ map_at_k: map, recall_at_k: 0, ndcg_at_k: 0, k: 12, n: 10 });
-  it('serves the re-ranker only when it beats the model and is at least the heuristic', () => {
-    expect(chooseServed(m(0.1), m(0.2), 'repeat', m(0.25))).toMatchObject({ chosen: 'reranker', chosen_reason: expect.stringContaining('0.2500 for the re-ranker') });
-    expect(chooseServed(m(0.1), m(0.2), 'repeat', m(0.2)).chosen).toBe('reranker');
-    expect(chooseServed(m(0.3), m(0.2), 'repeat', m(0.3)).chosen).toBe('model');
-    expect(chooseServed(m(0.1), m(0.2), 'repeat', m(0.15))).toMatchObject({ chosen: 'repeat', chosen_reason: expect.stringContaining('model and the re-ranker') });
-    // without a re-ranker the rule is the model against the heuristic
-    expect(chooseServed(m(0.1), m(0.2), 'repeat').chosen).toBe('repeat');
-    expect(chooseServed(m(0.2), m(0.2), 'repeat', null).chosen).toBe('model');
   });
 });
 

@@ -4,7 +4,8 @@
  * of the deep recommender against every heuristic of train/ranking_heuristics.ts on the test anchor: popularity,
  * repeat, attribute affinity, co-occurrence, repeat + affinity), then time `predict`'s exact top-12 over the
  * whole catalogue for every user (median of --repeats). The learned re-ranker over the heuristics' and the model's
- * candidates (train/rerank.ts) is reported beside them (`map_at_12.*.reranker`, `test_map_intervals`).
+ * candidates (train/rerank.ts) is reported beside them (`map_at_12.*.reranker`, `test_map_intervals`), with the
+ * run's `intervals` and the served list's choice (`chosen`, `ranking_choice`: paired validation lifts).
  *
  *   npm run build && node bench/recommend.mjs --size tiny|small|medium [--preset retail|retail-dates|bursty|ratings]
  *     [--data DIR] [--run RUN] [--epochs N] [--max-steps N] [--train-anchors N] [--repeats 3] [--verbose]
@@ -94,8 +95,12 @@ console.log(
     // 95% bootstrap intervals of test MAP@12 (test users resampled): re-ranker, deep model, popularity, best heuristic
     test_map_intervals: m.reranker?.test_map_intervals ?? null,
     reranker: m.reranker ? { train_users: m.reranker.train_users, train_rows: m.reranker.train_rows, candidate_recall: m.reranker.candidate_recall, rounds: m.reranker.rounds, best_round: m.reranker.best_round, seconds: m.reranker.seconds, top_features: m.reranker.top_features.slice(0, 5) } : null,
+    // 95% intervals of the deep model's test MAP/recall/NDCG@12, the lift over the best heuristic, every heuristic's test MAP@12
+    intervals: m.intervals ?? null,
     chosen: m.chosen ?? null,
     chosen_reason: m.chosen_reason ?? null,
+    // the paired validation lifts the choice was judged on
+    ranking_choice: m.ranking_choice ?? null,
     heuristics: m.heuristics ?? null,
     predict: {
       users: last.rows / last.k,

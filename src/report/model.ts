@@ -58,6 +58,8 @@ const trainMetricsSchema = z.object({
       baseline_test: z.record(z.string(), z.tuple([z.number(), z.number()]).nullable()).nullable(),
       lift: z.tuple([z.number(), z.number()]).nullable(),
       lift_judgement: z.string(),
+      /** ranking runs: each heuristic's (and the re-ranker's) test MAP@k interval */
+      test_map_by_list: z.record(z.string(), z.tuple([z.number(), z.number()]).nullable()).optional(),
     })
     .optional(),
   test_by_anchor: z.array(z.object({ anchor: z.string(), n: z.number(), metrics: metricsSchema })).optional(),

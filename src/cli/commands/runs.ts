@@ -20,6 +20,11 @@ export interface RunRow {
   metric: string | null;
   /** Its value; null when the metric is undefined (e.g. AUROC of a test set without positives). */
   value: number | null;
+  /**
+   * The model the run serves when it chose one (`chosen` in metrics.json: `gbdt`, `hybrid`, `gnn`, `model`,
+   * `reranker`, a heuristic, a student variant), else null; `metric`/`value` are that model's test figures.
+   */
+  served: string | null;
   created: string;
   dir: string;
 }
@@ -31,6 +36,25 @@ export function mainTestMetric(test: Record<string, unknown> | undefined): { met
   const metric = MAIN_METRICS.find((m) => test !== undefined && m in test) ?? null;
   const raw = metric ? test?.[metric] : undefined;
   return { metric, value: typeof raw === 'number' && Number.isFinite(raw) ? raw : null };
+}
+
+/** The parts of metrics.json that say which model a run serves and its test figures. */
+interface ServedMetrics {
+  test?: Record<string, unknown>;
+  chosen?: string;
+  model_choice?: { candidates?: Record<string, { test?: Record<string, unknown> } | undefined> };
+  reranker?: { test?: Record<string, unknown> };
+  baselines?: Record<string, { test?: Record<string, unknown> } | undefined>;
+}
+
+/**
+ * The test metrics of the model a run serves: the kept `model.kind` candidate, the re-ranker or the
+ * heuristic a ranking run chose; the run's own `test` otherwise (the GNN's, the distilled student's).
+ */
+export function servedTest(metrics: ServedMetrics): Record<string, unknown> | undefined {
+  const chosen = metrics.chosen;
+  if (chosen === undefined || chosen === 'model') return metrics.test;
+  return metrics.model_choice?.candidates?.[chosen]?.test ?? (chosen === 'reranker' ? metrics.reranker?.test : metrics.baselines?.[chosen]?.test) ?? metrics.test;
 }
 
 /** A metric cell: `auroc 0.8280`; `auroc n/a` when the run recorded the metric as undefined (null or NaN). */
@@ -45,8 +69,8 @@ export function formatMetric(metric: string | null, value: number | null): strin
  */
 export function formatRunsTable(runs: readonly RunRow[], runsDir: string): string {
   if (runs.length === 0) return `no runs in ${runsDir}`;
-  const header = ['run', 'kind', 'task', 'status', 'test metric', 'created'];
-  const cells = runs.map((r) => [r.id, r.kind, r.task, r.status, formatMetric(r.metric, r.value), r.created.slice(0, 19).replace('T', ' ')]);
+  const header = ['run', 'kind', 'task', 'status', 'serves', 'test metric', 'created'];
+  const cells = runs.map((r) => [r.id, r.kind, r.task, r.status, r.served ?? '-', formatMetric(r.metric, r.value), r.created.slice(0, 19).replace('T', ' ')]);
   const widths = header.map((h, i) => Math.max(h.length, ...cells.map((row) => row[i]?.length ?? 0)));
   const line = (row: readonly string[]): string => row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i] ?? 0))).join('  ');
   return [line(header), ...cells.map(line)].join('\n');
@@ -57,18 +81,31 @@ export async function runsListCommand(opts: RunsOptions): Promise<CommandOutput>
     ? loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd }).artifactsDir
     : resolve(opts.cwd ?? process.cwd(), opts.artifacts ?? 'artifacts');
   const runs: RunRow[] = listRuns(artifacts).map((r) => {
-    const m = r.manifest.metrics as { test?: Record<string, unknown> } | undefined;
+    const head = r.manifest.metrics as { test?: Record<string, unknown> } | undefined;
+    const full = readMetrics(r.dir);
     return {
       id: r.id,
       kind: r.manifest.kind,
       task: r.manifest.task,
       status: r.manifest.status,
-      ...mainTestMetric(m?.test),
+      served: full?.chosen ?? null,
+      ...mainTestMetric(full ? servedTest(full) : head?.test),
       created: r.manifest.created_at,
       dir: r.dir,
     };
   });
   return { result: { runs }, text: formatRunsTable(runs, join(artifacts, 'runs')) };
+}
+
+/** A run's metrics.json, or null when it has none (running, failed) or it cannot be parsed. */
+function readMetrics(dir: string): ServedMetrics | null {
+  const path = join(dir, 'metrics.json');
+  if (!existsSync(path)) return null;
+  try {
+    return JSON.parse(readFileSync(path, 'utf8')) as ServedMetrics;
+  } catch {
+    return null;
+  }
 }
 
 export interface RunsShowOptions extends RunsOptions {
@@ -103,6 +140,8 @@ export async function runsShowCommand(opts: RunsShowOptions): Promise<CommandOut
     } else if (metrics.chosen) {
       lines.push(`  serving ${metrics.chosen}: ${metrics.chosen_reason ?? ''}`);
     }
+    const byList = metrics.intervals?.test_map_by_list;
+    if (byList) lines.push(`  test ${mm} by list:${Object.entries(byList).map(([name, x]) => ` ${name}${iv(x)}`).join(';')}`);
   }
   return { result: { run_id: run.id, dir: run.dir, manifest: m, metrics }, text: lines.join('\n') };
 }
@@ -112,7 +151,7 @@ interface ShownMetrics {
   main_metric?: string;
   val?: Record<string, unknown>;
   test?: Record<string, unknown>;
-  intervals?: { test?: Record<string, [number, number] | null> };
+  intervals?: { test?: Record<string, [number, number] | null>; test_map_by_list?: Record<string, [number, number] | null> };
   chosen?: string;
   chosen_reason?: string;
   model_choice?: {

@@ -69,6 +69,8 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
     // binary/regression: every candidate of model.kind; ranking: the heuristic choice
     chosen: m.chosen ?? null,
     chosen_reason: m.chosen_reason ?? null,
+    // ranking: the paired validation lifts the served list was judged on (train/ranking_choice.ts)
+    ...(m.ranking_choice ? { ranking_choice: m.ranking_choice } : {}),
     // ranking: the learned re-ranker over the heuristics' and the model's candidates (train/rerank.ts)
     reranker: m.reranker
       ? { val: m.reranker.val, test: m.reranker.test, test_map_intervals: m.reranker.test_map_intervals, candidate_recall: m.reranker.candidate_recall, sources: m.reranker.sources, features: m.reranker.features, train_users: m.reranker.train_users, seconds: m.reranker.seconds }
@@ -120,6 +122,8 @@ export async function trainCommand(opts: TrainCommandOptions): Promise<CommandOu
     ...(m.reranker
       ? [`  re-ranker: val ${pick(m.reranker.val)}  test ${pick(m.reranker.test)}${interval(m.reranker.test_map_intervals.reranker)}; serving ${m.chosen === 'model' ? 'the deep model' : m.chosen} (${m.chosen_reason})`]
       : []),
+    ...(m.ranking_choice && !m.reranker ? [`  serving ${m.chosen === 'model' ? 'the deep model' : m.chosen} (${m.chosen_reason})`] : []),
+    ...(m.intervals && 'test_map_by_list' in m.intervals ? [`  test ${mm} by list:${Object.entries((m.intervals as { test_map_by_list: Record<string, [number, number] | null> }).test_map_by_list).map(([name, x]) => ` ${name}${interval(x)}`).join(';')}`] : []),
   ].join('\n');
   return { result, text };
 }

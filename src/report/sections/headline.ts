@@ -107,10 +107,11 @@ export function rankingBaselinesSection(d: TrainReport | DistillReport): string 
     ? `<p class="summary">Popularity window ${esc(h.popularity.window)}; affinity column ${esc(h.affinity.column ?? 'none (no categorical item column)')}; blend repeat weight ${esc(String(h.repeat_affinity.repeat_weight))} (each chosen on validation). Seen items: ${esc(h.exclude_seen.reason)}.</p>`
     : '';
   const chosen = m.chosen ? `<p class="summary" data-metric="chosen" data-value="${esc(m.chosen)}"><strong>Serve: ${esc(m.chosen === 'model' ? 'the deep recommender' : m.chosen === 'reranker' ? 'the re-ranker' : m.chosen)}</strong> — ${esc(m.chosen_reason ?? '')}.</p>` : '';
-  const iv = m.reranker?.test_map_intervals;
+  const byList = m.intervals?.test_map_by_list;
+  const iv: Record<string, [number, number] | null> | undefined = byList ? { model: m.intervals!.test.map_at_k ?? null, ...byList } : m.reranker?.test_map_intervals;
   const intervals = iv
     ? `<p class="summary">Test MAP@${esc(String(m.test.k ?? 'k'))}, 95% bootstrap intervals over test users: ${Object.entries(iv)
-        .map(([name, [lo, hi]]) => `${esc(name)} ${esc(lo.toFixed(4))}–${esc(hi.toFixed(4))}`)
+        .flatMap(([name, x]) => (x ? [`${esc(name)} ${esc(x[0].toFixed(4))}–${esc(x[1].toFixed(4))}`] : []))
         .join('; ')}.</p>`
     : '';
   return section(

@@ -10,7 +10,7 @@ afterEach(() => {
 });
 
 /** An artifacts folder holding runs whose manifests carry only what `runs list` reads. */
-function artifactsWith(runs: { id: string; task: string; created_at: string; test?: Record<string, unknown> }[]): string {
+function artifactsWith(runs: { id: string; task: string; created_at: string; test?: Record<string, unknown>; metrics?: Record<string, unknown> }[]): string {
   const root = mkdtempSync(join(tmpdir(), 'gnnctl-runs-list-'));
   dirs.push(root);
   for (const r of runs) {
@@ -18,6 +18,7 @@ function artifactsWith(runs: { id: string; task: string; created_at: string; tes
     mkdirSync(dir, { recursive: true });
     const manifest = { kind: 'train', task: r.task, status: 'complete', created_at: r.created_at, metrics: r.test ? { test: r.test } : undefined };
     writeFileSync(join(dir, 'manifest.json'), JSON.stringify(manifest));
+    if (r.metrics) writeFileSync(join(dir, 'metrics.json'), JSON.stringify(r.metrics));
   }
   return root;
 }
@@ -53,10 +54,10 @@ describe('gnnctl runs list', () => {
     const out = await runsListCommand({ artifacts });
     expect(out.text).not.toContain('undefined');
     expect(out.text.split('\n')).toEqual([
-      'run                         kind   task   status    test metric   created',
-      'fraud-20261128-042735-03a9  train  fraud  complete  auroc 0.5923  2026-11-28 04:27:35',
-      'churn-20261128-042955-c929  train  churn  complete  auroc 0.8280  2026-11-28 04:29:55',
-      'dnf-20261128-050000-aaaa    train  dnf    complete  auroc n/a     2026-11-28 05:00:00',
+      'run                         kind   task   status    serves  test metric   created',
+      'fraud-20261128-042735-03a9  train  fraud  complete  -       auroc 0.5923  2026-11-28 04:27:35',
+      'churn-20261128-042955-c929  train  churn  complete  -       auroc 0.8280  2026-11-28 04:29:55',
+      'dnf-20261128-050000-aaaa    train  dnf    complete  -       auroc n/a     2026-11-28 05:00:00',
     ]);
     const result = out.result as { runs: { id: string; metric: string | null; value: number | null }[] };
     expect(result.runs.map((r) => [r.id, r.metric, r.value])).toEqual([
@@ -67,11 +68,44 @@ describe('gnnctl runs list', () => {
   });
 
   it('widens a column to its longest cell, so a long task or metric does not shift the next column', () => {
-    const row = (id: string, task: string, metric: string, value: number): RunRow => ({ id, kind: 'train', task, status: 'complete', metric, value, created: '2026-11-28T04:31:19.000Z', dir: '' });
+    const row = (id: string, task: string, metric: string, value: number): RunRow => ({ id, kind: 'train', task, status: 'complete', metric, value, served: null, created: '2026-11-28T04:31:19.000Z', dir: '' });
     const lines = formatRunsTable([row('churn-1', 'churn', 'auroc', 0.828), row('next_purchases-1', 'next_purchases', 'map_at_k', 0.3008)], '').split('\n');
     const createdAt = lines.map((l) => l.indexOf(l.endsWith('created') ? 'created' : '2026-'));
     expect(new Set(createdAt).size).toBe(1);
-    expect(lines[2]).toBe('next_purchases-1  train  next_purchases  complete  map_at_k 0.3008  2026-11-28 04:31:19');
+    expect(lines[2]).toBe('next_purchases-1  train  next_purchases  complete  -       map_at_k 0.3008  2026-11-28 04:31:19');
+  });
+
+  it("shows the model a run serves and that model's test metric, not the GNN's", async () => {
+    const gnn = { auroc: 0.8973 };
+    const artifacts = artifactsWith([
+      {
+        id: 'fraud-20261128-042735-03a9',
+        task: 'fraud',
+        created_at: '2026-11-28T04:27:35.000Z',
+        test: gnn,
+        metrics: { test: gnn, chosen: 'gbdt', model_choice: { candidates: { gnn: { test: gnn }, gbdt: { test: { auroc: 0.9226 } }, hybrid: { test: { auroc: 0.91 } } } } },
+      },
+      {
+        id: 'next_purchases-20261128-050000-bbbb',
+        task: 'next_purchases',
+        created_at: '2026-11-28T05:00:00.000Z',
+        test: { map_at_k: 0.22 },
+        metrics: { test: { map_at_k: 0.22 }, chosen: 'repeat_affinity', baselines: { repeat_affinity: { test: { map_at_k: 0.283 } } } },
+      },
+      {
+        id: 'churn-20261128-051000-cccc',
+        task: 'churn',
+        created_at: '2026-11-28T05:10:00.000Z',
+        test: { auroc: 0.82 },
+        metrics: { test: { auroc: 0.82 }, chosen: 'gnn', model_choice: { candidates: { gnn: { test: { auroc: 0.82 } } } } },
+      },
+    ]);
+    const rows = (await runsListCommand({ artifacts })).result as { runs: RunRow[] };
+    expect(rows.runs.map((r) => [r.served, r.metric, r.value])).toEqual([
+      ['gbdt', 'auroc', 0.9226],
+      ['repeat_affinity', 'map_at_k', 0.283],
+      ['gnn', 'auroc', 0.82],
+    ]);
   });
 
   it('says where it looked when there are no runs', () => {

@@ -173,10 +173,10 @@ describe('README and docs', () => {
     expect(block, 'a `$ npx gnnctl runs list` example in the README').not.toBeNull();
     const lines = (block?.[1] ?? '').trimEnd().split('\n');
     const rows: RunRow[] = lines.slice(1).map((line) => {
-      const m = /^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(?:(\S+) (\S+)|-)\s+(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)$/.exec(line);
+      const m = /^(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(\S+)\s+(?:(\S+) (\S+)|-)\s+(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)$/.exec(line);
       expect(m, `a runs list row: ${line}`).not.toBeNull();
-      const [, id = '', kind = '', task = '', status = '', metric, value, created = ''] = m ?? [];
-      return { id, kind, task, status, metric: metric ?? null, value: value === undefined || value === 'n/a' ? null : Number(value), created: created.replace(' ', 'T'), dir: '' };
+      const [, id = '', kind = '', task = '', status = '', served = '-', metric, value, created = ''] = m ?? [];
+      return { id, kind, task, status, served: served === '-' ? null : served, metric: metric ?? null, value: value === undefined || value === 'n/a' ? null : Number(value), created: created.replace(' ', 'T'), dir: '' };
     });
     expect(rows.length).toBeGreaterThan(0);
     expect(formatRunsTable(rows, '')).toBe(lines.join('\n'));

@@ -95,11 +95,10 @@ export async function runPipeline(opts: PipelineOptions): Promise<PipelineResult
       const prev = opts.force ? undefined : listRuns(cfg.artifactsDir).reverse().find((r) => r.manifest.kind === 'train' && r.manifest.status === 'complete' && (r.manifest as TrainManifest).run_key === key);
       const dir = prev?.dir ?? (await train({ cfg, task, backend: opts.backend, epochs: opts.epochs })).runDir;
       const id = prev?.id ?? dir.split('/').pop()!;
-      const m = JSON.parse(readFileSync(join(dir, 'metrics.json'), 'utf8')) as { main_metric: string; test: Record<string, number>; val: unknown; baseline: { test: Record<string, number> } | null; lift: number | null };
+      const m = JSON.parse(readFileSync(join(dir, 'metrics.json'), 'utf8')) as TrainStageMetrics;
       runs[task] = id;
       trainMetrics[task] = { val: m.val, test: m.test, baseline: m.baseline?.test ?? null, lift: m.lift };
-      const mm = m.main_metric;
-      return { value: id, metric: `test ${mm} ${m.test[mm]?.toFixed(4)} (no-graph ${m.baseline?.test[mm]?.toFixed(4) ?? '-'})`, artifact: dir, reused: Boolean(prev) };
+      return { value: id, metric: trainStageLine(m), artifact: dir, reused: Boolean(prev) };
     });
   }
   if (!d) {
@@ -216,4 +215,26 @@ export function formatPipeline(r: PipelineResult): string {
 
 function secs(t: number): number {
   return Math.round((performance.now() - t) / 10) / 100;
+}
+
+/** What the train stage's line reads from a run's metrics.json. */
+interface TrainStageMetrics {
+  main_metric: string;
+  test: Record<string, number>;
+  val: unknown;
+  baseline: { test: Record<string, number> } | null;
+  lift: number | null;
+  chosen?: string;
+  model_choice?: { candidates: Record<string, { test?: Record<string, number> } | undefined> };
+}
+
+/**
+ * The train stage's metric cell: the GNN's test metric (the base distillation reads) beside the no-graph
+ * baseline, and the model `model.kind` kept for predict when it is not the GNN.
+ */
+export function trainStageLine(m: TrainStageMetrics): string {
+  const mm = m.main_metric;
+  const line = `test ${mm} ${m.test[mm]?.toFixed(4)} (no-graph ${m.baseline?.test[mm]?.toFixed(4) ?? '-'})`;
+  const kept = m.chosen !== undefined && m.chosen !== 'gnn' ? m.model_choice?.candidates[m.chosen]?.test?.[mm] : undefined;
+  return kept === undefined ? line : `${line}; serves ${m.chosen} ${kept.toFixed(4)}`;
 }

@@ -140,4 +140,22 @@ describe('refresh --incremental', () => {
     expect(inc.kept).toBe(0);
     expect(again.text).toMatch(/incremental customers: full refresh of \d+ \(no previous snapshot\)/);
   }, 300_000);
+
+  it('recomputes a kept embedding older than max_embedding_offset (14 days here), whatever its inputs', async () => {
+    const tx = readFileSync(join(fx.dir, 'transactions.csv'), 'utf8').trimEnd().split('\n');
+    const last = tx.slice(1).map((l) => l.split(',')).sort((a, b) => (a[1]! < b[1]! ? -1 : 1)).pop()!;
+    const later = new Date(Date.parse(`${last[1]!.replace(' ', 'T')}Z`) + 20 * 86400_000).toISOString().slice(0, 19).replace('T', ' ');
+    const maxId = Math.max(...tx.slice(1).map((l) => Number(l.split(',')[0])));
+    appendFileSync(join(fx.dir, 'transactions.csv'), `${maxId + 1},${later},${last[2]},${last[3]},0.05,2,0\n`);
+    const inc = (await refresh(true)).incremental!;
+    for (const t of inc.tables) {
+      expect(t.kind).toBe('incremental');
+      // One entity of each table had the new row; every other one was kept 20 days ago: all expired.
+      expect(t.recomputed).toBe(t.rows);
+      expect(t.expired).toBe(t.rows - 1);
+      expect(t.kept).toBe(0);
+      const rows = await snapshotRows(t.path, t.table);
+      expect(new Set([...rows.values()].map((v) => v.at)).size).toBe(1);
+    }
+  }, 300_000);
 });

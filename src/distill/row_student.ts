@@ -41,7 +41,7 @@ import { computedEmbeddings, embeddingFiles, entityFileEmbeddings, entityRtiElem
 import { StudentFeatures, type StudentData } from '../model/student/features.js';
 import { measureLatency, type StudentMetrics, type TrainedStudent } from './student_training.js';
 import { chooseStudent, STUDENT_VARIANTS, type StudentChoice, type StudentVariant } from './student_choice.js';
-import { liftInterval, type Interval } from '../task/intervals.js';
+import { judgeLift, liftInterval, metricIntervals, type Interval } from '../task/intervals.js';
 import { trainStudents, type StudentJob, type StudentOptions } from './student_pool.js';
 import { studentSpec } from './student_spec.js';
 import type { StudentDistillResult } from './distill_student.js';
@@ -74,6 +74,11 @@ export interface DistillMetrics {
   val: Metrics;
   test: Metrics;
   teacher: { val: Metrics; test: Metrics } | null;
+  /**
+   * 95% bootstrap intervals (test rows resampled, docs/evaluation.md): every test metric of the kept student
+   * and of the teacher, and the student's lift over the teacher on the main metric (paired, same rows)
+   */
+  intervals: { test: Record<string, Interval>; teacher_test: Record<string, Interval> | null; lift_over_teacher: Interval; lift_over_teacher_judgement: ReturnType<typeof judgeLift> | null };
   /** the student kept and exported: the full one or an ablation, whichever is best on validation (student_choice.ts); `val`, `test`, `student`, `epochs` are its */
   chosen: StudentVariant;
   chosen_reason: string;
@@ -364,7 +369,7 @@ function chooseKept(p: PreparedDistill, byVariant: Record<StudentVariant, Traine
 
 /** metrics.json of a distill run: the student beside the teacher and the ablations, its size and latency, the embeddings' coverage. */
 function distillMetrics(p: PreparedDistill, opts: DistillOptions, students: DistillStudents, studentBytes: number): DistillMetrics {
-  const { taskName, base, baseManifest, tables, teacherModel, ranges, embeddings, data, kind, objective, teacherPred, features, labels } = p;
+  const { taskName, base, baseManifest, tables, teacherModel, ranges, embeddings, data, kind, objective, teacherPred, features, labels, seed } = p;
   const { kept: main, ablations, ablationRows, choice, full } = students;
   const testLabels = labels.subarray(ranges.test[0], ranges.test[1]);
   const evaluate = (l: Float32Array, pred: Float32Array): Metrics => objective.metrics(l, pred);
@@ -374,6 +379,14 @@ function distillMetrics(p: PreparedDistill, opts: DistillOptions, students: Dist
         test: evaluate(testLabels, teacherPred.subarray(ranges.test[0], ranges.test[1])),
       }
     : null;
+  const teacherTestPred = teacherPred?.subarray(ranges.test[0], ranges.test[1]);
+  const liftOverTeacher = teacherTestPred ? liftInterval(kind, objective.mainMetric, testLabels, main.testPred, teacherTestPred, { seed }) : null;
+  const intervals = {
+    test: metricIntervals(kind, testLabels, main.testPred, { seed }),
+    teacher_test: teacherTestPred ? metricIntervals(kind, testLabels, teacherTestPred, { seed }) : null,
+    lift_over_teacher: liftOverTeacher,
+    lift_over_teacher_judgement: teacherTestPred ? judgeLift(liftOverTeacher) : null,
+  };
   const latency = measureLatency(main.model, features, data, ranges.test[0]);
   const teacherBytes = statSync(join(base.dir, 'model', 'weights.bin')).size;
   const metrics: DistillMetrics = {
@@ -384,6 +397,7 @@ function distillMetrics(p: PreparedDistill, opts: DistillOptions, students: Dist
     val: main.val,
     test: main.test,
     teacher,
+    intervals,
     chosen: choice.chosen,
     chosen_reason: choice.reason,
     chosen_val_lift: choice.val_lift,

@@ -81,6 +81,22 @@ describe('the distilled run folder', () => {
     for (const k of ['train', 'val', 'test'] as const) expect(m.embeddings.coverage[k]).toBeGreaterThan(0.9);
   });
 
+  it('metrics.json: 95% intervals holding the student\'s and the teacher\'s test AUROC, and the paired lift over the teacher', () => {
+    const m = JSON.parse(readFileSync(join(cmd.run_dir, 'metrics.json'), 'utf8')) as DistillMetrics;
+    const holds = (iv: [number, number] | null | undefined, v: number): void => {
+      expect(iv).not.toBeNull();
+      expect(iv![0]).toBeLessThanOrEqual(v + 1e-9);
+      expect(iv![1]).toBeGreaterThanOrEqual(v - 1e-9);
+      expect(iv![1] - iv![0]).toBeGreaterThan(0);
+    };
+    holds(m.intervals.test.auroc, auroc(m.test));
+    holds(m.intervals.teacher_test!.auroc, auroc(m.teacher!.test));
+    const lift = m.intervals.lift_over_teacher!;
+    expect(lift[0]).toBeLessThanOrEqual(lift[1]);
+    expect(['better', 'worse', 'tie']).toContain(m.intervals.lift_over_teacher_judgement);
+    expect(cmd.metrics).toHaveProperty('intervals');
+  });
+
   it('manifest.json traces it to its base run; student.json is the spec the bundled block asks for', () => {
     const man = readManifest<DistillManifest>(cmd.run_dir);
     expect(man).toMatchObject({ kind: 'distill', status: 'complete', task: 'fraud', base_run: base.runId, base_task: 'fraud', embeddings_source: 'computed' });

@@ -274,9 +274,9 @@ export function buildProgram(): Command {
 
   program
     .command('export')
-    .description('distilled run → Triton model repository (config.pbtxt + ONNX with the embeddings inside)')
+    .description('distilled run → Triton model repository (config.pbtxt + ONNX with the embeddings inside); a train run that chose its trees → the tree ensemble over request features (docs/models.md)')
     .addOption(opt.config())
-    .requiredOption('-r, --run <run>', 'distilled run: id, folder or latest:<task>')
+    .requiredOption('-r, --run <run>', 'distilled run, or a train run that chose its trees (model.kind gbdt): id, folder or latest:<task>')
     .option('--embeddings <path...>', 'embedding files/folders (default: embed each key table now with the base run)')
     .option('--out <dir>', 'model repository (default: artifacts/model_repository)')
     .option('--name <name>', 'model name (default: export.name)')

@@ -1,43 +1,76 @@
 /**
- * `export` of a train run. A Triton repository serves a model from what a request carries (the distilled
- * student: fact-row columns, entity keys whose embeddings are baked in, recent interactions). A train run's
- * chosen trees (`model.kind`: gbdt or hybrid) read relational aggregates — counts, sums, recency over the
- * entity's history, computed in DuckDB strictly before the anchor — which no request carries, and baking
- * them per entity would freeze every score at the export time, which is what batch predictions already
- * are. So such a run is refused with the two paths that do serve it (docs/models.md): its batch scores by
- * key (`predict`, `--publish` to the online store), or a student distilled from its GNN's embeddings.
+ * `export` of a train run. A run whose `model.kind` chose the trees (gbdt) is exported as a Triton model
+ * version of the tree ensemble over the features the caller computes (tree_version.ts), as tree models
+ * backed by a feature store are served. Refused, each with the way it is served: a hybrid choice (its
+ * trees also read the GNN embedding of the example, which a request does not carry) and a GNN choice (a
+ * train run's GNN serves through a distilled student, or its batch scores by key).
  */
 import type { Config } from '../config/load.js';
 import { UsageError } from '../core/errors.js';
 import { resolveRun } from '../artifacts/run_store.js';
 import { chosenTreeModel } from '../train/tree_model.js';
+import { exportTreeVersion, type TreeExportResult } from './tree_version.js';
 
-/** Throws when `ref` names a train run (export takes distilled runs), saying how that run's model is served. */
-export function refuseTrainRun(cfg: Config, ref: string, cwd?: string): void {
-  let run: ReturnType<typeof resolveRun>;
+export interface TrainRunExportOptions {
+  cfg: Config;
+  /** the run: id, folder or latest:<task> */
+  run: string;
+  out?: string;
+  name?: string;
+  version?: number;
+  /** the student-only flags by name (`--quantize`, `--embeddings`, …): any one given is refused for trees */
+  studentFlags?: Record<string, unknown>;
+  cwd?: string;
+}
+
+/**
+ * Exports `opts.run` when it names a train run that chose the trees; null when it names no train run
+ * (the student export handles it); throws, saying how the run is served, for any other train run.
+ */
+export async function exportTrainRun(opts: TrainRunExportOptions): Promise<{ result: TreeExportResult; text: string } | null> {
+  const found = trainRunOf(opts.cfg, opts.run, opts.cwd);
+  if (!found) return null;
+  const { run, tree } = found;
+  if (!tree || tree.kind !== 'gbdt') refuseTrainRun(run, tree);
+  const flags = Object.entries(opts.studentFlags ?? {}).filter(([, v]) => v !== undefined && v !== false && !(Array.isArray(v) && v.length === 0)).map(([k]) => k);
+  if (flags.length) throw new UsageError(`${flags.join(', ')} appl${flags.length === 1 ? 'ies' : 'y'} to distilled students; run ${run.id} exports its trees`, { where: flags[0], hint: 'leave it out: the tree ensemble has no embedding tables' });
+  const r = await exportTreeVersion({ cfg: opts.cfg, run, manifest: run.manifest, tree: tree!, out: opts.out, name: opts.name, version: opts.version });
+  const cats = r.features.filter((c) => c.kind === 'categorical').length;
+  const text = [
+    `exported ${r.model} version ${r.version} in ${r.seconds}s: ${r.dir}`,
+    `  the trees of train run ${r.train_run} (${r.trees} trees): input ${r.input.name} FP32 [-1, ${r.input.shape[1]}] (${r.features.length - cats} numeric, ${cats} categorical as vocabulary codes; NaN = missing; names in manifest.json and config.pbtxt), output ${r.output.name}`,
+    `  parity with the trees on ${r.parity.rows} rows: max |Δ| ${r.parity.max_abs_diff.toExponential(2)} (tolerance ${r.parity.tolerance})`,
+  ].join('\n');
+  return { result: r, text };
+}
+
+/** The train run `ref` names (a distilled run of the same name wins: `latest:<task>` may name both), or null. */
+function trainRunOf(cfg: Config, ref: string, cwd?: string): { run: ReturnType<typeof resolveRun>; tree: ReturnType<typeof chosenTreeModel> } | null {
   try {
-    // `latest:<task>` may name both kinds: a distilled run of the task is what export means.
-    if (resolveRun(cfg.artifactsDir, ref, { kind: 'distill', cwd }).manifest.kind === 'distill') return;
+    if (resolveRun(cfg.artifactsDir, ref, { kind: 'distill', cwd }).manifest.kind === 'distill') return null;
   } catch {
     // no distilled run by that name: see whether it names a train run
   }
+  let run: ReturnType<typeof resolveRun>;
   try {
     run = resolveRun(cfg.artifactsDir, ref, { cwd });
   } catch {
-    return; // not a run id or folder this can check: the export's own resolution reports it
+    return null; // not a run id or folder this can check: the export's own resolution reports it
   }
-  if (run.manifest.kind !== 'train') return;
-  const tree = chosenTreeModel(run.dir);
+  return run.manifest.kind === 'train' ? { run, tree: chosenTreeModel(run.dir) } : null;
+}
+
+/** Throws for a train run whose choice is not exported (the GNN, the hybrid), saying how that run is served. */
+function refuseTrainRun(run: ReturnType<typeof resolveRun>, tree: ReturnType<typeof chosenTreeModel>): never {
   const batch = `batch scores by key: gnnctl predict --run ${run.id} (--publish writes them to the online store by key)`;
   const student = `an online model: distill a student from this run's GNN embeddings (distillation.base: ${run.manifest.task}), then gnnctl export --run latest:<distillation task>`;
   if (tree) {
-    const f = tree.features;
-    const fact = f.plan.kind === 'fact';
+    const fact = tree.features.plan.kind === 'fact';
     throw new UsageError(
-      `run ${run.id} chose its ${tree.kind === 'gbdt' ? 'trees' : 'hybrid trees'} on ${f.own.length} own columns and ${f.plan.features.length} relational aggregates of ${fact ? `each ${f.entity} row's parents' history` : `the ${f.entity} history`} (computed in DuckDB before each anchor)${tree.kind === 'hybrid' ? ' and the GNN embedding' : ''}: a serving request does not carry those inputs, so the trees are not exported as an online model`,
+      `run ${run.id} chose the hybrid trees, which read the GNN embedding of each example (${tree.embedding_dim} channels, computed by the GNN over the graph at the anchor) besides ${tree.features.own.length + tree.features.plan.features.length} features: a serving request does not carry that embedding, so the hybrid is not exported`,
       // A fact-row run scores each row at its own time: predict does not batch-score it, the student serves it.
-      { where: '--run', hint: fact ? student : `${batch}; or ${student}` },
+      { where: '--run', hint: `${student}; or train with model.kind: gbdt to export trees over request features${fact ? '' : `; or ${batch}`}` },
     );
   }
-  throw new UsageError(`run ${run.id} is a train run; export takes a distilled run (gnnctl distill)`, { where: '--run', hint: `${student}; or ${batch}` });
+  throw new UsageError(`run ${run.id} is a train run; export takes a distilled run (gnnctl distill), or a train run that chose its trees (model.kind gbdt); this one chose its GNN`, { where: '--run', hint: `${student}; or ${batch}` });
 }

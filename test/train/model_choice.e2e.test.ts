@@ -129,11 +129,13 @@ describe('model.kind auto', () => {
 });
 
 describe('export of a train run', () => {
-  it('refuses the chosen trees with why (their aggregates are not in a request) and the two ways to serve them', async () => {
-    const err = await exportCommand({ config: fx.config, run: runs.auto.runId, artifacts: fx.artifacts, cwd: fx.dir }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(UsageError);
-    expect((err as Error).message).toMatch(/chose its trees on \d+ own columns and \d+ relational aggregates/);
-    expect((err as UsageError).hint).toMatch(/gnnctl predict --run/);
+  it('exports the chosen trees (test/export/tree_export.e2e.test.ts); refuses the hybrid (the GNN embedding is not in a request) and the GNN, each with how it is served', async () => {
+    const trees = await exportCommand({ config: fx.config, run: runs.auto.runId, out: join(out, 'repo'), artifacts: fx.artifacts, cwd: fx.dir });
+    expect((trees.result as { model_kind: string }).model_kind).toBe('gbdt');
+    const hybrid = await exportCommand({ config: fx.config, run: runs.hybrid.runId, artifacts: fx.artifacts, cwd: fx.dir }).catch((e: unknown) => e);
+    expect(hybrid).toBeInstanceOf(UsageError);
+    expect((hybrid as Error).message).toMatch(/chose the hybrid trees, which read the GNN embedding of each example/);
+    expect((hybrid as UsageError).hint).toMatch(/distill a student/);
     const gnn = await exportCommand({ config: fx.config, run: runs.gnn.runId, artifacts: fx.artifacts, cwd: fx.dir }).catch((e: unknown) => e);
     expect((gnn as Error).message).toMatch(/is a train run; export takes a distilled run/);
   });

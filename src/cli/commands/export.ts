@@ -1,7 +1,7 @@
 import { parseBackendRequest } from '../../compute/backend.js';
 import { loadConfig } from '../../config/load.js';
 import { exportModel } from '../../export/export.js';
-import { refuseTrainRun } from '../../export/tree_export.js';
+import { exportTrainRun } from '../../export/tree_export.js';
 import type { CommandOutput } from '../run.js';
 import { choiceFlag, externalDataFlag, intFlag, optional } from '../flags.js';
 
@@ -22,10 +22,11 @@ export interface ExportCommandOptions {
 
 export async function exportCommand(opts: ExportCommandOptions): Promise<CommandOutput> {
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
-  // A train run (its GNN, or the trees model.kind chose) is not an online model: say how it is served.
-  refuseTrainRun(cfg, opts.run, opts.cwd);
   // Triton version folders are positive integers.
   const version = optional(intFlag('--version', 1), opts.version);
+  // A train run: its trees (model.kind gbdt) export over request features; its GNN or hybrid is refused with how it is served.
+  const trees = await exportTrainRun({ cfg, run: opts.run, out: opts.out, name: opts.name, version, cwd: opts.cwd, studentFlags: { '--embeddings': opts.embeddings, '--quantize': opts.quantize, '--external-data': opts.externalData, '--embeddings-from-store': opts.embeddingsFromStore } });
+  if (trees) return trees;
   const quantize = optional(choiceFlag('--quantize', ['none', 'int8'] as const), opts.quantize);
   const externalData = optional(externalDataFlag('--external-data'), opts.externalData);
   const r = await exportModel({ cfg, run: opts.run, embeddings: opts.embeddings, out: opts.out, name: opts.name, version, quantize, externalData, embeddingsFromStore: Boolean(opts.embeddingsFromStore), backend: parseBackendRequest(opts.backend), cwd: opts.cwd });

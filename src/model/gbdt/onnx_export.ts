@@ -23,6 +23,11 @@ export interface GbdtOnnxOptions {
   outputName?: string;
   /** Graph name. Default `gnnctl_gbdt`. */
   graphName?: string;
+  /**
+   * Output shape: `vector` [batch] (default) or `column` [batch, 1], the shape of a Triton output with
+   * dims [1] under batching (the exported students' score has it too).
+   */
+  outputShape?: 'vector' | 'column';
 }
 
 interface FlatNodes {
@@ -65,7 +70,9 @@ export function gbdtOnnxGraph(model: GbdtModel, opts: GbdtOnnxOptions = {}): Onn
     base_values: attr.floats([model.baseline]),
   };
   const outName = opts.outputName ?? (binary ? 'probability' : 'prediction');
-  const axes = g.constant(BigInt64Array.from([1n]), [1]);
+  const column = opts.outputShape === 'column';
+  // Axis 1 for Slice and Squeeze; a column regressor needs neither (an unused initializer draws a warning).
+  const axes = binary || !column ? g.constant(BigInt64Array.from([1n]), [1]) : '';
   if (binary) {
     const [, probs] = g.addNode('TreeEnsembleClassifier', [x], 2, {
       domain: ML_DOMAIN,
@@ -83,7 +90,7 @@ export function gbdtOnnxGraph(model: GbdtModel, opts: GbdtOnnxOptions = {}): Onn
     const start = g.constant(BigInt64Array.from([1n]), [1]);
     const end = g.constant(BigInt64Array.from([2n]), [1]);
     const p = g.op('Slice', [probs!, start, end, axes]);
-    g.addOutput(outName, 'FLOAT', ['batch'], { from: g.op('Squeeze', [p, axes]) });
+    g.addOutput(outName, 'FLOAT', column ? ['batch', 1] : ['batch'], { from: column ? p : g.op('Squeeze', [p, axes]) });
   } else {
     const y = g.op(
       'TreeEnsembleRegressor',
@@ -99,7 +106,7 @@ export function gbdtOnnxGraph(model: GbdtModel, opts: GbdtOnnxOptions = {}): Onn
       },
       { domain: ML_DOMAIN },
     );
-    g.addOutput(outName, 'FLOAT', ['batch'], { from: g.op('Squeeze', [y, axes]) });
+    g.addOutput(outName, 'FLOAT', column ? ['batch', 1] : ['batch'], { from: column ? y : g.op('Squeeze', [y, axes]) });
   }
   return g;
 }

@@ -8,7 +8,7 @@
  * run's `intervals` and the served list's choice (`chosen`, `ranking_choice`: paired validation lifts).
  *
  *   npm run build && node bench/recommend.mjs --size tiny|small|medium [--preset retail|retail-dates|bursty|ratings]
- *     [--data DIR] [--run RUN] [--epochs N] [--max-steps N] [--train-anchors N] [--repeats 3] [--verbose]
+ *     [--data DIR] [--run RUN] [--epochs N] [--max-steps N] [--train-anchors N] [--val-anchors N] [--repeats 3] [--verbose]
  *
  * --preset picks the generator's data shape (`gnnctl datasets synth --preset`): the retail presets train
  * configs' `next_purchases`; the ratings presets (users/items/ratings) a `next_rated` task added here, the
@@ -39,6 +39,9 @@ const maxSteps = arg('max-steps', null);
 const anchors = arg('train-anchors', null);
 if (maxSteps) task.model = { ...task.model, max_steps_per_epoch: Number(maxSteps) };
 if (anchors) task.split = { ...task.split, train_anchors: Number(anchors) };
+// more validation anchors: more validation users for the served list's paired choice
+const valAnchors = arg('val-anchors', null);
+if (valAnchors) task.split = { ...task.split, val_anchors: Number(valAnchors) };
 
 let runDir;
 let trainSeconds = null;

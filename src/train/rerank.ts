@@ -16,11 +16,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { writeJsonAtomic } from '../core/atomic.js';
 import { ArtifactError } from '../core/errors.js';
 import { info } from '../core/log.js';
-import { Rng } from '../core/rng.js';
 import type { Graph } from '../graph/graph.js';
 import type { RankingSpec } from '../model/context_gnn.js';
 import { GbdtModel, type GbdtModelJSON, type GbdtParams } from '../model/gbdt/index.js';
-import { percentile } from '../task/intervals.js';
+import { meanInterval, perUserRanking } from './ranking_intervals.js';
 import { rankingMetrics, type RankingMetrics } from '../task/metrics.js';
 import type { Examples } from '../task/task_spec.js';
 import { seenItems, unseen } from './ranking_affinity.js';
@@ -39,7 +38,6 @@ const TRAIN_USERS = 4000;
 const STOP_USERS = 2000;
 /** users scored per batch when evaluating (bounds the feature matrix's memory) */
 const EVAL_CHUNK = 4000;
-const BOOTSTRAP = 1000;
 /**
  * Small trees, a slow rate and patient stopping: the validation users that stop it are few on small data
  * (76 at tiny), so one noisy round must not end the boosting.
@@ -260,23 +258,7 @@ export function loadReranker(runDir: string, inputs: RerankInputs): GbdtModel {
 
 /** 95% percentile-bootstrap interval of MAP@k over the examples of `ex` (resampled with replacement). */
 export function mapInterval(ex: Examples, ranked: Int32Array, k: number, seed: number): [number, number] {
-  const labels = ex.label_items!;
-  const n = ex.nodes.length;
-  const ap = new Float64Array(n);
-  for (let e = 0; e < n; e++) {
-    const one = { offsets: Int32Array.from([0, labels.offsets[e + 1]! - labels.offsets[e]!]), items: labels.items.subarray(labels.offsets[e]!, labels.offsets[e + 1]!) };
-    ap[e] = rankingMetrics(one, ranked.subarray(e * k, (e + 1) * k), k).map_at_k;
-  }
-  if (n === 0) return [0, 0];
-  const rng = new Rng(seed ^ 0x5eed);
-  const means = new Float64Array(BOOTSTRAP);
-  for (let b = 0; b < BOOTSTRAP; b++) {
-    let s = 0;
-    for (let i = 0; i < n; i++) s += ap[rng.nextU32() % n]!;
-    means[b] = s / n;
-  }
-  means.sort();
-  return [round(percentile(means, 0.025)), round(percentile(means, 0.975))];
+  return meanInterval(perUserRanking(ex.label_items!, ranked, k).map_at_k, seed ^ 0x5eed) ?? [0, 0];
 }
 
 function labelSet(ex: Examples, e: number): Set<number> {

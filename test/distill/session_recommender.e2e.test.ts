@@ -114,6 +114,23 @@ describe('recommender distill', () => {
     expect(m.test.map).toBeGreaterThan(m.baselines.popularity.test.map * 0.5);
   });
 
+  it('reports 95% intervals around the test MAP@12 of the student and of each baseline, and of the paired lift', () => {
+    const m = run.metrics;
+    const holds = (iv: [number, number] | null | undefined, v: number): void => {
+      expect(iv).not.toBeNull();
+      expect(iv![0]).toBeLessThanOrEqual(v + 1e-3);
+      expect(iv![1]).toBeGreaterThanOrEqual(v - 1e-3);
+    };
+    holds(m.intervals.test.map_at_k, m.test.map);
+    holds(m.intervals.test.recall_at_k, m.test.recall);
+    holds(m.intervals.test_map_by_list.student, m.test.map);
+    holds(m.intervals.test_map_by_list.popularity, m.baselines.popularity.test.map);
+    holds(m.intervals.test_map_by_list.repeat, m.baselines.repeat.test.map);
+    expect(m.intervals.lift_over_teacher).toBeNull(); // no ranking base run, no teacher
+    const best = Math.max(m.baselines.popularity.test.map, m.baselines.repeat.test.map);
+    holds(m.intervals.lift_over_best_baseline, m.test.map - best);
+  });
+
   it('a session_recommender.task that is not a ranking task (or no task) is a config error naming the field', () => {
     const problem = (line: string) => {
       try {
@@ -142,6 +159,8 @@ describe('with the deep recommender of the task as base run', () => {
     expect(r.metrics.distillation).toMatchObject({ teacher: deep.runId, kd_weight: 0.5, reason: null });
     expect(r.metrics.teacher!.test.examples).toBe(r.metrics.test.examples);
     expect(r.metrics.teacher_ratio).toBeCloseTo(r.metrics.test.map / r.metrics.teacher!.test.map, 3);
+    expect(r.metrics.intervals.lift_over_teacher).not.toBeNull();
+    expect(r.metrics.intervals.test_map_by_list.teacher![0]).toBeLessThanOrEqual(r.metrics.teacher!.test.map + 1e-3);
     // Without a ranking base run there is no teacher, and the metrics say why.
     expect(run.metrics.distillation).toMatchObject({ teacher: null, reason: expect.stringMatching(/no teacher scores|not a ranking run|neither base run/) });
   }, 300_000);

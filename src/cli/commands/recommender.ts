@@ -21,12 +21,13 @@ export async function recommenderDistillCommand(opts: RecommenderDistillOptions)
   const m = r.metrics;
   const k = m.k;
   const f = (x: { map: number; recall: number; ndcg: number }): string => `MAP@${k} ${x.map.toFixed(4)}, recall@${k} ${x.recall.toFixed(4)}, NDCG@${k} ${x.ndcg.toFixed(4)}`;
+  const iv = (x: [number, number] | null): string => (x ? ` [95% ${x[0].toFixed(4)} … ${x[1].toFixed(4)}]` : '');
   const d = m.session_departure;
   const result = { run_id: r.runId, run_dir: r.runDir, seconds: Math.round(r.seconds * 10) / 10, metrics: m };
   const text = [
     `session recommender ${r.runId} in ${result.seconds}s: ${r.runDir}`,
-    `  test: ${f(m.test)} (${m.counts.test} users, ${m.counts.items} items)`,
-    `  baselines (test): popularity ${f(m.baselines.popularity.test)}; repeat ${f(m.baselines.repeat.test)}; lift over the best ${m.lift_over_best_baseline.toFixed(2)}×`,
+    `  test: ${f(m.test)}${iv(m.intervals.test.map_at_k)} (${m.counts.test} users, ${m.counts.items} items)`,
+    `  baselines (test): popularity ${f(m.baselines.popularity.test)}; repeat ${f(m.baselines.repeat.test)}; lift over the best ${m.lift_over_best_baseline.toFixed(2)}× (MAP@${k} difference${iv(m.intervals.lift_over_best_baseline)})`,
     `  ablations (test): without the session ${f(m.ablations.no_session.test)}; session only ${f(m.ablations.session_only.test)}`,
     `  users whose session departs from their history (${d.departed.student.examples}): MAP@${k} ${d.departed.student.map.toFixed(4)} with the session vs ${d.departed.no_session.map.toFixed(4)} without; the rest (${d.rest.student.examples}): ${d.rest.student.map.toFixed(4)} vs ${d.rest.no_session.map.toFixed(4)}`,
     m.teacher

@@ -22,6 +22,8 @@ import { Graph } from '../../graph/graph.js';
 import { DeepModel } from '../../model/deep_model.js';
 import type { SessionSpec } from '../../model/student/session_spec.js';
 import type { TrainManifest } from '../../train/trainer.js';
+import { meanInterval, perUserRanking, rankingIntervals } from '../../train/ranking_intervals.js';
+import type { Interval } from '../../task/intervals.js';
 import type { RankingTarget } from '../../task/ranking_target.js';
 import { checkProviders, sessionData, type SessionData } from './data.js';
 import { rankingAnchors, rankingExamples, type RankingExamples } from './examples.js';
@@ -66,6 +68,17 @@ export interface SessionDistillMetrics {
   /** the teacher's own metrics on the same examples, and the student's test MAP@k over the teacher's */
   teacher: { val: RankingMetrics; test: RankingMetrics } | null;
   teacher_ratio: number | null;
+  /**
+   * 95% bootstrap intervals, test users resampled (docs/evaluation.md): the student's test MAP@k, recall@k and
+   * NDCG@k, each baseline's and the teacher's test MAP@k, and the paired student − teacher and student − best
+   * baseline MAP@k differences
+   */
+  intervals: {
+    test: Record<'map_at_k' | 'recall_at_k' | 'ndcg_at_k', Interval>;
+    test_map_by_list: Record<string, Interval>;
+    lift_over_teacher: Interval;
+    lift_over_best_baseline: Interval;
+  };
   negatives: 'full';
   student: { parameters: number; parameters_per_item: number; bytes: number };
   counts: { train: number; val: number; test: number; items: number };
@@ -228,15 +241,23 @@ function trainSessionStudents(p: PreparedSession, opts: DistillSessionOptions): 
 
 /** metrics.json of a session run: the student beside the baselines, the ablations, the teacher and the session-departure split. */
 function sessionMetrics(p: PreparedSession, students: SessionStudents, studentBytes: number): SessionDistillMetrics {
-  const { r, target, graph, ex, spec, data, anchors, nItems, teacher, teacherRun, userRun, itemRun } = p;
+  const { cfg, r, target, graph, ex, spec, data, anchors, nItems, teacher, teacherRun, userRun, itemRun } = p;
   const { main, noSession, sessionOnly } = students;
   const rows = (rg: [number, number]): Int32Array => Int32Array.from({ length: rg[1] - rg[0] }, (_, i) => rg[0] + i);
   const baseline = (f: (rs: Int32Array) => Int32Array) => ({ val: rankingMetrics(ex, rows(ex.ranges.val), f(rows(ex.ranges.val)), spec.k), test: rankingMetrics(ex, rows(ex.ranges.test), f(rows(ex.ranges.test)), spec.k) });
   const popularity = baseline((rs) => popularityLists(graph, target, ex, rs, spec.k, anchors.window));
   const repeat = baseline((rs) => repeatLists(graph, target, ex, rs, spec.k));
+  const testRows = rows(ex.ranges.test);
+  const lists: Record<string, Int32Array> = {
+    student: main.testLists,
+    popularity: popularityLists(graph, target, ex, testRows, spec.k, anchors.window),
+    repeat: repeatLists(graph, target, ex, testRows, spec.k),
+    ...(teacher ? { teacher: teacherLists(teacher, ex, testRows, spec.k) } : {}),
+  };
   const departure = departureSplit(graph, target, ex, data, spec, main, noSession);
   const teacherMetrics = teacher ? { val: rankingMetrics(ex, rows(ex.ranges.val), teacherLists(teacher, ex, rows(ex.ranges.val), spec.k), spec.k), test: rankingMetrics(ex, rows(ex.ranges.test), teacherLists(teacher, ex, rows(ex.ranges.test), spec.k), spec.k) } : null;
   const bestBaseline = Math.max(popularity.test.map, repeat.test.map);
+  const intervals = sessionIntervals(ex, testRows, lists, spec.k, cfg.seed, popularity.test.map >= repeat.test.map ? 'popularity' : 'repeat');
   return {
     task: r.task,
     query: target.query,
@@ -254,6 +275,7 @@ function sessionMetrics(p: PreparedSession, students: SessionStudents, studentBy
       : { teacher: null, kd_weight: 0, reason: `neither base run is a ranking run of ${r.task}: there are no teacher scores to distil from, so the student learns from the labels and the base runs' embeddings only` },
     teacher: teacherMetrics,
     teacher_ratio: teacherMetrics && teacherMetrics.test.map > 0 ? round(main.test.map / teacherMetrics.test.map, 4) : null,
+    intervals,
     negatives: 'full',
     student: { parameters: main.model.parameterCount(), parameters_per_item: spec.dim + 1, bytes: studentBytes },
     counts: { train: ex.ranges.train[1] - ex.ranges.train[0], val: ex.ranges.val[1] - ex.ranges.val[0], test: ex.ranges.test[1] - ex.ranges.test[0], items: nItems },
@@ -357,4 +379,23 @@ function teacherLists(teacher: RankingTeacher, ex: RankingExamples, rows: Int32A
 
 function secs(t: number): number {
   return Math.round((performance.now() - t) / 10) / 100;
+}
+
+/** The session run's test intervals from each list's per-user AP@k (train/ranking_intervals.ts, as ranking runs report). */
+function sessionIntervals(ex: RankingExamples, testRows: Int32Array, lists: Record<string, Int32Array>, k: number, seed: number, bestBaseline: 'popularity' | 'repeat'): SessionDistillMetrics['intervals'] {
+  const offsets = new Int32Array(testRows.length + 1);
+  const items: number[] = [];
+  testRows.forEach((e, i) => {
+    for (let j = ex.ptr[e]!; j < ex.ptr[e + 1]!; j++) items.push(ex.items[j]!);
+    offsets[i + 1] = items.length;
+  });
+  const labels = { offsets, items: Int32Array.from(items) };
+  const perUser = Object.fromEntries(Object.entries(lists).map(([name, l]) => [name, perUserRanking(labels, l, k)]));
+  const student = perUser.student!;
+  return {
+    test: rankingIntervals(student, seed),
+    test_map_by_list: Object.fromEntries(Object.entries(perUser).map(([name, u]) => [name, meanInterval(u.map_at_k, seed)])),
+    lift_over_teacher: perUser.teacher ? meanInterval(student.map_at_k, seed, perUser.teacher.map_at_k) : null,
+    lift_over_best_baseline: meanInterval(student.map_at_k, seed, perUser[bestBaseline]!.map_at_k),
+  };
 }

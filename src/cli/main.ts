@@ -34,6 +34,7 @@ const EXAMPLES: Record<string, string[]> = {
   'graph inspect': ['gnnctl graph inspect --config configs/retail.yaml', 'gnnctl graph inspect --config configs/retail.yaml --task fraud'],
   train: ['gnnctl train --config configs/retail.yaml --task churn', 'gnnctl train --config configs/retail.yaml --task fraud --epochs 5 --fail-under test.auroc=0.7 --json', 'gnnctl train --config configs/bursty.yaml --task churn --search --search-budget 10m'],
   'runs list': ['gnnctl runs list --config configs/retail.yaml'],
+  'runs show': ['gnnctl runs show latest:churn --config configs/retail.yaml', 'gnnctl runs show artifacts/runs/<run-id> --json'],
   embed: ['gnnctl embed --config configs/retail.yaml --run latest:churn', 'gnnctl embed --config configs/retail.yaml --run latest:churn --anchor-time 2020-09-01 --shard 0/4'],
   predict: [
     'gnnctl predict --config configs/retail.yaml --run latest:churn',
@@ -178,7 +179,7 @@ export function buildProgram(): Command {
   const runs = program.command('runs').description('training and distillation runs');
   runs
     .command('list')
-    .description('runs with task, status, main test metric and date')
+    .description('runs with task, status, the model each serves and its main test metric, and date')
     .option('-c, --config <file>', 'config (for its artifacts folder)')
     .addOption(opt.artifacts())
     .addOption(opt.json())

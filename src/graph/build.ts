@@ -54,7 +54,7 @@ export async function dataTimeRange(cfg: Config): Promise<[number, number] | nul
   const ranges = await withDuck(async ({ conn }) => {
     const sources: Record<string, SourceFile[]> = {};
     for (const spec of Object.values(cfg.tableSpecs)) sources[spec.name] = await sourceFiles(conn, spec);
-    return tableTimeRanges(cfg, graphsDir(cfg), sources);
+    return tableTimeRanges(cfg, sources);
   });
   const all = Object.values(ranges).flatMap((r) => (r.time_range ? [r.time_range] : []));
   return all.length ? [Math.min(...all.map((r) => r[0])), Math.max(...all.map((r) => r[1]))] : null;
@@ -70,7 +70,7 @@ export async function buildGraph(cfg: Config, opts: BuildOptions = {}): Promise<
       const sources: Record<string, SourceFile[]> = {};
       for (const spec of Object.values(cfg.tableSpecs)) sources[spec.name] = await sourceFiles(conn, spec);
       // The cache key holds the resolved fit_until, not the tasks: tasks that resolve to one cut-off share a build.
-      const fitUntil = resolveFitUntil(cfg, await tableTimeRanges(cfg, graphsDir(cfg), sources), opts.fit);
+      const fitUntil = resolveFitUntil(cfg, await tableTimeRanges(cfg, sources), opts.fit);
       const fingerprint = hashValue({ format: GRAPH_FORMAT, data: { ...cfg.data, fit_until: fitUntil }, specs: cfg.tableSpecs, sources });
       const dir = join(graphsDir(cfg), `${cfg.name}-${fingerprint}`);
       if (!opts.force && existsSync(join(dir, 'manifest.json'))) {
@@ -192,7 +192,7 @@ async function buildInto(
     tableRanges[plan.spec.name] = { time_range: [r.lo, r.hi] };
   }
   const timeRange: [number, number] | null = ranges.length ? [Math.min(...ranges.map((r) => r[0])), Math.max(...ranges.map((r) => r[1]))] : null;
-  rememberTimeRanges(cfg, graphsDir(cfg), sources, tableRanges);
+  rememberTimeRanges(cfg, sources, tableRanges);
   if (fitUntil !== null) info(`graph: fitting feature statistics on rows up to ${isoSeconds(fitUntil)}`);
 
   // 4. Per table: FK resolution, column roles, encoders, arrays.

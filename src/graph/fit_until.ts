@@ -91,11 +91,12 @@ export function latestRunFit(runs: { dir: string; manifest: { task: string; grap
 
 /**
  * The tables' time ranges, read once per version of the data (the sources' sizes and mtimes) and kept in
- * `<graphs>/.time_ranges/`, so a cache hit costs no scan. A time column that does not parse is left out
+ * `<artifacts>/.cache/time_ranges/` (outside `graphs/`, which holds only complete builds), so a cache hit
+ * costs no scan. A time column that does not parse is left out
  * here: the build reports it.
  */
-export async function tableTimeRanges(cfg: Config, graphs: string, sources: Record<string, SourceFile[]>): Promise<TableTimeRanges> {
-  const file = join(graphs, '.time_ranges', `${timeRangesKey(cfg, sources)}.json`);
+export async function tableTimeRanges(cfg: Config, sources: Record<string, SourceFile[]>): Promise<TableTimeRanges> {
+  const file = timeRangesFile(cfg, sources);
   if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as TableTimeRanges;
   const ranges = await withDuck(async ({ conn }) => scanTimeRanges(conn, cfg, sources));
   writeJsonAtomic(file, ranges);
@@ -103,8 +104,12 @@ export async function tableTimeRanges(cfg: Config, graphs: string, sources: Reco
 }
 
 /** Records the ranges a build measured, so the next resolution of the same data needs no scan. */
-export function rememberTimeRanges(cfg: Config, graphs: string, sources: Record<string, SourceFile[]>, ranges: TableTimeRanges): void {
-  writeJsonAtomic(join(graphs, '.time_ranges', `${timeRangesKey(cfg, sources)}.json`), ranges);
+export function rememberTimeRanges(cfg: Config, sources: Record<string, SourceFile[]>, ranges: TableTimeRanges): void {
+  writeJsonAtomic(timeRangesFile(cfg, sources), ranges);
+}
+
+function timeRangesFile(cfg: Config, sources: Record<string, SourceFile[]>): string {
+  return join(cfg.artifactsDir, '.cache', 'time_ranges', `${timeRangesKey(cfg, sources)}.json`);
 }
 
 function timeRangesKey(cfg: Config, sources: Record<string, SourceFile[]>): string {

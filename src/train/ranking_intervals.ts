@@ -92,7 +92,7 @@ export function chooseRanking<N extends string>(candidates: RankingCandidate<N>[
   const val_lift: Record<string, Interval> = {};
   const notes: string[] = [];
   const fmt = (x: number) => x.toFixed(4);
-  const iv = (l: Interval) => (l ? `[${fmt(l[0])}, ${fmt(l[1])}]` : 'undefined');
+  const iv = (l: Interval) => (l ? `${fmt(l[0])}, ${fmt(l[1])}` : 'undefined');
   for (const c of order) {
     if (c === incumbent || c.tier === incumbent.tier) continue;
     const lift = meanInterval(c.val_ap, seed, incumbent.val_ap);

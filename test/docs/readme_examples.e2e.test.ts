@@ -34,6 +34,7 @@ export function shape(line: string): string {
     .replace(/ \(\d+-epoch moving average\)/, '')
     .replace(/\((better|worse|tie|undefined)\)/, '(<judgement>)')
     .replace(/serving the \w+ \(.*\)$/, 'serving the <model> (<reason>)')
+    .replace(/; serving \w+ \(.*\)$/, '; serving <list> (<reason>)')
     .replace(/^(\s+)[* ] (gnn|gbdt|hybrid)\s+val /, '$1<mark> <model> val ')
     .replace(/skipped: .*$/, 'skipped: <reason>')
     .replace(/served by the (gnn|gbdt|hybrid)/, 'served by the <model>')

@@ -64,7 +64,7 @@ describe('the served list: more complex only beyond the paired interval', () => 
     expect(c.simple_best).toBe('repeat');
     expect(c.val_lift.model![0]).toBeLessThanOrEqual(0);
     expect(c.val_lift.model![1]).toBeGreaterThan(0);
-    expect(c.chosen_reason).toMatch(/^repeat is kept .*model vs repeat \+0\.0007 \[95% \[-?\d\.\d{4}, \d\.\d{4}\]\], not above 0/);
+    expect(c.chosen_reason).toMatch(/^repeat is kept .*model vs repeat \+0\.0007 \[95% -?\d\.\d{4}, \d\.\d{4}\], not above 0/);
   });
   it('serves the complex list on a clear win, and the re-ranker must then beat the model', () => {
     const model = Float64Array.from(heur, (x, i) => (i % 10 === 0 ? 1 : x));

@@ -136,7 +136,6 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
     await writeEmbeddings(itemFile, one(), { keyName: itemPk, dim: C, anchorTime: s.anchor, rowGroupSize: 65536, metadata: kvMetadata({ ...snapshotMetadata(s, VERSION), table: rs.item_table, key: itemPk, dim: C, side: 'item' }, null) });
   }
   const seconds = (performance.now() - t0) / 1000;
-  const rate = (s.hi - s.lo) / Math.max(1e-9, timing.computeMs / 1000);
   progress.end(`ranked ${(s.hi - s.lo).toLocaleString('en-US')} ${s.table} × ${nItems.toLocaleString('en-US')} ${rs.item_table} in ${seconds.toFixed(1)}s`);
   writeJsonAtomic(join(s.outDir, 'manifest.json'), {
     kind: 'predictions',
@@ -148,30 +147,7 @@ export async function predictTopK(opts: SnapshotOptions & { withEmbeddings?: boo
     files: opts.shard ? 'part-*.parquet' : basename(s.path),
     item_embeddings: itemFile ? basename(itemFile) : null,
   });
-  return {
-    path: s.path,
-    rows,
-    anchor_time: meta.anchor_time,
-    seconds: round(seconds, 3),
-    compute_seconds: round(timing.computeMs / 1000, 3),
-    entities_per_s: Math.round(rate),
-    workers: timing.workers ?? 1,
-    mode: s.mode,
-    table: s.table,
-    run_id: s.runId,
-    shard: s.shard,
-    task: meta.task,
-    objective: 'ranking',
-    prediction: 'top_k',
-    k,
-    key: s.key,
-    item_table: rs.item_table,
-    item_key: itemCol,
-    items: nItems,
-    item_embeddings: itemFile,
-    served_by: 'model',
-    served_reason: servedReason,
-  };
+  return topKResult(s, { rows, anchorTime: meta.anchor_time, seconds, computeMs: timing.computeMs, workers: timing.workers ?? 1, task: meta.task, k, itemCol, nItems, itemEmbeddings: itemFile, servedBy: 'model', servedReason });
 }
 
 /**
@@ -244,29 +220,37 @@ async function writeServedLists(opts: SnapshotOptions, s: Snapshot, t0: number, 
   const seconds = (performance.now() - t0) / 1000;
   progress.end(`listed ${(s.hi - s.lo).toLocaleString('en-US')} ${s.table} × ${nItems.toLocaleString('en-US')} ${rs.item_table} by ${name} in ${seconds.toFixed(1)}s`);
   writeJsonAtomic(join(s.outDir, 'manifest.json'), { kind: 'predictions', ...meta, run_dir: s.runDir, graph_dir: s.graphDir, shards: opts.shard?.count ?? 1, rows_total: s.existing, files: opts.shard ? 'part-*.parquet' : basename(s.path), item_embeddings: null });
+  return topKResult(s, { rows, anchorTime: meta.anchor_time, seconds, computeMs: timing.computeMs, workers: 1, task: meta.task, k, itemCol, nItems, itemEmbeddings: null, servedBy: name, servedReason: reason });
+}
+
+/** What every way of writing a run's top-k lists reports (the model's lists, a heuristic's, the re-ranker's). */
+function topKResult(
+  s: Snapshot,
+  r: { rows: number; anchorTime: string; seconds: number; computeMs: number; workers: number; task: string; k: number; itemCol: string; nItems: number; itemEmbeddings: string | null; servedBy: ServedChoice; servedReason: string },
+): TopKResult {
   return {
     path: s.path,
-    rows,
-    anchor_time: meta.anchor_time,
-    seconds: round(seconds, 3),
-    compute_seconds: round(timing.computeMs / 1000, 3),
-    entities_per_s: Math.round((s.hi - s.lo) / Math.max(1e-9, timing.computeMs / 1000)),
-    workers: 1,
+    rows: r.rows,
+    anchor_time: r.anchorTime,
+    seconds: round(r.seconds, 3),
+    compute_seconds: round(r.computeMs / 1000, 3),
+    entities_per_s: Math.round((s.hi - s.lo) / Math.max(1e-9, r.computeMs / 1000)),
+    workers: r.workers,
     mode: s.mode,
     table: s.table,
     run_id: s.runId,
     shard: s.shard,
-    task: meta.task,
+    task: r.task,
     objective: 'ranking',
     prediction: 'top_k',
-    k,
+    k: r.k,
     key: s.key,
-    item_table: rs.item_table,
-    item_key: itemCol,
-    items: nItems,
-    item_embeddings: null,
-    served_by: name,
-    served_reason: reason,
+    item_table: s.model.spec.ranking!.item_table,
+    item_key: r.itemCol,
+    items: r.nItems,
+    item_embeddings: r.itemEmbeddings,
+    served_by: r.servedBy,
+    served_reason: r.servedReason,
   };
 }
 

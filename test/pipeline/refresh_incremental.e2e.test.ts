@@ -7,6 +7,7 @@
  * vector and anchor_time byte for byte (read back with DuckDB). The merged snapshot exports as the next
  * version. A run with no snapshot at all refreshes in full and says so.
  */
+import { spawnSync } from 'node:child_process';
 import { appendFileSync, copyFileSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -157,5 +158,18 @@ describe('refresh --incremental', () => {
       const rows = await snapshotRows(t.path, t.table);
       expect(new Set([...rows.values()].map((v) => v.at)).size).toBe(1);
     }
+  }, 300_000);
+
+  it('the binary: refresh --incremental --json on unchanged data prints the incremental record (0 recomputed); a value given to the flag exits 2', () => {
+    const bin = join(import.meta.dirname, '..', '..', 'bin', 'gnnctl.js');
+    const run = (args: string[]) => spawnSync(process.execPath, [bin, 'refresh', '--config', fx.config, '--artifacts', fx.artifacts, ...args], { cwd: fx.dir, encoding: 'utf8', timeout: 280_000 });
+    const r = run(['--incremental', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout) as { incremental: { recomputed: number; kept: number } };
+    expect(out.incremental.recomputed).toBe(0);
+    expect(out.incremental.kept).toBeGreaterThan(0);
+    const bad = run(['--incremental=yes']);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--incremental/);
   }, 300_000);
 });

@@ -157,6 +157,13 @@ describe('the pipeline, command by command, through the binary', () => {
     const l = gnnctl(['runs', 'list', ...cfg(), '--json'], cwd);
     expect(l.code, l.stderr).toBe(0);
     expect(JSON.stringify(l.json)).toContain(String(t.json.run_id));
+    const shown = gnnctl(['runs', 'show', String(t.json.run_id), ...cfg(), '--json'], cwd);
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.json.run_id).toBe(t.json.run_id);
+    expect((shown.json.metrics as { chosen?: string }).chosen).toBeDefined();
+    const missing = gnnctl(['runs', 'show', 'fraud-20000101-000000-0000', ...cfg(), '--json'], cwd);
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toMatch(/fraud-20000101-000000-0000/);
   });
 
   it('embed --anchor-time with an offset --shard 1/2 writes a part file DuckDB reads', async () => {

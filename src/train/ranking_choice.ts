@@ -8,7 +8,7 @@ import type { Interval } from '../task/intervals.js';
 import { judgeLift } from '../task/intervals.js';
 import type { Examples } from '../task/task_spec.js';
 import { RANKING_BASELINES, type RankingBaseline } from './ranking_baselines.js';
-import { chooseRanking, meanInterval, perUserRanking, rankingIntervals, type RankingCandidate } from './ranking_intervals.js';
+import { chooseRanking, meanInterval, perUserRanking, rankingIntervals, subset, subsetLists, type RankingCandidate } from './ranking_intervals.js';
 
 /** What a ranking run serves: the deep model, the learned re-ranker over the heuristics' candidates (train/rerank.ts), or a heuristic. */
 export type ServedChoice = 'model' | 'reranker' | RankingBaseline;
@@ -23,6 +23,7 @@ export interface RankingChoiceRecord {
   simple_best: ServedChoice;
   /** 95% paired interval of each more complex list's validation MAP@k lift over the list it was judged against */
   val_lift: Record<string, Interval>;
+  /** the validation examples judged on: all, or those the re-ranker did not fit on */
   val_users: number;
 }
 
@@ -40,20 +41,26 @@ export interface RankingIntervalsRecord {
 /** Each list's top-k of the validation and test examples, n × k in example order. */
 export type SplitLists = Partial<Record<ServedChoice, { val: Int32Array; test: Int32Array }>>;
 
-/** Chooses the served list and computes the test intervals from every candidate's lists. */
+/**
+ * Chooses the served list and computes the test intervals from every candidate's lists. `judge` (indices
+ * of validation examples) restricts the choice to the examples no list was fitted on: the re-ranker fits
+ * on the rest of the validation examples (train/rerank.ts's splitValidation).
+ */
 export function judgeRanking(
   data: { val: Examples; test: Examples },
   lists: SplitLists,
   bestBaseline: RankingBaseline,
   k: number,
   seed: number,
+  judge?: number[],
 ): { chosen: ServedChoice; chosen_reason: string; choice: RankingChoiceRecord; intervals: RankingIntervalsRecord } {
-  const valLabels = data.val.label_items!;
+  const judged = judge ? subset(data.val, judge) : data.val;
+  const valLabels = judged.label_items!;
   const testLabels = data.test.label_items!;
   const candidates: RankingCandidate<ServedChoice>[] = [];
   for (const [name, l] of Object.entries(lists) as [ServedChoice, { val: Int32Array; test: Int32Array }][]) {
     const tier = name === 'model' ? TIER.model : name === 'reranker' ? TIER.reranker : TIER.heuristic;
-    candidates.push({ name, tier, val_ap: perUserRanking(valLabels, l.val, k).map_at_k });
+    candidates.push({ name, tier, val_ap: perUserRanking(valLabels, judge ? subsetLists(l.val, judge, k) : l.val, k).map_at_k });
   }
   const c = chooseRanking(candidates, k, seed);
   const test: Record<string, ReturnType<typeof perUserRanking>> = {};
@@ -66,7 +73,7 @@ export function judgeRanking(
   return {
     chosen: c.chosen,
     chosen_reason: c.chosen_reason,
-    choice: { rule: 'paired_bootstrap_val_map', simple_best: c.simple_best, val_lift: c.val_lift, val_users: data.val.nodes.length },
+    choice: { rule: 'paired_bootstrap_val_map', simple_best: c.simple_best, val_lift: c.val_lift, val_users: judged.nodes.length },
     intervals: { test: rankingIntervals(model, seed), baseline_test: rankingIntervals(base, seed), lift, lift_judgement: judgeLift(lift), test_map_by_list, resamples_seed: seed },
   };
 }

@@ -9,6 +9,7 @@ import { round } from '../core/number.js';
 import { Rng } from '../core/rng.js';
 import { percentile, type Interval } from '../task/intervals.js';
 import { rankingMetrics } from '../task/metrics.js';
+import type { Examples } from '../task/task_spec.js';
 
 /** Resamples of the users; a mean needs no more for two decimals of its percentiles. */
 const RESAMPLES = 1000;
@@ -111,4 +112,21 @@ export function chooseRanking<N extends string>(candidates: RankingCandidate<N>[
       ? `${incumbent.name} is kept (validation ${at} ${fmt(mean(incumbent.val_ap))}): no more complex list beats it beyond the 95% paired interval`
       : `${incumbent.name} is served (validation ${at} ${fmt(mean(incumbent.val_ap))}), beating the simpler lists beyond the 95% paired interval`;
   return { chosen: incumbent.name, chosen_reason: `${head}${notes.length ? `; ${notes.join('; ')}` : ''}`, simple_best: simple_best.name, val_lift };
+}
+
+/** The examples `idx` of `ex` (labels and anchors), in that order. */
+export function subset(ex: Examples, idx: number[]): Examples {
+  const l = ex.label_items!;
+  const offsets = new Int32Array(idx.length + 1);
+  idx.forEach((e, j) => (offsets[j + 1] = offsets[j]! + l.offsets[e + 1]! - l.offsets[e]!));
+  const items = new Int32Array(offsets[idx.length]!);
+  idx.forEach((e, j) => items.set(l.items.subarray(l.offsets[e]!, l.offsets[e + 1]!), offsets[j]!));
+  return { nodes: Int32Array.from(idx, (e) => ex.nodes[e]!), anchors: Float64Array.from(idx, (e) => ex.anchors[e]!), labels: Float32Array.from(idx, (e) => ex.labels[e]!), label_items: { offsets, items } };
+}
+
+/** The rows `idx` of n × k lists. */
+export function subsetLists(lists: Int32Array, idx: number[], k: number): Int32Array {
+  const out = new Int32Array(idx.length * k);
+  idx.forEach((e, j) => out.set(lists.subarray(e * k, (e + 1) * k), j * k));
+  return out;
 }

@@ -147,7 +147,7 @@ export async function fitRanking(model: DeepModel, data: { train: Examples; val:
   const h = rankingHeuristics(model.graph, rs, data, seen);
   const rr = mc.rerank === false ? null : await fitReranker(model.graph, rs, data, h.record, h.best_baseline, modelTopN(model, pop), seed, runDir);
   const lists = { model: { val: val.ranked, test: test.ranked }, ...h.lists, ...(rr ? { reranker: rr.lists } : {}) };
-  const judged = judgeRanking(data, lists, h.best_baseline, k, seed);
+  const judged = judgeRanking(data, lists, h.best_baseline, k, seed, rr?.judge);
   return { workers: engine?.workers ?? 1, best, bestEpoch, epochs: records, val: val.metrics, test: test.metrics, baselines: h.baselines, best_baseline: h.best_baseline, heuristics: h.record, reranker: rr?.record ?? null, ...judged };
 }
 

@@ -6,10 +6,13 @@
  * and its trend, the user's history with the item and with its attribute values. It contains every
  * heuristic: a user's list can be any one of them, or a mix.
  *
- * Trained on (a stride through) the run's training examples, the same anchors and users as the deep
- * model, with each training window's items as labels; early stopping on (a stride through) the validation
- * users; then evaluated on every validation and test user. `RerankInputs` builds candidates and features
- * for training and for `predict` alike, so the served file scores what training recorded.
+ * Fitted on validation examples, not on the training anchors: there the deep model's rank and score are
+ * in-sample (it fitted those very labels), the ranker learns to trust them, and the lead does not carry
+ * to later anchors. `splitValidation` shares the validation examples out: the ranker fits on one part
+ * (each window's items as labels), stops early on a second, and every list — heuristics, model,
+ * re-ranker — is judged on the third, which neither model was fitted on (`judge`). Then it is evaluated
+ * on every validation and test user. `RerankInputs` builds candidates and features for training and for
+ * `predict` alike, so the served file scores what training recorded.
  */
 import { join } from 'node:path';
 import { existsSync, readFileSync } from 'node:fs';
@@ -19,7 +22,7 @@ import { info } from '../core/log.js';
 import type { Graph } from '../graph/graph.js';
 import type { RankingSpec } from '../model/context_gnn.js';
 import { GbdtModel, type GbdtModelJSON, type GbdtParams } from '../model/gbdt/index.js';
-import { meanInterval, perUserRanking } from './ranking_intervals.js';
+import { meanInterval, perUserRanking, subset, subsetLists } from './ranking_intervals.js';
 import { rankingMetrics, type RankingMetrics } from '../task/metrics.js';
 import type { Examples } from '../task/task_spec.js';
 import { seenItems, unseen } from './ranking_affinity.js';
@@ -32,9 +35,9 @@ import { featureNames, rerankFeatures } from './rerank_features.js';
 export const RERANK_SOURCE_WIDTH = 30;
 /** candidates per user: keeps training rows and predict's scoring at users × 150 */
 export const RERANK_MAX_CANDIDATES = 150;
-/** training examples the ranker fits on (an even stride; each brings up to 150 rows) */
+/** examples the ranker fits on (an even stride; each brings up to 150 rows) */
 const TRAIN_USERS = 4000;
-/** validation users the early stopping watches (an even stride); the reported metrics use every one */
+/** examples the early stopping watches (an even stride) */
 const STOP_USERS = 2000;
 /** users scored per batch when evaluating (bounds the feature matrix's memory) */
 const EVAL_CHUNK = 4000;
@@ -54,9 +57,11 @@ export interface RerankRecord {
   source_width: number;
   max_candidates: number;
   features: string[];
-  /** training examples (users at anchors) with a label among their candidates, and their candidate rows */
+  /** validation examples (users at anchors) the ranker fitted on with a label among their candidates, and their candidate rows */
   train_users: number;
   train_rows: number;
+  /** how the validation examples were shared out (splitValidation); `val` is measured on the `judge` ones only */
+  val_split: { by: 'anchor' | 'user'; fit: number; stop: number; judge: number };
   /** share of the label items that made it into the candidates (the re-ranker's ceiling) */
   candidate_recall: { val: number; test: number };
   val: RankingMetrics;
@@ -139,17 +144,49 @@ export function rerankTopK(gbdt: GbdtModel, cand: Candidates, columns: Float32Ar
   return { ids, scores };
 }
 
-/** A training (or early-stopping) set: the candidate rows of the examples with at least one label among them, grouped per example. */
-async function groupedRows(inputs: RerankInputs, ex: Examples, maxUsers: number): Promise<{ columns: Float32Array[]; y: Float32Array; groups: Int32Array; users: number }> {
-  const stride = Math.max(1, Math.ceil(ex.nodes.length / maxUsers));
+/**
+ * How the validation examples are shared out (indices into them). With two or more validation anchors, by
+ * time like the run's own split: the ranker fits (and stops, on a quarter of the users by a hash of their
+ * id) on the earlier half of the anchors, the lists are judged on the later half. With one anchor, by a
+ * hash of the user's id: half judge, an eighth stop, the rest fit.
+ */
+export interface ValidationSplit {
+  by: 'anchor' | 'user';
+  fit: number[];
+  stop: number[];
+  judge: number[];
+}
+
+export function splitValidation(val: Examples): ValidationSplit {
+  const anchors = [...new Set(val.anchors)].sort((a, b) => a - b);
+  // The top 3 bits of a multiplicative hash: eight buckets of users, stable across anchors and runs.
+  const bucket = (e: number) => Math.imul(val.nodes[e]! + 1, 0x9e3779b1) >>> 29;
+  const out: ValidationSplit = { by: anchors.length >= 2 ? 'anchor' : 'user', fit: [], stop: [], judge: [] };
+  const cut = anchors[Math.floor(anchors.length / 2)] ?? Number.POSITIVE_INFINITY;
+  for (let e = 0; e < val.nodes.length; e++) {
+    const b = bucket(e);
+    if (out.by === 'anchor') (val.anchors[e]! >= cut ? out.judge : b < 2 ? out.stop : out.fit).push(e);
+    else (b < 4 ? out.judge : b === 4 ? out.stop : out.fit).push(e);
+  }
+  return out;
+}
+
+/** A training (or early-stopping) set: the candidate rows of the examples `idx` with at least one label among them, grouped per example. */
+async function groupedRows(inputs: RerankInputs, ex: Examples, idx: number[], maxUsers: number): Promise<{ columns: Float32Array[]; y: Float32Array; groups: Int32Array; users: number }> {
+  const stride = Math.max(1, Math.ceil(idx.length / maxUsers));
+  const byTime = new Map<number, number[]>();
+  for (let i = 0; i < idx.length; i += stride) {
+    const a = ex.anchors[idx[i]!]!;
+    byTime.set(a, [...(byTime.get(a) ?? []), idx[i]!]);
+  }
   const cols: Float32Array[][] = [];
   const ys: number[] = [];
   const groups: number[] = [];
-  for (const [anchor, idx] of byAnchor(ex, stride)) {
-    const users = Int32Array.from(idx, (e) => ex.nodes[e]!);
+  for (const [anchor, rows] of byTime) {
+    const users = Int32Array.from(rows, (e) => ex.nodes[e]!);
     const { cand, columns } = await inputs.at(users, anchor);
     const keep: number[] = [];
-    idx.forEach((e, j) => {
+    rows.forEach((e, j) => {
       const truth = labelSet(ex, e);
       const lo = cand.ptr[j]!;
       const hi = cand.ptr[j + 1]!;
@@ -205,17 +242,18 @@ async function evaluateSplit(inputs: RerankInputs, gbdt: GbdtModel, ex: Examples
  * validation and test example, writes `reranker.json` into the run directory, and returns its record; null
  * when the training windows give it nothing to learn from (no example with a label among its candidates).
  */
-export async function fitReranker(graph: Graph, rs: RankingSpec, data: { train: Examples; val: Examples; test: Examples }, record: HeuristicsRecord, best: RankingBaseline, modelTopN: ModelTopN | null, seed: number, runDir: string): Promise<{ record: RerankRecord; lists: { val: Int32Array; test: Int32Array } } | null> {
+export async function fitReranker(graph: Graph, rs: RankingSpec, data: { train: Examples; val: Examples; test: Examples }, record: HeuristicsRecord, best: RankingBaseline, modelTopN: ModelTopN | null, seed: number, runDir: string): Promise<{ record: RerankRecord; lists: { val: Int32Array; test: Int32Array }; judge: number[] } | null> {
   const t0 = performance.now();
   const k = rs.top_k;
   const inputs = new RerankInputs(graph, rs, record, modelTopN);
-  const train = await groupedRows(inputs, data.train, TRAIN_USERS);
-  const stop = await groupedRows(inputs, data.val, STOP_USERS);
-  if (train.users < 2 || stop.users < 1) {
-    info(`train: no re-ranker (${train.users} training and ${stop.users} validation users have a label among their candidates)`);
+  const split = splitValidation(data.val);
+  const train = await groupedRows(inputs, data.val, split.fit, TRAIN_USERS);
+  const stop = await groupedRows(inputs, data.val, split.stop, STOP_USERS);
+  if (train.users < 2 || stop.users < 1 || split.judge.length === 0) {
+    info(`train: no re-ranker (${train.users} fitting and ${stop.users} stopping validation users have a label among their candidates, ${split.judge.length} left to judge)`);
     return null;
   }
-  info(`train: re-ranker on ${train.users.toLocaleString('en-US')} users × their candidates (${train.y.length.toLocaleString('en-US')} rows, ${inputs.names.length} features)`);
+  info(`train: re-ranker on ${train.users.toLocaleString('en-US')} validation users × their candidates (${train.y.length.toLocaleString('en-US')} rows, ${inputs.names.length} features; split by ${split.by}, ${split.judge.length.toLocaleString('en-US')} users judge)`);
   const gbdt = GbdtModel.fit(
     { train: { rows: train.y.length, columns: train.columns }, y: train.y, groups: train.groups, valid: { data: { rows: stop.y.length, columns: stop.columns }, y: stop.y, groups: stop.groups }, names: inputs.names },
     { ...GBDT, ndcg_k: k, seed },
@@ -234,7 +272,8 @@ export async function fitReranker(graph: Graph, rs: RankingSpec, data: { train: 
     train_users: train.users,
     train_rows: train.y.length,
     candidate_recall: { val: round(val.recall), test: round(test.recall) },
-    val: rankingMetrics(data.val.label_items!, val.lists.reranker!, k),
+    val_split: { by: split.by, fit: split.fit.length, stop: split.stop.length, judge: split.judge.length },
+    val: rankingMetrics(subset(data.val, split.judge).label_items!, subsetLists(val.lists.reranker!, split.judge, k), k),
     test: rankingMetrics(data.test.label_items!, test.lists.reranker!, k),
     rounds: gbdt.history?.rounds ?? gbdt.trees.length,
     best_round: gbdt.history?.best_round ?? gbdt.trees.length,
@@ -242,7 +281,7 @@ export async function fitReranker(graph: Graph, rs: RankingSpec, data: { train: 
     test_map_intervals: intervals,
     seconds: round((performance.now() - t0) / 1000),
   };
-  return { record: out, lists: { val: val.lists.reranker!, test: test.lists.reranker! } };
+  return { record: out, lists: { val: val.lists.reranker!, test: test.lists.reranker! }, judge: split.judge };
 }
 
 /** The run's fitted re-ranker (reranker.json), checked against the sources today's inputs build. */

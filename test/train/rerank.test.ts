@@ -9,7 +9,8 @@
 import { describe, expect, it } from 'vitest';
 import { GbdtModel } from '../../src/model/gbdt/index.js';
 import { singleValued, type InteractionCsr } from '../../src/train/ranking_affinity.js';
-import { mapInterval, rerankTopK } from '../../src/train/rerank.js';
+import { mapInterval, rerankTopK, splitValidation } from '../../src/train/rerank.js';
+import { subset, subsetLists } from '../../src/train/ranking_intervals.js';
 import { candidateUnion, type SourceLists } from '../../src/train/rerank_candidates.js';
 import { featureNames, rerankFeatures } from '../../src/train/rerank_features.js';
 import type { Examples } from '../../src/task/task_spec.js';
@@ -108,6 +109,25 @@ describe('re-ranker features', () => {
     expect(f.get('pop_score', 1)).toBe(7);
   });
 
+  it('hold the repeat rhythm, the recency-weighted taste and the item\'s share of its value', () => {
+    // user 0's candidates: item 0 (days 1 and 4: a 3-day gap, 6 days since), item 3 (colour 1, bought by user 1 on day 9)
+    const f = at(BASE, [0], [[0, 3]]);
+    expect(f.get('user_item_mean_gap_days', 0)).toBe(3);
+    expect(f.get('user_item_mean_gap_days', 1)).toBeNaN();
+    expect(f.get('user_item_overdue', 0)).toBeCloseTo(6 / 4);
+    expect(f.get('user_repeat_share', 0)).toBeCloseTo(1 / 3);
+    // colour 0 bought on days 1 and 4, colour 1 on day 8 (half-life 30 days)
+    const w = (d: number) => 0.5 ** ((10 - d) / 30);
+    expect(f.get('affinity_decayed_colour', 0)).toBeCloseTo((w(1) + w(4)) / (w(1) + w(4) + w(8)), 5);
+    expect(f.get('affinity_decayed_colour', 1)).toBeCloseTo(w(8) / (w(1) + w(4) + w(8)), 5);
+    // last 30 days: colour 0 has items 0 (2 interactions) and 1 (none); colour 1 has item 2 (1) and item 3 (1)
+    expect(f.get('value_item_share_colour', 0)).toBe(1);
+    expect(f.get('value_item_share_colour', 1)).toBeCloseTo(0.5);
+    expect(f.get('affinity_pop_colour', 1)).toBeCloseTo(0.5 * f.get('affinity_decayed_colour', 1), 5);
+    // 7-day count 1 against a week of the 30-day count 2
+    expect(f.get('item_pop_trend_30d', 0)).toBeCloseTo(2 / (2 * 7 / 30 + 1), 5);
+  });
+
   it('do not change when interactions after the anchor are added, and do when one before it moves', () => {
     const before = at(BASE, [0, 1], [[0, 2, 3], [3, 1]]);
     const later: [number, number, number][] = [...BASE, [0, 3, 10.5], [1, 1, 11], [0, 0, 12], [1, 3, 10 + 1e-6]];
@@ -144,5 +164,52 @@ describe('top k by the ranker and the interval of MAP@k', () => {
     expect(hi).toBeGreaterThan(0.5);
     expect(hi - lo).toBeLessThan(0.3);
     expect(mapInterval(ex(50), new Int32Array(50).fill(3), 1, 0)).toEqual([1, 1]);
+  });
+});
+
+describe('the validation split of the re-ranker', () => {
+  const ex = (anchors: number[], users: number): Examples => {
+    const n = anchors.length * users;
+    return {
+      nodes: Int32Array.from({ length: n }, (_, e) => e % users),
+      anchors: Float64Array.from({ length: n }, (_, e) => anchors[Math.floor(e / users)]!),
+      labels: new Float32Array(n).fill(1),
+      label_items: { offsets: Int32Array.from({ length: n + 1 }, (_, i) => i), items: Int32Array.from({ length: n }, (_, e) => e) },
+    };
+  };
+  const check = (s: ReturnType<typeof splitValidation>, n: number) => {
+    const all = [...s.fit, ...s.stop, ...s.judge].sort((a, b) => a - b);
+    expect(all).toEqual(Array.from({ length: n }, (_, i) => i));
+  };
+
+  it('judges on the later anchors, fitting and stopping on the earlier ones', () => {
+    const v = ex([1, 2, 3, 4], 400);
+    const s = splitValidation(v);
+    check(s, 1600);
+    expect(s.by).toBe('anchor');
+    expect(new Set(s.judge.map((e) => v.anchors[e]))).toEqual(new Set([3, 4]));
+    expect(new Set([...s.fit, ...s.stop].map((e) => v.anchors[e]))).toEqual(new Set([1, 2]));
+    // a quarter of the earlier users stop the boosting (by a hash of their id)
+    expect(s.stop.length / 800).toBeGreaterThan(0.15);
+    expect(s.stop.length / 800).toBeLessThan(0.35);
+  });
+  it('shares one anchor out by user: half judge, the rest fit and stop, no user in two parts', () => {
+    const v = ex([7], 2000);
+    const s = splitValidation(v);
+    check(s, 2000);
+    expect(s.by).toBe('user');
+    expect(s.judge.length / 2000).toBeGreaterThan(0.4);
+    expect(s.judge.length / 2000).toBeLessThan(0.6);
+    expect(s.fit.length).toBeGreaterThan(s.stop.length);
+    const judged = new Set(s.judge.map((e) => v.nodes[e]));
+    for (const e of [...s.fit, ...s.stop]) expect(judged.has(v.nodes[e]!)).toBe(false);
+  });
+  it('subsets examples and lists in the order given', () => {
+    const v = ex([1], 5);
+    const sub = subset(v, [3, 1]);
+    expect([...sub.nodes]).toEqual([3, 1]);
+    expect([...sub.label_items!.offsets]).toEqual([0, 1, 2]);
+    expect([...sub.label_items!.items]).toEqual([3, 1]);
+    expect([...subsetLists(Int32Array.from([0, 0, 1, 1, 2, 2, 3, 3, 4, 4]), [3, 1], 2)]).toEqual([3, 3, 1, 1]);
   });
 });

@@ -15,7 +15,7 @@ import { warn } from '../core/log.js';
 import type { ColumnSchema, TableManifest, TableSchema } from '../artifacts/graph_manifest.js';
 import { writeTyped } from './csr.js';
 import { categoricalShares, numericReference } from './distribution.js';
-import { inferColumnRole, type ColumnStats } from './infer.js';
+import { INTEGER_TYPE, inferColumnRole, type ColumnStats } from './infer.js';
 import { TIME_TYPES, type TablePlan } from './table_plan.js';
 
 export interface EncodedTable {
@@ -237,14 +237,23 @@ export function fitFilter(plan: TablePlan, plans: Record<string, TablePlan>, fit
 /** One pass for distinct counts (approximate), non-null counts and string lengths of every column. */
 export async function columnStats(conn: DuckDBConnection, table: string, cols: ColumnInfo[]): Promise<Record<string, ColumnStats>> {
   if (cols.length === 0) return {};
+  // Integer ranges as DOUBLE: a UBIGINT/HUGEINT extreme would not fit a JS number exactly, and only the
+  // spread matters (infer.ts: codes leave gaps in their range).
+  const int = (c: ColumnInfo): boolean => INTEGER_TYPE.test(c.type);
   const parts = cols.flatMap((c, i) => [
     `approx_count_distinct(${q(c.name)}) AS d${i}`,
     `count(${q(c.name)}) AS n${i}`,
     c.type === 'VARCHAR' ? `avg(length(${q(c.name)})) AS l${i}` : `NULL AS l${i}`,
+    int(c) ? `min(${q(c.name)})::DOUBLE AS lo${i}` : `NULL AS lo${i}`,
+    int(c) ? `max(${q(c.name)})::DOUBLE AS hi${i}` : `NULL AS hi${i}`,
   ]);
   const row = (await queryRows<Record<string, number | bigint | null>>(conn, `SELECT ${parts.join(', ')} FROM ${table}`))[0]!;
+  const num = (v: number | bigint | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
   return Object.fromEntries(
-    cols.map((c, i) => [c.name, { distinct: Number(row[`d${i}`] ?? 0), nonNull: Number(row[`n${i}`] ?? 0), avgLength: row[`l${i}`] === null ? null : Number(row[`l${i}`]) }]),
+    cols.map((c, i) => [
+      c.name,
+      { distinct: Number(row[`d${i}`] ?? 0), nonNull: Number(row[`n${i}`] ?? 0), avgLength: num(row[`l${i}`]), min: num(row[`lo${i}`]), max: num(row[`hi${i}`]) },
+    ]),
   );
 }
 

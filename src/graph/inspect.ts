@@ -66,7 +66,9 @@ export function formatSummary(s: GraphSummary): string {
   for (const [name, t] of Object.entries(s.tables)) {
     lines.push(`  ${name}: ${t.rows.toLocaleString('en-US')} rows${t.time_range ? `, ${t.time_range[0].slice(0, 10)} … ${t.time_range[1].slice(0, 10)}` : ''}`);
     const w = Math.max(...t.columns.map((c) => c.name.length));
-    for (const c of t.columns) lines.push(`    ${c.name.padEnd(w)}  ${c.type.padEnd(9)} ${c.role.padEnd(11)} ${c.encoder}${c.role === 'ignore' || c.role === 'text' ? ` — ${c.reason}` : ''}`);
+    // Why each feature column got its role (keys are declared in the config and say nothing more).
+    const keyRole = (role: string): boolean => role === 'primary_key' || role === 'time' || role === 'foreign_key';
+    for (const c of t.columns) lines.push(`    ${c.name.padEnd(w)}  ${c.type.padEnd(9)} ${c.role.padEnd(11)} ${c.encoder}${keyRole(c.role) ? '' : ` — ${c.reason}`}`);
   }
   lines.push('', 'edges');
   const w = Math.max(...s.edges.map((e) => e.name.length), 4);

@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path';
 import * as arrow from 'apache-arrow';
 import * as pq from 'parquet-wasm/node';
 import { writeJsonAtomic } from '../core/atomic.js';
+import { lit, q, queryRows, withDuck } from '../data/duck.js';
 import { ArtifactError, UsageError } from '../core/errors.js';
 import { info } from '../core/log.js';
 import { round } from '../core/number.js';
@@ -161,6 +162,29 @@ export function changedInPlace(oldGraph: Graph, graph: Graph): string | null {
 }
 
 /**
+ * First table without a time column whose keys the previous graph held at other node ids, or null. Node ids
+ * of such a table follow the key order, so a new key that sorts between old ones moves every later row
+ * (and the foreign keys pointing at them); one that sorts last is appended, and counts as a new node.
+ */
+export async function movedKeys(oldGraph: Graph, graph: Graph): Promise<string | null> {
+  const tables = Object.entries(graph.tables).filter(([name, t]) => !t.time && oldGraph.tables[name] && graph.manifest.schema.tables[name]?.primary_key);
+  if (tables.length === 0) return null;
+  return withDuck(async ({ conn }) => {
+    for (const [name] of tables) {
+      const key = q(graph.manifest.schema.tables[name]!.primary_key!.column);
+      const file = (g: Graph) => lit(join(g.dir, g.manifest.tables[name]!.rows_file));
+      const [first] = await queryRows<{ node: number; was: string; is: string | null }>(
+        conn,
+        `SELECT o.__node AS node, CAST(o.${key} AS VARCHAR) AS was, CAST(n.${key} AS VARCHAR) AS "is" FROM read_parquet(${file(oldGraph)}) o
+         LEFT JOIN read_parquet(${file(graph)}) n USING (__node) WHERE n.${key} IS DISTINCT FROM o.${key} ORDER BY o.__node LIMIT 1`,
+      );
+      if (first) return `${name} has no time column and a key that sorts between its old ones: node ${first.node} held ${first.was}, now ${first.is ?? '(none)'} (node ids follow the key order, so every later row moved)`;
+    }
+    return null;
+  });
+}
+
+/**
  * Per table, the nodes whose embedding `hops` layers up may differ from the previous snapshot's: rows
  * newer than `since` or beyond the previous graph's row counts, then every node with an edge to a dirty
  * node, `hops` times.
@@ -232,15 +256,39 @@ export async function embedIncremental(opts: EmbedOptions & { maxAgeSeconds?: nu
   };
 }
 
+/** Graph folders are named by their content's fingerprint, so a comparison of two holds for the process. */
+const comparisons = new Map<string, Promise<{ reason: string | null; oldRows: Record<string, number> }>>();
+
+/**
+ * Why the previous graph's rows cannot be trusted as a prefix of today's (null: they can), and its row
+ * counts. One comparison serves every table a refresh embeds from the same two graphs.
+ */
+function compareGraphs(oldDir: string, graph: Graph): Promise<{ reason: string | null; oldRows: Record<string, number> }> {
+  const id = `${oldDir}\u0000${graph.dir}`;
+  let c = comparisons.get(id);
+  if (!c) {
+    c = (async () => {
+      const oldGraph = oldDir === graph.dir ? graph : Graph.load(oldDir);
+      const oldRows = Object.fromEntries(Object.entries(oldGraph.tables).map(([k, t]) => [k, t.rows]));
+      if (oldGraph === graph) return { reason: null, oldRows };
+      const keys = await movedKeys(oldGraph, graph);
+      if (keys) return { reason: `rows moved: ${keys}`, oldRows };
+      const moved = changedInPlace(oldGraph, graph);
+      return { reason: moved ? `rows changed in place: ${moved}` : null, oldRows };
+    })();
+    comparisons.set(id, c);
+    c.catch(() => comparisons.delete(id));
+  }
+  return c;
+}
+
 /** Writes the merged snapshot; returns why a full one is needed instead, when it is. */
 async function mergeSnapshot(s: Snapshot, opts: EmbedOptions & { maxAgeSeconds?: number | null }, prev: Previous, t0: number): Promise<IncrementalResult | string> {
   const C = s.model.spec.channels;
-  const oldGraph = prev.graphDir === s.graphDir ? s.graph : Graph.load(prev.graphDir!);
-  const moved = oldGraph === s.graph ? null : changedInPlace(oldGraph, s.graph);
-  if (moved) return `rows changed in place: ${moved}`;
+  const { reason, oldRows } = await compareGraphs(prev.graphDir!, s.graph);
+  if (reason) return reason;
   const old = readOldSnapshot(prev.path, s.key);
   if (old.dim !== C) return `the previous snapshot has dimension ${old.dim}, the model ${C}`;
-  const oldRows = Object.fromEntries(Object.entries(oldGraph.tables).map(([k, t]) => [k, t.rows]));
   const dirty = dirtyNodes(s.graph, oldRows, prev.anchor, s.model.spec.layers - s.depth)[s.table]!;
   const keys = await readTableKeys(s.graph, s.table, s.key, 0, s.existing, s.path);
   const oldest = opts.maxAgeSeconds != null ? BigInt(Math.round((s.anchor - opts.maxAgeSeconds) * 1e6)) : null;

@@ -67,7 +67,16 @@ export interface RefreshResult {
   predictions: RefreshedPredictions;
   /** the base run's feature drift on the data this version was embedded from (reported, not enforced: `gnnctl check` gates on it) */
   drift: DriftReport;
+  /** wall seconds per step: where a refresh's time goes (the embedding is the part `--incremental` shrinks) */
+  phases: RefreshPhases;
   seconds: number;
+}
+
+export interface RefreshPhases {
+  predictions: number;
+  embed: number;
+  export: number;
+  drift: number;
 }
 
 export interface IncrementalSummary {
@@ -152,7 +161,15 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
   const name = cfg.export.name;
   const modelDir = join(repo, name);
   const previous = latestVersion(modelDir);
+  const phases: RefreshPhases = { predictions: 0, embed: 0, export: 0, drift: 0 };
+  let mark = performance.now();
+  const lap = (phase: keyof RefreshPhases): void => {
+    const now = performance.now();
+    phases[phase] = round3((now - mark) / 1000);
+    mark = now;
+  };
   const predictions = await refreshPredictions(opts);
+  lap('predictions');
   let distilledRef = opts.run;
   if (!distilledRef) {
     if (previous === null) {
@@ -176,11 +193,14 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
     files.push(r.path);
     embeddings.push({ table, path: r.path, run_id: r.run_id, anchor_time: r.anchor_time, dim: r.dim });
   }
+  lap('embed');
   const r = await exportModel({ cfg, run: distilled.id, embeddings: files, out: repo, name, backend: opts.backend, cwd: opts.cwd });
+  lap('export');
   const base = resolveRun(cfg.artifactsDir, dm.base_run, { kind: 'train', cwd: opts.cwd });
   // Today's data encoded as the base run was fitted: its graph rebuilt at the run's own fit_until.
   const drift = driftReport(Graph.load((await buildGraph(cfg, { fit: runFit(base.dir, readManifest(base.dir)) })).dir), readModelJson<FeatureSpec>(base.dir, 'features.json'));
   if (!drift.ok) warn(`refresh: ${drift.features.filter((f) => f.drifted).length} feature(s) drifted above PSI ${drift.threshold} (max ${drift.max_psi}); run \`gnnctl check --config …\` and consider retraining`);
+  lap('drift');
   return {
     model: name,
     version: r.version,
@@ -194,6 +214,7 @@ export async function refresh(opts: RefreshOptions): Promise<RefreshResult> {
     ...(opts.incremental ? { incremental: summarizeIncremental(incremental) } : {}),
     predictions,
     drift,
+    phases,
     seconds: Math.round((performance.now() - t0) / 10) / 100,
   };
 }

@@ -2,11 +2,16 @@
  * The receptive field of an incremental refresh on a hand-built graph: customers ← transactions → articles.
  * One hop marks the entities owning a new row; more hops widen it over every edge (a customer who
  * bought an article someone else bought today is reached at three); rows beyond the previous graph's row
- * count are new whatever their time. `changedInPlace` names a table whose old rows differ.
+ * count are new whatever their time. `changedInPlace` names a table whose old rows differ, `movedKeys` a
+ * table without a time column whose new key sorts between old ones (rows.parquet files written here).
  */
 import { describe, expect, it } from 'vitest';
 import { Graph, type EdgeType, type NodeTable, type SharedGraph } from '../../src/graph/graph.js';
-import { changedInPlace, dirtyNodes } from '../../src/embed/incremental.js';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { changedInPlace, dirtyNodes, movedKeys } from '../../src/embed/incremental.js';
+import { sqlPath, sqlRows } from '../helpers/pipeline.js';
 
 // transactions (time): t0 c0→a0 @10, t1 c1→a1 @20, t2 c2→a1 @30, t3 c3→a2 @40 (new, after 35)
 function graph(price = [1, 2, 3, 4], parents = [0, 1, 2, 3]): Graph {
@@ -69,5 +74,33 @@ describe('changedInPlace', () => {
     expect(changedInPlace(graph(), graph())).toBeNull();
     expect(changedInPlace(graph(), graph([1, 2, 9, 4]))).toMatch(/transactions: a numeric value changed in place/);
     expect(changedInPlace(graph(), graph(undefined, [0, 1, 0, 3]))).toMatch(/tx->customers: a foreign key changed in place/);
+  });
+});
+
+describe('movedKeys', () => {
+  /** A graph whose customers (no time column) are `keys` in node order, written to rows.parquet as a build does. */
+  async function keyed(dir: string, keys: string[]): Promise<Graph> {
+    mkdirSync(dir, { recursive: true });
+    await sqlRows(`COPY (SELECT i - 1 AS __node, k AS customer_id FROM unnest(${sqlPath(JSON.stringify(keys))}::VARCHAR[]) WITH ORDINALITY AS u(k, i)) TO ${sqlPath(join(dir, 'rows.parquet'))} (FORMAT parquet)`);
+    const g = graph();
+    const manifest = {
+      schema: { tables: { customers: { primary_key: { column: 'customer_id', type: 'VARCHAR' } }, articles: {}, transactions: {} } },
+      tables: { customers: { rows_file: 'rows.parquet' } },
+    } as unknown as SharedGraph['manifest'];
+    return Graph.fromShared({ ...g.shareable(), dir, manifest, tables: { ...g.tables, customers: { ...g.tables.customers!, rows: keys.length } } });
+  }
+
+  it('null when a new key sorts last (a new node); the table, node and keys when one sorts between old ones', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'gnnctl-moved-'));
+    try {
+      const old = await keyed(join(root, 'old'), ['a', 'c', 'e']);
+      expect(await movedKeys(old, await keyed(join(root, 'same'), ['a', 'c', 'e']))).toBeNull();
+      expect(await movedKeys(old, await keyed(join(root, 'last'), ['a', 'c', 'e', 'f']))).toBeNull();
+      expect(await movedKeys(old, await keyed(join(root, 'between'), ['a', 'b', 'c', 'e']))).toBe(
+        'customers has no time column and a key that sorts between its old ones: node 1 held c, now b (node ids follow the key order, so every later row moved)',
+      );
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

@@ -68,7 +68,7 @@ export async function refreshCommand(opts: RefreshCommandOptions): Promise<Comma
   });
   const lines = r.predictions.map((p) => `predicted ${p.rows.toLocaleString('en-US')} ${p.table} (${p.task}) as of ${p.anchor_time}: ${p.path}`);
   if (r.model !== null && r.incremental) lines.push(...formatIncremental(r.incremental));
-  if (r.model !== null) lines.push(`refreshed ${r.model}: version ${r.version}${r.previous_version ? ` (was ${r.previous_version})` : ''} in ${r.seconds}s with embeddings as of ${Object.values(r.embedding_anchor).join(', ')}: ${r.dir}`);
+  if (r.model !== null) lines.push(`refreshed ${r.model}: version ${r.version}${r.previous_version ? ` (was ${r.previous_version})` : ''} in ${r.seconds}s (embedding ${r.phases.embed}s, export ${r.phases.export}s, drift report ${r.phases.drift}s) with embeddings as of ${Object.values(r.embedding_anchor).join(', ')}: ${r.dir}`);
   for (const p of r.published ?? []) lines.push(formatPublished(p));
   const text = lines.join('\n');
   return { result: r, text };

@@ -7,15 +7,17 @@
  * candidates (train/rerank.ts) is reported beside them (`map_at_12.*.reranker`, `test_map_intervals`), with the
  * run's `intervals` and the served list's choice (`chosen`, `ranking_choice`: paired validation lifts).
  *
- *   npm run build && node bench/recommend.mjs --size tiny|small|medium [--preset retail|retail-dates|bursty|ratings]
+ *   npm run build && node bench/recommend.mjs --size tiny|small|medium [--preset retail|retail-dates|bursty|ratings|retail-colour]
  *     [--data DIR] [--run RUN] [--epochs N] [--max-steps N] [--train-anchors N] [--val-anchors N] [--repeats 3] [--verbose]
  *
  * --preset picks the generator's data shape (`gnnctl datasets synth --preset`): the retail presets train
  * configs' `next_purchases`; the ratings presets (users/items/ratings) a `next_rated` task added here, the
- * items a user rates in the next week. --run skips training and reads that run's metrics; --max-steps caps
+ * items a user rates in the next week. `retail-colour` is the second item-attribute layout (issue 34): the
+ * retail data with the customers' taste carried by the colour column (colourData) and the product
+ * hierarchy shuffled across articles. --run skips training and reads that run's metrics; --max-steps caps
  * optimizer steps per epoch (medium).
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { arg, benchConfig, CACHE, dataset, peakRssMb, ROOT } from './common.mjs';
@@ -23,7 +25,7 @@ import { arg, benchConfig, CACHE, dataset, peakRssMb, ROOT } from './common.mjs'
 const size = arg('size', 'small');
 const preset = arg('preset', 'retail');
 mkdirSync(CACHE, { recursive: true });
-const data = arg('data', null) ?? (preset === 'retail' ? await dataset(size) : await presetData(preset, size));
+const data = arg('data', null) ?? (preset === 'retail' ? await dataset(size) : preset === 'retail-colour' ? await colourData(size) : await presetData(preset, size));
 const { loadConfig } = await import('../dist/config/load.js');
 const { train } = await import('../dist/train/trainer.js');
 const { predict } = await import('../dist/predict/predict.js');
@@ -33,7 +35,7 @@ setQuiet(!process.argv.includes('--verbose'));
 
 const ratingsShape = preset === 'bursty' || preset === 'ratings';
 const taskName = ratingsShape ? 'next_rated' : 'next_purchases';
-const cfg = loadConfig(preset === 'retail' ? benchConfig(`${size}-recommend`, data) : presetConfig(preset, size, data));
+const cfg = loadConfig(preset === 'retail' ? benchConfig(`${size}-recommend`, data) : preset === 'retail-colour' ? benchConfig(`colour-${size}-recommend`, data) : presetConfig(preset, size, data));
 const task = cfg.taskSpecs[taskName];
 const maxSteps = arg('max-steps', null);
 const anchors = arg('train-anchors', null);
@@ -149,4 +151,33 @@ function presetConfig(name, sz, dir) {
   const path = join(CACHE, `${name}-${sz}-recommend.yaml`);
   writeFileSync(path, `${text}\nartifacts: ${join(CACHE, `artifacts-${name}-${sz}`)}\n`);
   return path;
+}
+
+/**
+ * The retail data (seed 0) in a second item-attribute layout: the customers' taste (the generator's
+ * section) carried by colour_group_code/colour_group_name, and the product hierarchy (type, group,
+ * department, index, section, garment group) moved together to another article by a fixed shuffle, so it
+ * carries no taste. Customers and transactions are the retail files unchanged.
+ */
+async function colourData(sz) {
+  const src = await dataset(sz);
+  const dir = join(CACHE, `data-retail-colour-${sz}`);
+  if (existsSync(join(dir, 'articles.csv'))) return dir;
+  mkdirSync(dir, { recursive: true });
+  for (const f of ['customers.csv', 'transactions.csv']) copyFileSync(join(src, f), join(dir, f));
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  const db = await DuckDBInstance.create(':memory:');
+  const con = await db.connect();
+  const hier = ['product_type_no', 'product_type_name', 'product_group_name', 'department_no', 'department_name', 'index_code', 'index_name', 'index_group_no', 'index_group_name', 'section_no', 'section_name', 'garment_group_no', 'garment_group_name'];
+  const tmp = join(dir, 'articles.csv.tmp');
+  await con.run(`COPY (
+    WITH a AS (SELECT *, row_number() OVER (ORDER BY article_id) AS rn FROM read_csv('${join(src, 'articles.csv')}', all_varchar = true)),
+         s AS (SELECT ${hier.join(', ')}, row_number() OVER (ORDER BY hash(article_id || 'layout')) AS rn FROM a)
+    SELECT a.article_id, a.product_code, a.prod_name, ${hier.slice(0, 3).map((c) => `s.${c}`).join(', ')},
+           a.section_no AS colour_group_code, 'Colour ' || a.section_name AS colour_group_name,
+           ${hier.slice(3).map((c) => `s.${c}`).join(', ')}
+    FROM a JOIN s USING (rn) ORDER BY a.article_id) TO '${tmp}' (HEADER, FORMAT csv)`);
+  con.closeSync?.();
+  renameSync(tmp, join(dir, 'articles.csv'));
+  return dir;
 }

@@ -224,7 +224,10 @@ async function realData(dir) {
     ingest,
     fit: { from: fit.fit_from, until: fit.fit_until, snapshots: fit.train_snapshots + fit.warmup_snapshots, seconds: fit.seconds, static_baseline_columns: fit.static_baseline_columns, snapshots_without_edges: fit.snapshots_without_edges, root_cause_weights: fit.root_cause_weights },
     scored: { snapshots: score.snapshots, incidents: ev?.incidents, seconds: score.seconds },
-    detection: { tagae: det(ev?.tagae), static: det(ev?.static), flat: det(ev?.flat), zscore: det(ev?.zscore) },
+    detection: { tagae: det(ev?.tagae), static: det(ev?.static), flat: det(ev?.flat), zscore: det(ev?.zscore), rolling_family: det(ev?.rolling_family), tagae_rolling: det(ev?.tagae_rolling), combined: det(ev?.combined) },
+    // a fixed threshold per detector chosen on the earlier half of the faults; its figures on the later half
+    detection_operating_points: ev?.operating_points,
+    recommended_detector: ev?.recommended_detector,
     root_cause: rc && Object.fromEntries(Object.entries(rc.methods).map(([m, q]) => [m, { ac_at_1: q.ac_at_1, ac_at_1_interval: q.ac_at_1_interval, ac_at_3: q.ac_at_3, ac_at_3_interval: q.ac_at_3_interval, avg_at_5: q.avg_at_5, ac_at_1_by_kind: Object.fromEntries(Object.entries(q.by_kind).map(([k, v]) => [k, v.ac_at_1])), ac_at_3_by_kind: Object.fromEntries(Object.entries(q.by_kind).map(([k, v]) => [k, v.ac_at_3])) }])),
     // the recommendation is chosen on the earlier half of the faults; its figures on the later half
     root_cause_selection: rc?.selection && { validation_incidents: rc.selection.validation_incidents, test_incidents: rc.selection.test_incidents, validation_ac_at_1: Object.fromEntries(Object.entries(rc.selection.validation).map(([m, q]) => [m, q.ac_at_1])), test: Object.fromEntries(Object.entries(rc.selection.test).map(([m, q]) => [m, { ac_at_1: q.ac_at_1, ac_at_1_interval: q.ac_at_1_interval, ac_at_3: q.ac_at_3 }])) },

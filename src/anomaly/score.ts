@@ -30,6 +30,8 @@ import { edgeZScores, fitEdgeZScore, type EdgeZScoreStats } from './zscore_basel
 import { SlidingThreshold } from './threshold.js';
 import { writeScores, type ScoreRow } from './writer.js';
 import { writeScoreRecord } from './score_record.js';
+import { ROLLING_METHODS, RollingDetector, type RollingMethod } from './rolling_reference.js';
+import { chooseOperatingPoint, type OperatingPoint } from './operating_point.js';
 
 export interface ScoreOptions {
   run: string;
@@ -65,9 +67,17 @@ export interface ScoreReport {
     flat: DetectorQuality;
     /** the per-service z-score baseline (null: a run fitted before it existed) */
     zscore: DetectorQuality | null;
+    /** the drift-following detectors (rolling_reference.ts), each alerting above the threshold quantile of its own past scores */
+    rolling_family: DetectorQuality;
+    tagae_rolling: DetectorQuality;
+    combined: DetectorQuality;
+    /** per detector, a fixed threshold chosen on the earlier half of the incidents and its figures on the later half (operating_point.ts) */
+    operating_points: Record<string, OperatingPoint>;
+    /** the detector to run (`anomaly.detector` in the config): the best validation AUROC, at its validation-chosen threshold */
+    recommended_detector: { method: string; threshold: number; validation_auroc: number | null } | null;
     /** root-cause rankings of every method, when the labels name root causes */
     root_cause: RootCauseReport | null;
-    /** the method to use on this data: detection by AUROC, root cause by AC@1 (root_cause_eval.ts) */
+    /** the method to use on this data: detection by validation AUROC (operating_point.ts), root cause by validation AC@1 (root_cause_eval.ts) */
     recommended_method: { detection: string; root_cause: string | null };
     /** at the static baseline's recall: false alarms of a fixed threshold on each score */
     at_static_recall: { recall: number; static_false_alarms: number; tagae: number | null; flat: number | null; false_alarm_reduction_vs_static: number | null } | null;
@@ -153,6 +163,7 @@ interface Replay {
   staticByService: Map<string, Set<number>>;
   flatSeries: DetectorSeries;
   zscoreSeries: DetectorSeries | null;
+  rolling: Record<RollingMethod, DetectorSeries>;
   evidence: Evidence;
   newServices: number;
 }
@@ -177,6 +188,10 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
   const zSeries: DetectorSeries | null = run.baselines.zscore ? { ts, score: [], alert: [] } : null;
   const zThreshold = new SlidingThreshold(a.threshold_quantile, a.threshold_window, [...(run.baselines.zscore_warmup_scores ?? [])]);
   const evidence: Evidence = [];
+  const rollingDetector = new RollingDetector(run.baselines.zscore ?? null, cols);
+  const rolling = Object.fromEntries(ROLLING_METHODS.map((m) => [m, { ts, score: [] as number[], alert: [] as boolean[] }])) as Record<RollingMethod, DetectorSeries>;
+  // Label-free alerts of the rolling scores: above the threshold quantile of their own past scores (no fitted window to start from).
+  const rollingThresholds = Object.fromEntries(ROLLING_METHODS.map((m) => [m, new SlidingThreshold(a.threshold_quantile, a.threshold_window, [])])) as Record<RollingMethod, SlidingThreshold>;
   for (let k = 0; k < snaps.length; k++) {
     const s = snaps[k]!;
     const r = await detector.step(s, batches[k]!, { evidence: true });
@@ -194,6 +209,11 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
     }
     rows.push({ ts: r.ts, score: r.score, threshold: r.threshold, alert: r.alert, top_services: r.top_services, top_edges: r.top_edges, root_causes: signals.rootCauses(s, r.service_scores!, a.top_k) });
     ts.push(r.ts);
+    const rs = rollingDetector.step(s, batches[k]!, r.score);
+    for (const m of ROLLING_METHODS) {
+      rolling[m].score.push(rs[m]);
+      rolling[m].alert.push(rollingThresholds[m].judge(rs[m]).alert);
+    }
     tagae.score.push(r.score);
     tagae.alert.push(r.alert);
     newServices = Math.max(newServices, r.new_services);
@@ -214,7 +234,7 @@ export async function replay(run: AnomalyRun, scorer: SnapshotScorer, a: Config[
     flatS.alert.push(f.alert);
     if ((k + 1) % 100 === 0) info(`anomaly score: ${k + 1}/${snaps.length} snapshots`);
   }
-  return { rows, tagaeSeries: tagae, staticSeries: stat, staticByService: byService, flatSeries: flatS, zscoreSeries: zSeries, evidence, newServices };
+  return { rows, tagaeSeries: tagae, staticSeries: stat, staticByService: byService, flatSeries: flatS, zscoreSeries: zSeries, rolling, evidence, newServices };
 }
 
 /**
@@ -235,10 +255,19 @@ function evaluation(res: Replay, incidents: Incident[], snaps: Snapshot[], grace
   const stat = res.staticSeries ? evaluatePerService(res.staticSeries.ts, res.staticByService, incidents, grace, days, res.staticSeries.score) : null;
   const flat = evaluate(res.flatSeries, incidents, grace, days);
   const zscore = res.zscoreSeries ? evaluate(res.zscoreSeries, incidents, grace, days) : null;
+  const rollingQ = Object.fromEntries(ROLLING_METHODS.map((m) => [m, evaluate(res.rolling[m], incidents, grace, days)])) as Record<RollingMethod, DetectorQuality>;
   const rootCause = evaluateRootCause(snaps, res.evidence, incidents);
-  const byAuroc = (Object.entries({ tagae, static: stat, flat, zscore }) as [string, DetectorQuality | null][]).filter(([, q]) => q?.auroc != null);
+  const series: [string, DetectorSeries | null][] = [['tagae', res.tagaeSeries], ['static', res.staticSeries], ['flat', res.flatSeries], ['zscore', res.zscoreSeries], ...ROLLING_METHODS.map((m): [string, DetectorSeries] => [m, res.rolling[m]])];
+  const operatingPoints: Record<string, OperatingPoint> = {};
+  for (const [name, sr] of series) {
+    const op = sr ? chooseOperatingPoint(sr, incidents, grace) : null;
+    if (op) operatingPoints[name] = op;
+  }
+  // Chosen on the validation stretch only (the earlier half of the incidents); the first listed wins a tie.
   let detection = 'tagae';
-  for (const [name, q] of byAuroc) if (q!.auroc! > (byAuroc.find(([n]) => n === detection)?.[1]?.auroc ?? -1)) detection = name;
+  for (const [name, op] of Object.entries(operatingPoints)) if ((op.validation.auroc ?? -1) > (operatingPoints[detection]?.validation.auroc ?? -1)) detection = name;
+  const chosen = operatingPoints[detection];
+  const recommendedDetector = chosen ? { method: detection, threshold: chosen.threshold, validation_auroc: chosen.validation.auroc } : null;
   let atRecall: NonNullable<ScoreReport['evaluation']>['at_static_recall'] = null;
   if (stat && stat.recall !== null && stat.recall > 0) {
     const t = falseAlarmsAtRecall(res.tagaeSeries, incidents, grace, stat.recall);
@@ -252,5 +281,5 @@ function evaluation(res: Replay, incidents: Incident[], snaps: Snapshot[], grace
     };
   }
   const inRange = incidents.filter((i) => i.end > snaps[0]!.ts && i.start <= snaps[snaps.length - 1]!.ts).length;
-  return { incidents: inRange, days, grace_seconds: grace, tagae, static: stat, flat, zscore, root_cause: rootCause, recommended_method: { detection, root_cause: rootCause?.recommended_method ?? null }, at_static_recall: atRecall };
+  return { incidents: inRange, days, grace_seconds: grace, tagae, static: stat, flat, zscore, ...rollingQ, operating_points: operatingPoints, recommended_detector: recommendedDetector, root_cause: rootCause, recommended_method: { detection, root_cause: rootCause?.recommended_method ?? null }, at_static_recall: atRecall };
 }

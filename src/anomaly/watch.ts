@@ -38,6 +38,7 @@ import { loadRun, openScorer, scoringConfig } from './run.js';
 import type { ScorerRuntime, SnapshotScorer } from './scorer.js';
 import { anomalyConfig, loadEvents, loadSnapshots, type Snapshot } from './source.js';
 import { RecentSignals } from './recent_signals.js';
+import { RollingDetector, type RollingScores } from './rolling_reference.js';
 
 export interface WatchOptions {
   run: string;
@@ -70,6 +71,8 @@ export interface WatchResult {
   alerts_posted: number;
   /** where alerts' root causes come from: signals, signals_learned (the run's saved weights) or tagae_graph */
   root_cause_method: 'signals' | 'signals_learned' | 'tagae_graph';
+  /** the score alerts are decided on: `anomaly.detector` at its fixed threshold, else TAGAE at its sliding τ */
+  detector: { method: string; threshold: number | null };
   /** the root causes of the last alerting snapshot, most likely first (null: no alert) */
   last_alert_root_causes: string[] | null;
 }
@@ -108,13 +111,18 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
   const detector = new Detector(scorer, run.stats, a, run.baselines.tagae, state);
   // Live data has no scored period to take unseen edges' statistics from: the normal period's only.
   const signals = new RecentSignals(run, a.rebaseline_snapshots, run.baselines.edge_zscore ?? null);
+  // A configured detector judges its score against a fixed threshold; its trailing reference is in memory
+  // (after a restart it leans on the normal period's statistics until the reference refills).
+  const chosen = a.detector ?? null;
+  const rolling = chosen && chosen.method !== 'tagae' && chosen.method !== 'zscore' ? new RollingDetector(run.baselines.zscore ?? null, run.manifest.feature_columns) : null;
+  let alerting = state.alert;
   const last: { score: SnapshotScore | null; rootCauses: string[]; seconds: number } = { score: null, rootCauses: [], seconds: Number.NaN };
   let lastAlertRootCauses: string[] | null = null;
   let alerts = 0;
   let posted = 0;
   let alertStart: number | null = state.alert && state.last_ts !== null ? state.last_ts : null;
 
-  const server = await listen(opts.host, opts.port, () => metricsText(run.manifest.id, state, last.score, last.rootCauses, alerts, last.seconds)).catch(async (e: unknown) => {
+  const server = await listen(opts.host, opts.port, () => metricsText(run.manifest.id, state, last.score, last.rootCauses, alerts, last.seconds, alerting)).catch(async (e: unknown) => {
     await scorer.close();
     run.model.params.dispose();
     run.flat.params.dispose();
@@ -173,10 +181,12 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
         const events = prom ? [] : await withDuck(({ conn }) => loadEvents(conn, cfg, { from: (state.last_ts ?? fresh[0]!.ts - 1) + 1e-3, until: fresh[fresh.length - 1]!.ts + 1e-3 }));
         const batches = eventsBetween(events, fresh, state.last_ts ?? undefined);
         for (const [k, s] of fresh.entries()) {
-          const wasAlert = state.alert;
+          const wasAlert = alerting;
           const t0 = performance.now();
-          const r = await detector.step(s, batches[k]!, { evidence: true });
-          signals.observe(s, batches[k]!);
+          const tagae = await detector.step(s, batches[k]!, { evidence: true });
+          const sig = signals.observe(s, batches[k]!);
+          const r = chosen ? judged(chosen, tagae, sig ? Math.max(0, ...sig.z) : 0, rolling?.step(s, batches[k]!, tagae.score)) : tagae;
+          alerting = r.alert;
           const rootCauses = signals.rootCauses(s, r.service_scores!, a.top_k);
           last.seconds = (performance.now() - t0) / 1000;
           last.score = r;
@@ -217,8 +227,15 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
     metrics_url: metricsUrl,
     alerts_posted: posted,
     root_cause_method: signals.method,
+    detector: { method: chosen?.method ?? 'tagae', threshold: chosen?.threshold ?? null },
     last_alert_root_causes: lastAlertRootCauses,
   };
+}
+
+/** TAGAE's snapshot result with the configured detector's score, threshold and decision in its place. */
+function judged(chosen: { method: string; threshold: number }, r: SnapshotScore, zscore: number, rolling: RollingScores | undefined): SnapshotScore {
+  const score = chosen.method === 'tagae' ? r.score : chosen.method === 'zscore' ? zscore : (rolling?.[chosen.method as keyof RollingScores] ?? 0);
+  return { ...r, score, threshold: chosen.threshold, alert: score >= chosen.threshold };
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -250,13 +267,13 @@ function listen(host: string, port: number, render: () => string): Promise<Serve
   });
 }
 
-function metricsText(runId: string, state: WindowState, s: SnapshotScore | null, rootCauses: string[], alerts: number, seconds: number): string {
+function metricsText(runId: string, state: WindowState, s: SnapshotScore | null, rootCauses: string[], alerts: number, seconds: number, alerting: boolean): string {
   const run = `run_id="${runId}"`;
   const g = (name: string, help: string, value: number, type = 'gauge'): string => `# HELP ${name} ${help}\n# TYPE ${name} ${type}\n${name}{${run}} ${Number.isFinite(value) ? value : value > 0 ? '+Inf' : 'NaN'}\n`;
   let out = '';
   out += g('gnnctl_anomaly_score', 'Anomaly score of the last snapshot (mean of the top-k relative service errors).', s?.score ?? Number.NaN);
   out += g('gnnctl_anomaly_threshold', 'Alert threshold τ the last snapshot was judged against.', s?.threshold ?? Number.NaN);
-  out += g('gnnctl_anomaly_alert', '1 while the last snapshot alerts, else 0.', state.alert ? 1 : 0);
+  out += g('gnnctl_anomaly_alert', '1 while the last snapshot alerts, else 0.', alerting ? 1 : 0);
   out += g('gnnctl_anomaly_last_snapshot_timestamp_seconds', 'Time of the last snapshot scored.', state.last_ts ?? Number.NaN);
   out += g('gnnctl_anomaly_snapshots_scored_total', 'Snapshots scored by this run\'s watch (across restarts).', state.snapshots_scored, 'counter');
   out += g('gnnctl_anomaly_alerting_snapshots_total', 'Alerting snapshots since this process started.', alerts, 'counter');

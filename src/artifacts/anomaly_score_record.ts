@@ -22,6 +22,8 @@ const detectorQuality = z.object({
   auroc: rate.default(null),
   by_kind: z.record(z.string(), kindQuality).default({}),
 });
+const stretchQuality = z.object({ incidents: z.number(), recall: rate, chance_recall: rate, false_alarms: z.number(), auroc: rate });
+const operatingPoint = z.object({ threshold: z.number(), rule: z.string(), split_ts: z.number(), validation: stretchQuality, test: stretchQuality, all: stretchQuality.optional() });
 const interval = z.tuple([z.number(), z.number()]);
 const rankQuality = z.object({
   incidents: z.number(),
@@ -78,6 +80,13 @@ export const anomalyScoreRecordSchema = z.object({
       static: detectorQuality.nullable(),
       flat: detectorQuality,
       zscore: detectorQuality.nullable().default(null),
+      /** the drift-following detectors (src/anomaly/rolling_reference.ts); absent in reports written before them */
+      rolling_family: detectorQuality.nullable().default(null),
+      tagae_rolling: detectorQuality.nullable().default(null),
+      combined: detectorQuality.nullable().default(null),
+      /** per detector, the threshold chosen on the earlier half of the faults and its figures on the later half */
+      operating_points: z.record(z.string(), operatingPoint).default({}),
+      recommended_detector: z.object({ method: z.string(), threshold: z.number(), validation_auroc: rate }).nullable().default(null),
       root_cause: rootCause.nullable().default(null),
       recommended_method: z.object({ detection: z.string(), root_cause: z.string().nullable() }),
     })

@@ -128,6 +128,14 @@ export const anomalySchema = z
       .strict()
       .optional()
       .describe('an alert budget: τ is calibrated on the warm-up window so that normal time alerts at most this often (sets the quantile from the snapshot interval; overrides threshold_quantile)'),
+    detector: z
+      .object({
+        method: z.enum(['tagae', 'zscore', 'rolling_family', 'tagae_rolling', 'combined']).describe('the score `watch` alerts on: TAGAE, the fitted z-score, or a detector against a trailing reference of the past (docs/anomaly.md)'),
+        threshold: z.number().describe('alert when the score reaches this fixed value (score reports `recommended_detector`, chosen on validation faults)'),
+      })
+      .strict()
+      .optional()
+      .describe('alert on this detector at a fixed threshold instead of TAGAE at its sliding τ (copy `score`\'s `recommended_detector`)'),
     threshold_quantile: z.number().gt(0).lt(1).default(0.99).describe('τ is this quantile of the scores of the warm-up window, then of the sliding window'),
     warmup_snapshots: z.number().int().min(5).default(72).describe('snapshots held out of training, spread evenly over the normal period (covering its daily cycle), that set per-service baselines and the first τ'),
     threshold_window: z.number().int().min(5).default(288).describe('snapshots in the sliding window τ is recomputed over (an alerting snapshot enters at τ, so an incident cannot raise its own threshold)'),

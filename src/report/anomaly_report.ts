@@ -34,6 +34,9 @@ const DETECTORS = [
   ['static', 'static thresholds'],
   ['flat', 'flat autoencoder'],
   ['zscore', 'per-service z-score'],
+  ['rolling_family', 'rolling reference, per-family maxima'],
+  ['tagae_rolling', 'TAGAE against its rolling reference'],
+  ['combined', 'rolling families or TAGAE rolling'],
 ] as const;
 
 export function renderAnomalyReport(d: AnomalyReportData, now: Date, version: string): RenderedAnomalyReport {
@@ -113,7 +116,7 @@ function headline(d: AnomalyReportData, ev: AnomalyEvaluation | null): string {
   );
   const det = ev.recommended_method.detection;
   const parts = [
-    `Recommended on this data: detection <strong data-metric="recommended.detection" data-value="${esc(det)}">${esc(det)}</strong> (highest AUROC)`,
+    `Recommended on this data: detection <strong data-metric="recommended.detection" data-value="${esc(det)}">${esc(det)}</strong> (highest AUROC on the validation faults)${ev.recommended_detector ? `, alerting at ${esc(fmtMetric(ev.recommended_detector.threshold, 3))} (set ${code('anomaly.detector')} for watch)` : ''}`,
     recRc ? `, root cause <strong data-metric="recommended.root_cause" data-value="${esc(recRc)}">${esc(recRc)}</strong> (best AC@1, then AC@3)` : '',
     '.',
   ];
@@ -170,7 +173,28 @@ function detectionSection(ev: AnomalyEvaluation): string {
     rows,
     rowAttrs: (i) => `data-detector="${esc(detectors(ev)[i]![0])}"${detectors(ev)[i]![0] === ev.recommended_method.detection ? ' class="best"' : ''}`,
   });
-  return section('detection', 'Detection vs baselines', tbl, 'Chance recall: the same alerts shifted in time — what alerting this often catches by luck. The static thresholds page per service, so each service\'s episode outside a fault is a false alarm.');
+  return section('detection', 'Detection vs baselines', tbl + operatingPointsTable(ev), 'Chance recall: the same alerts shifted in time — what alerting this often catches by luck. The static thresholds page per service, so each service\'s episode outside a fault is a false alarm.');
+}
+
+/** Each detector at a fixed threshold chosen on the earlier half of the faults, judged on the later half. */
+function operatingPointsTable(ev: AnomalyEvaluation): string {
+  const ops = detectors(ev).flatMap(([key, label]) => (ev.operating_points[key] ? [[key, label, ev.operating_points[key]!] as const] : []));
+  if (ops.length === 0) return '';
+  const first = ops[0]![2];
+  return table({
+    id: 'operating-points-table',
+    caption: `Fixed thresholds chosen on the ${first.validation.incidents} earlier faults (highest reaching recall 0.9 there, else the largest margin over chance), judged on the ${first.test.incidents} later ones`,
+    columns: [{ label: 'Detector' }, { label: 'Threshold', numeric: true }, { label: 'Validation recall / chance', numeric: true }, { label: 'Validation false alarms', numeric: true }, { label: 'Test recall / chance', numeric: true }, { label: 'Test false alarms', numeric: true }, { label: 'Test AUROC', numeric: true }],
+    rows: ops.map(([key, label, op]) => [
+      `${esc(label)}${key === ev.recommended_detector?.method ? '<span class="tag">recommended</span>' : ''}`,
+      esc(fmtMetric(op.threshold, 3)),
+      `${esc(fmtPercent(op.validation.recall, 0))} / ${esc(fmtPercent(op.validation.chance_recall, 0))}`,
+      esc(fmtInt(op.validation.false_alarms)),
+      `${tagged(`operating_point.${key}.test_recall`, op.test.recall, fmtPercent(op.test.recall, 0))} / ${esc(fmtPercent(op.test.chance_recall, 0))}`,
+      esc(fmtInt(op.test.false_alarms)),
+      esc(fmtMetric(op.test.auroc, 3)),
+    ]),
+  });
 }
 
 function falseAlarmsSection(ev: AnomalyEvaluation): string {

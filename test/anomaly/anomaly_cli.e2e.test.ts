@@ -241,6 +241,25 @@ describe('anomaly watch', () => {
     }
   });
 
+  it('alerts on the configured detector at its fixed threshold (anomaly.detector), from past data only', async () => {
+    const run = async (threshold: number, tag: string): Promise<Awaited<ReturnType<typeof watchAnomaly>>> => {
+      const dir = join(root, `detector-${tag}`);
+      cpSync(join(root, 'mesh'), dir, { recursive: true });
+      writeFileSync(join(dir, 'config.yaml'), `${readFileSync(join(dir, 'config.yaml'), 'utf8')}  detector: {method: rolling_family, threshold: ${threshold}}\n`);
+      const cfg = loadConfig(join(dir, 'config.yaml'), { artifacts });
+      return watchAnomaly(cfg, { run: runId, intervalMs: 10, maxTicks: 1, port: 0, host: '127.0.0.1', stateFile: join(root, `detector-${tag}.json`) });
+    };
+    // rolling_family is a mean of |z|: ≥ 0 everywhere, never 1e9
+    const all = await run(0, 'all');
+    expect(all.detector).toEqual({ method: 'rolling_family', threshold: 0 });
+    const before = (JSON.parse(readFileSync(join(artifacts, 'runs', runId, 'state.json'), 'utf8')) as WindowState).snapshots_scored;
+    expect(all.snapshots_scored).toBeGreaterThan(before);
+    expect(all.alerts).toBe(all.snapshots_scored - before);
+    const none = await run(1e9, 'none');
+    expect(none.alerts).toBe(0);
+    expect(none.snapshots_scored).toBe(all.snapshots_scored);
+  });
+
   it('serves /metrics and posts alerts to an Alertmanager webhook', async () => {
     const received: unknown[] = [];
     const am = createServer((req, res) => {

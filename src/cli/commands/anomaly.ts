@@ -80,14 +80,21 @@ export async function anomalyScoreCommand(opts: AnomalyCommandOptions): Promise<
   if (ev) {
     const fmt = (name: string, q: DetectorQuality | null): string =>
       q ? `  ${name.padEnd(7)} recall ${pct(q.recall)}  precision ${pct(q.precision)}  false alarms ${q.false_alarms} (${q.false_alarms_per_day.toFixed(1)}/day)  ${Object.entries(q.by_kind).map(([k, v]) => `${k} ${v.detected}/${v.incidents}${v.mean_delay_seconds !== null ? ` @${Math.round(v.mean_delay_seconds / 60)}m` : ''}`).join(', ')}` : `  ${name.padEnd(7)} (no latency/error columns for static thresholds)`;
-    lines.push(`  ${ev.incidents} labelled incidents over ${ev.days.toFixed(1)} days (alerts count inside the window${ev.grace_seconds ? ` + ${ev.grace_seconds} s` : ''}):`, fmt('tagae', ev.tagae), fmt('static', ev.static), fmt('flat', ev.flat), ...(ev.zscore ? [fmt('zscore', ev.zscore)] : []));
+    lines.push(`  ${ev.incidents} labelled incidents over ${ev.days.toFixed(1)} days (alerts count inside the window${ev.grace_seconds ? ` + ${ev.grace_seconds} s` : ''}):`, fmt('tagae', ev.tagae), fmt('static', ev.static), fmt('flat', ev.flat), ...(ev.zscore ? [fmt('zscore', ev.zscore)] : []), fmt('rolling_family', ev.rolling_family), fmt('tagae_rolling', ev.tagae_rolling), fmt('combined', ev.combined));
     const auc = (q: DetectorQuality | null): string => (q ? `${q.auroc?.toFixed(2) ?? 'n/a'} (chance recall ${pct(q.chance_recall)})` : 'n/a');
-    lines.push(`  AUROC: tagae ${auc(ev.tagae)}, static ${auc(ev.static)}, flat ${auc(ev.flat)}, zscore ${auc(ev.zscore)}`);
+    lines.push(`  AUROC: tagae ${auc(ev.tagae)}, static ${auc(ev.static)}, flat ${auc(ev.flat)}, zscore ${auc(ev.zscore)}, rolling_family ${auc(ev.rolling_family)}, tagae_rolling ${auc(ev.tagae_rolling)}, combined ${auc(ev.combined)}`);
+    const ops = Object.entries(ev.operating_points);
+    if (ops.length) {
+      lines.push('  at a threshold chosen on the earlier half of the incidents (recall / chance / false alarms: validation → test):');
+      for (const [m, op] of ops) lines.push(`    ${m.padEnd(16)} ≥ ${op.threshold.toPrecision(4)}  ${pct(op.validation.recall)} / ${pct(op.validation.chance_recall)} / ${op.validation.false_alarms} → ${pct(op.test.recall)} / ${pct(op.test.chance_recall)} / ${op.test.false_alarms}`);
+    }
     const rc = ev.root_cause;
     if (rc) {
       lines.push(`  root cause over ${rc.incidents} labelled incidents (AC@1 / AC@3 / Avg@5):`);
       for (const [m, q] of Object.entries(rc.methods)) lines.push(`    ${m.padEnd(16)} ${q.ac_at_1.toFixed(2)} / ${q.ac_at_3.toFixed(2)} / ${q.avg_at_5.toFixed(2)}`);
     }
+    const d = ev.recommended_detector;
+    if (d) lines.push(`  recommended detector (best validation AUROC): anomaly.detector: {method: ${d.method}, threshold: ${d.threshold.toPrecision(6)}}`);
     lines.push(`  recommended on this data: detection ${ev.recommended_method.detection}, root cause ${ev.recommended_method.root_cause ?? 'n/a (no root-cause labels)'}`);
     const s = ev.at_static_recall;
     if (s) lines.push(`  at the static recall ${pct(s.recall)}: false alarms static ${s.static_false_alarms}, TAGAE ${s.tagae ?? 'n/a'}, flat ${s.flat ?? 'n/a'}`);
@@ -128,7 +135,7 @@ export async function anomalyWatchCommand(opts: AnomalyCommandOptions): Promise<
       backend: parseBackendRequest(opts.backend),
       signal: stop.signal,
     });
-    return { result: r, text: `watch stopped after ${r.ticks} polls: ${r.snapshots_scored} snapshots scored in total, ${r.alerts} alerting this session${r.last_alert_root_causes ? ` (last named ${r.last_alert_root_causes.join(', ')} by ${r.root_cause_method})` : ''}; last ${r.last_ts ?? 'none'}; state ${r.state_file}` };
+    return { result: r, text: `watch stopped after ${r.ticks} polls: ${r.snapshots_scored} snapshots scored in total, ${r.alerts} alerting this session${r.last_alert_root_causes ? ` (last named ${r.last_alert_root_causes.join(', ')} by ${r.root_cause_method})` : ''}; alerting on ${r.detector.method}${r.detector.threshold !== null ? ` ≥ ${r.detector.threshold}` : ' > τ'}; last ${r.last_ts ?? 'none'}; state ${r.state_file}` };
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

@@ -1,0 +1,127 @@
+/**
+ * Detectors that follow the data's drift: each judges the present against a trailing reference of the
+ * past only — the snapshots in [t − `reference_seconds`, t − `gap_seconds`) — so they run online in
+ * `watch` exactly as in `score`.
+ *
+ * - `rolling_family`: per (service, column) a robust z against the reference's median and spread
+ *   (1.4826 × MAD, floored as in the z-score baseline); per signal family (signal_share.ts) the largest |z|
+ *   over services; the snapshot score is the mean over families. A family where several services move
+ *   at once still counts once, and memory that creeps up for hours moves its reference with it — the
+ *   failure of the fitted z-score, whose medians come from another day's pods.
+ * - `tagae_rolling`: TAGAE's snapshot score as a robust z against its own trailing reference.
+ * - `combined`: the larger of the two.
+ *
+ * The gap keeps the last minutes — where an incident that has just begun lives — out of the reference,
+ * so a fault cannot become its own normal within its window. While a service has fewer than
+ * `min_reference` values in the reference (the first minutes of the data, after a gap in scraping) it is
+ * judged against the normal period's fitted statistics; after a `pod_replaced` event its history is
+ * dropped and it is held out (deviation 0) until the new pod has filled a reference of its own.
+ */
+import type { PlannedEvent, Snapshot } from './source.js';
+import { signalFamily } from './signal_share.js';
+import type { ZScoreStats } from './zscore_baseline.js';
+
+export interface RollingOptions {
+  /** trailing reference length, seconds */
+  reference_seconds: number;
+  /** the most recent stretch left out of the reference, seconds */
+  gap_seconds: number;
+  /** values a reference needs before it replaces the fitted statistics */
+  min_reference: number;
+}
+
+export const ROLLING_DEFAULTS: RollingOptions = { reference_seconds: 7200, gap_seconds: 600, min_reference: 30 };
+
+/** |z| cap and spread floor, as in the z-score baseline (zscore_baseline.ts). */
+const Z_CAP = 50;
+const SCALE_FLOOR = 0.05;
+
+export interface RollingScores {
+  rolling_family: number;
+  tagae_rolling: number;
+  combined: number;
+}
+
+export const ROLLING_METHODS = ['rolling_family', 'tagae_rolling', 'combined'] as const;
+export type RollingMethod = (typeof ROLLING_METHODS)[number];
+
+function median(xs: Float64Array): number {
+  const s = xs.slice().sort();
+  const m = s.length >> 1;
+  return s.length === 0 ? 0 : s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** Median and floored robust spread of the finite values of `xs`. */
+export function robustReference(xs: readonly number[]): [number, number] | null {
+  const v = Float64Array.from(xs.filter((x) => Number.isFinite(x)));
+  if (v.length === 0) return null;
+  const med = median(v);
+  const mad = median(v.map((x) => Math.abs(x - med)));
+  return [med, Math.max(1.4826 * mad, SCALE_FLOOR * Math.abs(med), 1e-6)];
+}
+
+interface Row {
+  ts: number;
+  x: Float32Array;
+}
+
+export class RollingDetector {
+  private readonly history = new Map<string, Row[]>();
+  /** services whose pod was replaced: fitted statistics no longer describe them */
+  private readonly replaced = new Set<string>();
+  private readonly tagaeHistory: { ts: number; v: number }[] = [];
+  private readonly familyOf: number[];
+  private readonly families: number;
+
+  constructor(
+    private readonly fitted: ZScoreStats | null,
+    private readonly columns: string[],
+    private readonly o: RollingOptions = ROLLING_DEFAULTS,
+  ) {
+    const names = [...new Set(columns.map(signalFamily))];
+    this.familyOf = columns.map((c) => names.indexOf(signalFamily(c)));
+    this.families = names.length;
+  }
+
+  /** Scores `s` against the past only, then adds it to the history. */
+  step(s: Snapshot, events: readonly PlannedEvent[], tagaeScore: number): RollingScores {
+    for (const e of events) {
+      if (e.kind !== 'pod_replaced') continue;
+      this.history.delete(e.service);
+      this.replaced.add(e.service);
+    }
+    const F = this.columns.length;
+    const dev = new Float64Array(this.families);
+    s.services.forEach((name, i) => {
+      let h = this.history.get(name);
+      if (!h) this.history.set(name, (h = []));
+      while (h.length && h[0]!.ts < s.ts - this.o.reference_seconds) h.shift();
+      const ref = h.filter((r) => r.ts < s.ts - this.o.gap_seconds);
+      const own = ref.length >= this.o.min_reference;
+      const fitted = this.replaced.has(name) ? undefined : this.fitted?.services[name];
+      if (own) this.replaced.delete(name);
+      for (let f = 0; f < F; f++) {
+        const x = s.features[i * F + f]!;
+        if (!Number.isFinite(x)) continue;
+        const st = own ? robustReference(ref.map((r) => r.x[f]!)) : (fitted?.[f] ?? null);
+        if (!st) continue;
+        const z = Math.min(Z_CAP, Math.abs(x - st[0]) / st[1]);
+        const fam = this.familyOf[f]!;
+        if (z > dev[fam]!) dev[fam] = z;
+      }
+      h.push({ ts: s.ts, x: s.features.slice(i * F, (i + 1) * F) });
+    });
+    const family = this.families ? dev.reduce((a, b) => a + b, 0) / this.families : 0;
+    const tagae = this.tagaeZ(s.ts, tagaeScore);
+    return { rolling_family: family, tagae_rolling: tagae, combined: Math.max(family, tagae) };
+  }
+
+  private tagaeZ(ts: number, score: number): number {
+    const h = this.tagaeHistory;
+    while (h.length && h[0]!.ts < ts - this.o.reference_seconds) h.shift();
+    const ref = h.filter((r) => r.ts < ts - this.o.gap_seconds).map((r) => r.v);
+    h.push({ ts, v: score });
+    const st = ref.length >= this.o.min_reference ? robustReference(ref) : null;
+    return st && Number.isFinite(score) ? Math.max(0, Math.min(Z_CAP, (score - st[0]) / st[1])) : 0;
+  }
+}

@@ -27,6 +27,8 @@ export interface TaskSpec extends TaskDefinition {
   model: ModelConfig;
   /** ranking tasks' list settings (tasks.<name>.rank) */
   rank?: RawConfig['tasks'][string]['rank'];
+  /** the config's `features` block (the tree models' aggregates) */
+  features?: RawConfig['features'];
 }
 
 export interface Config extends RawConfig {
@@ -259,7 +261,8 @@ function checkTasks(cfg: RawConfig, add: Add, raw: unknown): Record<string, Task
       tableOk(col.table, [...at, 'query']);
     }
     if (task.rank && !(query.target.kind === 'entity' && query.target.top_k !== null)) add([...at, 'rank'], `task ${name} is not a ranking task (no RANK TOP k), so rank settings do not apply`, `remove tasks.${name}.rank`);
-    specs[name] = { name, query, split: task.split, model, ...(task.rank ? { rank: task.rank } : {}) };
+    if (task.label_delay !== undefined && query.target.kind !== 'fact') add([...at, 'label_delay'], `task ${name} is not a fact-row task, so label_delay does not apply (an entity task's labels come from after the anchor; its history before it is already an input)`, `remove tasks.${name}.label_delay`);
+    specs[name] = { name, query, split: task.split, model, features: cfg.features, ...(task.rank ? { rank: task.rank } : {}), ...(task.label_delay !== undefined ? { label_delay: task.label_delay } : {}) };
   }
   return specs;
 }

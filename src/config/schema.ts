@@ -173,6 +173,12 @@ export const taskSchema = z
   .object({
     query: z.string().describe('predictive query, e.g. PREDICT COUNT(transactions.*, 0, 7, days) = 0 FOR EACH customers.customer_id'),
     split: splitSchema.default({ train_anchors: 10, val_anchors: 'auto', test_anchors: 'auto', baseline_max_train_examples: 1000000 }),
+    label_delay: durationSchema
+      .refine((s) => s > 0, 'label_delay must be positive: a row\'s own label is known only after its time')
+      .optional()
+      .describe(
+        'fact-row tasks: how long after a row\'s time its label is known (e.g. "30 days" for chargebacks); other rows\' labels become inputs of the deep model from then on, the row\'s own never. Default: other rows\' labels are never inputs (only you know when yours arrive)',
+      ),
     model: z
       .preprocess(autoModel, modelSchema.partial())
       .optional()
@@ -307,6 +313,18 @@ export const configSchema = z
     artifacts: z.string().optional().describe('artifact folder (default: ./artifacts; --artifacts overrides)'),
     data: dataSchema.prefault({ tables: {} }).describe('the tables and how they link (optional when the config has only an `anomaly` block)'),
     tasks: z.record(z.string(), taskSchema).default({}).describe('predictive tasks by name'),
+    features: z
+      .object({
+        max: z
+          .number()
+          .int()
+          .min(0)
+          .default(200)
+          .describe('the most relational aggregates the tree models (model.kind gbdt/hybrid/auto) get: the schema offers counts and recency first, then numeric summaries, category shares and two-hop aggregates, and the cap keeps them in that order (generation order within a tier), so the same schema always keeps the same ones; `graph inspect --features` lists each with its reason and what the cap left out'),
+      })
+      .strict()
+      .default({ max: 200 })
+      .describe('relational aggregate features of the tree models (docs/models.md)'),
     model: z
       .preprocess(autoModel, modelSchema)
       .default(modelSchema.parse({}))

@@ -19,6 +19,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { DataError } from '../core/errors.js';
 import { lit, q, queryValue, readColumns } from '../data/duck.js';
+import { sweepAggregates, type SweepExpr } from './aggregate_sweep.js';
 import { rowsPath, type GraphManifest } from '../artifacts/graph_manifest.js';
 
 const DAY = 86400;
@@ -41,9 +42,29 @@ export interface AggregateFeature {
   name: string;
   /** Why it exists, in words: for `graph inspect --features` and reports. */
   reason: string;
+  /** the foreign-key path read, e.g. `transactions.customer_id->articles` */
+  path: string;
+  fn: AggregateExpr['fn'];
+  /** `<table>.<column>` aggregated (null for counts and recency) */
+  column: string | null;
+  /** the window in days before the anchor (null: all history) */
+  window_days: number | null;
 }
 
-/** One grouped join: the rows of `child` reached from the example's key through `fk`. */
+/**
+ * One aggregate over a group's rows, in a window of `window` days before the anchor (null: all history).
+ * `column` is a column of the child table, or of the second-hop parent for a group with `hop`.
+ */
+export interface AggregateExpr {
+  fn: 'count' | 'since' | 'last' | 'sum' | 'avg' | 'min' | 'max' | 'share';
+  column?: string;
+  /** share: the categorical value counted */
+  value?: string;
+  window: number | null;
+  missing: 'zero' | 'null';
+}
+
+/** One grouped path: the rows of `child` reached from the example's key through `fk`. */
 interface PathGroup {
   /** keys of this group: the example's own node (entity), or a parent node of the fact row. */
   via: string | null;
@@ -51,14 +72,13 @@ interface PathGroup {
   fk: string;
   /** second hop: joins `parent` on `child.fk2`. */
   hop?: { fk2: string; parent: string };
-  exprs: { sql: string; missing: 'zero' | 'null' }[];
+  exprs: AggregateExpr[];
 }
 
 interface Candidate extends AggregateFeature {
   tier: number;
   group: number;
-  sql: string;
-  missing: 'zero' | 'null';
+  expr: AggregateExpr;
 }
 
 export interface AggregatePlan {
@@ -67,6 +87,8 @@ export interface AggregatePlan {
   features: AggregateFeature[];
   /** How many the schema offered before `max` cut them. */
   candidates: number;
+  /** How many of the candidates `max` left out (the latest tiers first: see `planAggregates`). */
+  dropped: number;
   max: number;
   /** @internal the grouped joins and which of their expressions survived the cap */
   groups: PathGroup[];
@@ -103,26 +125,25 @@ export function planAggregates(manifest: GraphManifest, entity: string, kind: 'e
         const whose = `the ${root.table} row's ${child} rows (${child}.${fk.column} → ${root.table}${root.via ? `, reached from ${root.label}` : ''})`;
         const g: PathGroup = { via: root.via, child, fk: fk.column, exprs: [] };
         const gi = groups.push(g) - 1;
-        const add = (tier: number, name: string, reason: string, sql: string, missing: 'zero' | 'null'): void => {
-          candidates.push({ name: `${path}:${name}`, reason, tier, group: gi, sql, missing });
+        const add = (tier: number, name: string, reason: string, expr: AggregateExpr): void => {
+          candidates.push({ name: `${path}:${name}`, reason, path, fn: expr.fn, column: expr.column ? `${child}.${expr.column}` : null, window_days: expr.window, tier, group: gi, expr });
         };
-        const win = (w: number | null): string => (w === null ? 'TRUE' : `f.__t >= x.anchor - ${w * DAY}`);
         const wname = (w: number | null): string => (w === null ? 'all' : `${w}d`);
         const wtext = (w: number | null): string => (w === null ? 'in all history before the anchor' : `in the ${w} days before the anchor`);
         const all: (number | null)[] = [...windows, null];
-        for (const w of all) add(w === null || w === 30 ? 0 : 1, `count_${wname(w)}`, `number of ${whose} ${wtext(w)}`, `count(*) FILTER (WHERE ${win(w)})`, 'zero');
-        add(0, 'days_since_last', `days from the last of ${whose} to the anchor (missing when there is none)`, `(x.anchor - max(f.__t)) / ${DAY}`, 'null');
+        for (const w of all) add(w === null || w === 30 ? 0 : 1, `count_${wname(w)}`, `number of ${whose} ${wtext(w)}`, { fn: 'count', window: w, missing: 'zero' });
+        add(0, 'days_since_last', `days from the last of ${whose} to the anchor (missing when there is none)`, { fn: 'since', window: null, missing: 'null' });
         const tm = manifest.tables[child]!;
         for (const c of tm.numeric) {
           if (excluded.has(`${child}.${c.name}`)) continue;
-          const v = `f.${q(c.name)}`;
-          add(1, `${c.name}_last`, `${child}.${c.name} of the last of ${whose}`, `arg_max(${v}, f.__t)`, 'null');
+          const v = c.name;
+          add(1, `${c.name}_last`, `${child}.${c.name} of the last of ${whose}`, { fn: 'last', column: v, window: null, missing: 'null' });
           for (const w of all) {
             const core = w === null || w === 90;
-            add(core ? 1 : 2, `${c.name}_mean_${wname(w)}`, `mean of ${child}.${c.name} over ${whose} ${wtext(w)}`, `avg(${v}) FILTER (WHERE ${win(w)})`, 'null');
-            add(w === 30 ? 1 : 2, `${c.name}_sum_${wname(w)}`, `sum of ${child}.${c.name} over ${whose} ${wtext(w)}`, `sum(${v}) FILTER (WHERE ${win(w)})`, 'zero');
-            add(2, `${c.name}_min_${wname(w)}`, `smallest ${child}.${c.name} of ${whose} ${wtext(w)}`, `min(${v}) FILTER (WHERE ${win(w)})`, 'null');
-            add(2, `${c.name}_max_${wname(w)}`, `largest ${child}.${c.name} of ${whose} ${wtext(w)}`, `max(${v}) FILTER (WHERE ${win(w)})`, 'null');
+            add(core ? 1 : 2, `${c.name}_mean_${wname(w)}`, `mean of ${child}.${c.name} over ${whose} ${wtext(w)}`, { fn: 'avg', column: v, window: w, missing: 'null' });
+            add(w === 30 ? 1 : 2, `${c.name}_sum_${wname(w)}`, `sum of ${child}.${c.name} over ${whose} ${wtext(w)}`, { fn: 'sum', column: v, window: w, missing: 'zero' });
+            add(2, `${c.name}_min_${wname(w)}`, `smallest ${child}.${c.name} of ${whose} ${wtext(w)}`, { fn: 'min', column: v, window: w, missing: 'null' });
+            add(2, `${c.name}_max_${wname(w)}`, `largest ${child}.${c.name} of ${whose} ${wtext(w)}`, { fn: 'max', column: v, window: w, missing: 'null' });
           }
         }
         for (const c of tm.categorical) {
@@ -133,8 +154,7 @@ export function planAggregates(manifest: GraphManifest, entity: string, kind: 'e
                 3,
                 `${c.name}=${value}_share_${wname(w)}`,
                 `share of ${whose} ${wtext(w)} with ${child}.${c.name} = ${JSON.stringify(value)} (one of its ${top} most frequent values)`,
-                `count(*) FILTER (WHERE ${win(w)} AND CAST(f.${q(c.name)} AS VARCHAR) = ${lit(value)}) / nullif(count(*) FILTER (WHERE ${win(w)}), 0)`,
-                'null',
+                { fn: 'share', column: c.name, value, window: w, missing: 'null' },
               );
             }
           }
@@ -147,13 +167,13 @@ export function planAggregates(manifest: GraphManifest, entity: string, kind: 'e
           const hi = groups.push(hg) - 1;
           const hpath = `${path}->${fk2.target}`;
           const hwhose = `the ${fk2.target} rows that ${whose} point at (${child}.${fk2.column})`;
-          const hadd = (name: string, reason: string, sql: string): void => {
-            candidates.push({ name: `${hpath}:${name}`, reason, tier: 4, group: hi, sql, missing: 'null' });
+          const hadd = (name: string, reason: string, expr: AggregateExpr): void => {
+            candidates.push({ name: `${hpath}:${name}`, reason, path: hpath, fn: expr.fn, column: `${fk2.target}.${expr.column!}`, window_days: expr.window, tier: 4, group: hi, expr });
           };
           for (const c of pm.numeric) {
             if (excluded.has(`${fk2.target}.${c.name}`)) continue;
             for (const w of [90, null].filter((x) => x === null || windows.includes(x))) {
-              hadd(`${c.name}_mean_${wname(w)}`, `mean of ${fk2.target}.${c.name} over ${hwhose} ${wtext(w)}`, `avg(p.${q(c.name)}) FILTER (WHERE ${win(w)})`);
+              hadd(`${c.name}_mean_${wname(w)}`, `mean of ${fk2.target}.${c.name} over ${hwhose} ${wtext(w)}`, { fn: 'avg', column: c.name, window: w, missing: 'null' });
             }
           }
           for (const c of pm.categorical) {
@@ -162,7 +182,7 @@ export function planAggregates(manifest: GraphManifest, entity: string, kind: 'e
               hadd(
                 `${c.name}=${value}_share_all`,
                 `share of ${hwhose} in all history before the anchor with ${fk2.target}.${c.name} = ${JSON.stringify(value)}`,
-                `count(*) FILTER (WHERE CAST(p.${q(c.name)} AS VARCHAR) = ${lit(value)}) / nullif(count(*), 0)`,
+                { fn: 'share', column: c.name, value, window: null, missing: 'null' },
               );
             }
           }
@@ -181,9 +201,11 @@ export function planAggregates(manifest: GraphManifest, entity: string, kind: 'e
   const slots: [number, number][] = [];
   for (const c of kept) {
     const g = groups[c.group]!;
-    slots.push([c.group, g.exprs.push({ sql: c.sql, missing: c.missing }) - 1]);
+    slots.push([c.group, g.exprs.push(c.expr) - 1]);
   }
-  return { entity, kind, features: kept.map(({ name, reason }) => ({ name, reason })), candidates: candidates.length, max, groups, slots };
+  const features = kept.map(({ name, reason, path, fn, column, window_days }): AggregateFeature => ({ name, reason, path, fn, column, window_days }));
+  const dropped = candidates.length - kept.length;
+  return { entity, kind, features, candidates: candidates.length, dropped, max, groups, slots };
 }
 
 /** The `k` most frequent vocabulary values by their share on the fit window (shares: [null, oov, vocab…]). */
@@ -195,50 +217,105 @@ function topValues(vocab: string[], shares: number[], k: number): string[] {
     .map((x) => x.v);
 }
 
-/**
- * Creates TEMP TABLE `aggregates` (anchor, node, a0 … a{n−1}) with one row per row of `examplesTable`
- * (columns `anchor` in epoch seconds and `node`, the entity's or fact row's node id). Counts and sums of
- * an entity with no rows are 0; means, extremes, last values, recency and shares are NULL.
- */
-export async function computeAggregates(conn: DuckDBConnection, graphDir: string, manifest: GraphManifest, plan: AggregatePlan, examplesTable = 'examples'): Promise<void> {
-  const joins: string[] = [];
-  const selects: string[] = [];
-  const col = new Map<string, string>();
-  plan.groups.forEach((g, gi) => {
-    if (g.exprs.length === 0) return;
-    const a = `g${gi}`;
-    const rows = lit(rowsPath(graphDir, manifest, g.child));
-    // keys: (anchor, node) of the example and the node whose child rows are aggregated.
-    const keys = g.via
-      ? `(SELECT e.anchor, e.node, t.${q(`__fk_${g.via}`)} AS key FROM (SELECT DISTINCT anchor, node FROM ${examplesTable}) e ` +
-        `JOIN read_parquet(${lit(rowsPath(graphDir, manifest, plan.entity))}) t ON t.__node = e.node)`
-      : `(SELECT DISTINCT anchor, node, node AS key FROM ${examplesTable})`;
-    const hop = g.hop ? ` JOIN read_parquet(${lit(rowsPath(graphDir, manifest, g.hop.parent))}) p ON p.__node = f.${q(`__fk_${g.hop.fk2}`)}` : '';
-    joins.push(
-      `LEFT JOIN (SELECT x.anchor, x.node, ${g.exprs.map((e, k) => `(${e.sql})::DOUBLE AS v${k}`).join(', ')} FROM ${keys} x ` +
-        `JOIN read_parquet(${rows}) f ON f.${q(`__fk_${g.fk}`)} = x.key AND f.__t < x.anchor${hop} GROUP BY x.anchor, x.node) ${a} ` +
-        `ON ${a}.anchor = e.anchor AND ${a}.node = e.node`,
-    );
-    g.exprs.forEach((e, k) => col.set(`${gi}:${k}`, e.missing === 'zero' ? `coalesce(${a}.v${k}, 0)` : `${a}.v${k}`));
-  });
-  plan.slots.forEach(([gi, k], i) => selects.push(`${col.get(`${gi}:${k}`)!} AS a${i}`));
-  await conn.run(
-    `CREATE OR REPLACE TEMP TABLE aggregates AS SELECT e.anchor, e.node${selects.length ? `, ${selects.join(', ')}` : ''} ` +
-      `FROM (SELECT DISTINCT anchor, node FROM ${examplesTable}) e ${joins.join(' ')}`,
-  );
+/** Aggregate values of distinct (anchor, node) examples, ordered by (anchor, node); NaN = missing. */
+export interface AggregateValues {
+  rows: number;
+  anchor: Float64Array;
+  node: Int32Array;
+  /** one per plan feature, in the plan's order */
+  columns: Float64Array[];
 }
 
-/** The `aggregates` rows matching `where`, ordered by (anchor, node), as one Float64Array per feature (NaN = missing). */
-export async function readAggregates(conn: DuckDBConnection, plan: AggregatePlan, where = 'TRUE'): Promise<{ rows: number; anchor: Float64Array; node: Int32Array; columns: Float64Array[] }> {
-  const rows = Number(await queryValue(conn, `SELECT count(*) FROM aggregates WHERE ${where}`));
-  const names = plan.features.map((_, i) => `coalesce(a${i}, 'NaN'::DOUBLE)`);
-  const [anchor, node, ...columns] = await readColumns(
-    conn,
-    `SELECT anchor::DOUBLE, node::INTEGER${names.length ? `, ${names.join(', ')}` : ''} FROM aggregates WHERE ${where} ORDER BY anchor, node`,
-    rows,
-    ['f64', 'i32', ...names.map(() => 'f64' as const)],
+/**
+ * The plan's features for the distinct (anchor, node) rows of `examplesTable` (columns `anchor` in epoch
+ * seconds and `node`, the entity's or fact row's node id). Counts and sums of an example with no rows are
+ * 0; means, extremes, last values, recency and shares are NaN.
+ *
+ * Per path (the child rows of one key column, with its second hops), DuckDB sorts the rows by (key, time)
+ * and the examples by (key, anchor) once, and graph/aggregate_sweep.ts computes every aggregate of the
+ * path in one linear pass over both: strictly before each anchor, so rows dated exactly at it never count.
+ */
+export async function computeAggregates(conn: DuckDBConnection, graphDir: string, manifest: GraphManifest, plan: AggregatePlan, examplesTable = 'examples'): Promise<AggregateValues> {
+  for (const g of plan.groups) {
+    if (g.exprs.some((e) => typeof (e as Partial<AggregateExpr>).fn !== 'string')) {
+      throw new DataError(`the aggregate plan of ${plan.entity} lists expressions without a function (a tree_model.json of an older gnnctl)`, { hint: 'train the run again to refit its tree model', value: plan.entity });
+    }
+  }
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE __agg_examples AS SELECT (row_number() OVER (ORDER BY anchor, node) - 1)::INTEGER AS i, anchor, node ` +
+      `FROM (SELECT DISTINCT anchor::DOUBLE AS anchor, node::INTEGER AS node FROM ${examplesTable})`,
   );
-  return { rows, anchor: anchor as Float64Array, node: node as Int32Array, columns: columns as Float64Array[] };
+  const rows = Number(await queryValue(conn, 'SELECT count(*) FROM __agg_examples'));
+  const [anchor, node] = await readColumns(conn, 'SELECT anchor, node FROM __agg_examples ORDER BY i', rows, ['f64', 'i32']);
+  const byExpr = new Map<string, Float64Array>();
+  const paths = new Map<string, number[]>();
+  plan.groups.forEach((g, gi) => {
+    if (g.exprs.length === 0) return;
+    const k = `${g.via ?? ''}|${g.child}|${g.fk}`;
+    paths.set(k, [...(paths.get(k) ?? []), gi]);
+  });
+  for (const gis of paths.values()) {
+    const { sql, columns, exprs, slots } = pathInputs(graphDir, manifest, plan, gis);
+    await conn.run(`CREATE OR REPLACE TEMP TABLE __agg_rows AS ${sql}`);
+    const n = Number(await queryValue(conn, 'SELECT count(*) FROM __agg_rows'));
+    const [key, t, ...cols] = await readColumns(
+      conn,
+      `SELECT __key, __t${columns.map((_, c) => `, coalesce(c${c}, 'NaN'::DOUBLE)`).join('')} FROM __agg_rows ORDER BY __key, __t, __n`,
+      n,
+      ['i32', 'f64', ...columns.map(() => 'f64' as const)],
+    );
+    const g0 = plan.groups[gis[0]!]!;
+    const probeKey = g0.via
+      ? `SELECT e.i, e.anchor, t.${q(`__fk_${g0.via}`)} AS __key FROM __agg_examples e JOIN read_parquet(${lit(rowsPath(graphDir, manifest, plan.entity))}) t ON t.__node = e.node`
+      : 'SELECT i, anchor, node AS __key FROM __agg_examples';
+    await conn.run(`CREATE OR REPLACE TEMP TABLE __agg_probes AS SELECT * FROM (${probeKey}) WHERE __key IS NOT NULL`);
+    const np = Number(await queryValue(conn, 'SELECT count(*) FROM __agg_probes'));
+    const [pkey, panchor, pout] = await readColumns(conn, 'SELECT __key, anchor, i FROM __agg_probes ORDER BY __key, anchor, i', np, ['i32', 'f64', 'i32']);
+    const values = sweepAggregates({ key: key as Int32Array, t: t as Float64Array, columns: cols as Float64Array[] }, { key: pkey as Int32Array, anchor: panchor as Float64Array, out: pout as Int32Array }, exprs, rows);
+    slots.forEach((s, k) => byExpr.set(s, values[k]!));
+  }
+  for (const t of ['__agg_rows', '__agg_probes', '__agg_examples']) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+  return { rows, anchor: anchor as Float64Array, node: node as Int32Array, columns: plan.slots.map(([gi, k]) => byExpr.get(`${gi}:${k}`)!) };
+}
+
+/**
+ * The rows of one path for the sweep: SQL selecting `__key`, `__t`, `__n` and the input columns `c0…`
+ * (numeric values, 0/1 indicators of a category value, a second hop's parent id), and each expression of
+ * the path's groups as a sweep expression over those columns (`slots`: `<group>:<index>` of each).
+ */
+function pathInputs(graphDir: string, manifest: GraphManifest, plan: AggregatePlan, gis: number[]): { sql: string; columns: string[]; exprs: SweepExpr[]; slots: string[] } {
+  const g0 = plan.groups[gis[0]!]!;
+  const fk = `f.${q(`__fk_${g0.fk}`)}`;
+  const columns: string[] = [];
+  const input = (sql: string): number => {
+    const at = columns.indexOf(sql);
+    return at >= 0 ? at : columns.push(sql) - 1;
+  };
+  const hops: string[] = [];
+  const exprs: SweepExpr[] = [];
+  const slots: string[] = [];
+  for (const gi of gis) {
+    const g = plan.groups[gi]!;
+    // A hop reads its parent's columns; the rows counted are those whose parent exists (an inner join's rows).
+    const src = g.hop ? `p${gi}` : 'f';
+    const rows = g.hop ? input(`${src}.__node::DOUBLE`) : -1;
+    if (g.hop) hops.push(`LEFT JOIN read_parquet(${lit(rowsPath(graphDir, manifest, g.hop.parent))}) ${src} ON ${src}.__node = f.${q(`__fk_${g.hop.fk2}`)}`);
+    g.exprs.forEach((e, k) => {
+      const v = e.column === undefined ? '' : `${src}.${q(e.column)}`;
+      const inp =
+        e.fn === 'count' || e.fn === 'since'
+          ? -1
+          : e.fn === 'share'
+            ? input(`CASE WHEN ${src}.__node IS NULL THEN NULL ELSE coalesce(CAST(${v} AS VARCHAR) = ${lit(e.value!)}, false)::DOUBLE END`)
+            : input(`${v}::DOUBLE`);
+      exprs.push({ fn: e.fn, input: inp, rows, window: e.window === null ? null : e.window * DAY, missing: e.missing });
+      slots.push(`${gi}:${k}`);
+    });
+  }
+  const sql =
+    `SELECT ${fk} AS __key, f.__t AS __t, f.__node AS __n${columns.map((c, i) => `, ${c} AS c${i}`).join('')} ` +
+    `FROM read_parquet(${lit(rowsPath(graphDir, manifest, g0.child))}) f ${hops.join(' ')} WHERE ${fk} IS NOT NULL AND f.__t IS NOT NULL`;
+  return { sql, columns, exprs, slots };
 }
 
 /**

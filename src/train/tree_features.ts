@@ -6,9 +6,9 @@
  * categorical values maps them to missing, as the trees route unseen values.
  */
 import type { TaskSpec } from '../config/load.js';
-import { lit, q, withDuck } from '../data/duck.js';
+import { lit, q, readColumns, withDuck } from '../data/duck.js';
 import { rowsPath, type GraphManifest } from '../artifacts/graph_manifest.js';
-import { computeAggregates, planAggregates, readAggregates, type AggregateOptions, type AggregatePlan } from '../graph/aggregates.js';
+import { computeAggregates, planAggregates, type AggregateOptions, type AggregatePlan } from '../graph/aggregates.js';
 import type { FeatureKind } from '../model/gbdt/index.js';
 import { targetExclusions } from '../task/task_spec.js';
 
@@ -35,11 +35,11 @@ export interface ExampleRows {
   nodes: ArrayLike<number>;
 }
 
-/** The task's tree inputs: own columns except the target's, then the aggregates (capped by `features.max`). */
+/** The task's tree inputs: own columns except the target's, then the aggregates (capped by the config's `features.max`, which `features` may override). */
 export function treeFeatureSpec(manifest: GraphManifest, task: TaskSpec, features?: AggregateOptions): TreeFeatureSpec {
   const entity = task.query.entity.table;
   const excluded = new Set(targetExclusions(task).map((e) => `${e.table}.${e.column}`));
-  const plan = planAggregates(manifest, entity, task.query.target.kind === 'fact' ? 'fact' : 'entity', { ...features, excluded });
+  const plan = planAggregates(manifest, entity, task.query.target.kind === 'fact' ? 'fact' : 'entity', { ...(task.features ? { max: task.features.max } : {}), ...features, excluded });
   const tm = manifest.tables[entity]!;
   const own: OwnColumn[] = [
     ...tm.numeric.filter((c) => !excluded.has(`${entity}.${c.name}`)).map((c): OwnColumn => ({ name: `${entity}.${c.name}`, column: c.name, kind: 'numeric' })),
@@ -84,15 +84,18 @@ export async function computeTreeFeatures(graphDir: string, manifest: GraphManif
     } finally {
       app.closeSync();
     }
-    await computeAggregates(conn, graphDir, manifest, plan);
-    if (own.length) {
-      await conn.run(
-        `CREATE OR REPLACE TEMP TABLE aggregates AS SELECT a.*, ${own.map((c, i) => `${ownSql(c)} AS a${plan.features.length + i}`).join(', ')} FROM aggregates a ` +
-          `LEFT JOIN read_parquet(${lit(rowsPath(graphDir, manifest, spec.entity))}) o ON o.__node = a.node`,
-      );
-    }
-    // Own columns sit after the aggregates (a<n>, a<n+1>, …), so one read takes both.
-    return readAggregates(conn, { ...plan, features: [...plan.features, ...own.map((c) => ({ name: c.name, reason: 'own column' }))] });
+    const aggregates = await computeAggregates(conn, graphDir, manifest, plan);
+    // Own columns of the same distinct (anchor, node) rows in the same order.
+    const owned = own.length
+      ? await readColumns(
+          conn,
+          `SELECT ${own.map((c) => `coalesce(${ownSql(c)}, 'NaN'::DOUBLE)`).join(', ')} FROM (SELECT DISTINCT anchor::DOUBLE AS anchor, node::INTEGER AS node FROM examples) e ` +
+            `LEFT JOIN read_parquet(${lit(rowsPath(graphDir, manifest, spec.entity))}) o ON o.__node = e.node ORDER BY e.anchor, e.node`,
+          aggregates.rows,
+          own.map(() => 'f64' as const),
+        )
+      : [];
+    return { ...aggregates, columns: [...aggregates.columns, ...(owned as Float64Array[])] };
   });
   const index = new Map<string, number>();
   for (let i = 0; i < columns.rows; i++) index.set(`${columns.anchor[i]}|${columns.node[i]}`, i);

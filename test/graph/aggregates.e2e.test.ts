@@ -1,14 +1,15 @@
 /**
  * Relational aggregates (src/graph/aggregates.ts): the planned features, their values against a
- * hand computation from the CSV, the `max` cap, and the leakage property — appending rows dated after
- * the anchors changes no aggregate of an example at or before them.
+ * hand computation from the CSV, the `max` cap, and the leakage properties — appending rows dated after
+ * the anchors changes no aggregate of an example at or before them, and rows dated exactly at an
+ * example's time (a fact row's same-second siblings) are never read.
  */
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { buildGraph } from '../../src/graph/build.js';
-import { computeAggregates, factJoinPairs, planAggregates, readAggregates, type AggregatePlan } from '../../src/graph/aggregates.js';
+import { computeAggregates, factJoinPairs, planAggregates, type AggregatePlan } from '../../src/graph/aggregates.js';
 import { sqlRows } from '../helpers/pipeline.js';
 import { readColumns, withDuck } from '../../src/data/duck.js';
 import type { GraphManifest } from '../../src/artifacts/graph_manifest.js';
@@ -30,6 +31,10 @@ let before: SynthFixture;
 let after: SynthFixture;
 let A: Side;
 let B: Side;
+let ties: SynthFixture;
+let C: Side;
+/** transaction keys given a sibling at the same second by the same customer (and the siblings' keys) */
+const tied: string[] = [];
 
 async function side(fx: SynthFixture): Promise<Side> {
   const built = await buildGraph(loadConfig(fx.config, { cwd: fx.dir, artifacts: fx.artifacts }));
@@ -44,16 +49,45 @@ beforeAll(async () => {
   appendFutureRows(after.dir, T, { transactions: 600, customers: 25, articles: 10, seed: 3, days: 60 });
   A = await side(before);
   B = await side(after);
+  ties = copyFixture(before, 'data-with-ties');
+  appendTies(ties.dir);
+  C = await side(ties);
 });
 afterAll(() => before?.cleanup());
+
+/** Gives 30 transactions before T a sibling: same customer and second, another article and price. */
+function appendTies(dir: string): void {
+  const lines = readFileSync(join(dir, 'transactions.csv'), 'utf8').trimEnd().split('\n').slice(1);
+  let id = Math.max(...lines.map((l) => Number(l.split(',')[0]))) + 1;
+  const picks = lines.filter((l) => Date.parse(`${l.split(',')[1]!.replace(' ', 'T')}Z`) / 1000 < T_S).filter((_, i) => i % 97 === 5).slice(0, 30);
+  const added = picks.map((l, i) => {
+    const f = l.split(',');
+    const other = lines[(i * 131 + 7) % lines.length]!.split(',');
+    tied.push(f[0]!, String(id));
+    return [String(id++), f[1], f[2], other[3], String(Number(f[4]) * 3 + 1), f[5], f[6]].join(',');
+  });
+  appendFileSync(join(dir, 'transactions.csv'), `${added.join('\n')}\n`);
+}
+
+/** Values equal up to float summation order (window frames sum in whichever order DuckDB's segment tree holds), NaN where NaN. */
+function expectSameAggregates(got: Map<string, number[]>, want: Map<string, number[]>): void {
+  expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
+  for (const [k, w] of want) {
+    const g = got.get(k)!;
+    expect(g.length).toBe(w.length);
+    w.forEach((x, i) => {
+      if (Number.isNaN(x)) expect(g[i], `${k}[${i}]`).toBeNaN();
+      else expect(Math.abs(g[i]! - x), `${k}[${i}]: ${g[i]} vs ${x}`).toBeLessThanOrEqual(1e-12 * Math.max(1, Math.abs(x)));
+    });
+  }
+}
 
 /** Aggregates of (key, anchor) examples, keyed `key@anchor` → values (NaN kept). */
 async function aggregatesOf(s: Side, plan: AggregatePlan, table: string, examples: [string, number][]): Promise<Map<string, number[]>> {
   return withDuck(async ({ conn }) => {
     const values = examples.map(([k, a]) => `(${a}, ${s.ids[table]!.get(k)!})`).join(', ');
     await conn.run(`CREATE TEMP TABLE examples AS SELECT * FROM (VALUES ${values}) v(anchor, node)`);
-    await computeAggregates(conn, s.dir, s.manifest, plan);
-    const r = await readAggregates(conn, plan);
+    const r = await computeAggregates(conn, s.dir, s.manifest, plan);
     const keyOf = new Map([...s.ids[table]!].map(([k, id]) => [id, k]));
     const out = new Map<string, number[]>();
     for (let i = 0; i < r.rows; i++) out.set(`${keyOf.get(r.node[i]!)}@${r.anchor[i]}`, r.columns.map((c) => c[i]!));
@@ -125,7 +159,7 @@ describe('relational aggregates', () => {
   it('appending rows dated after the anchors changes no aggregate (entity and fact-row examples)', async () => {
     const entity = planAggregates(A.manifest, 'customers', 'entity', { max: 10_000 });
     const ex = customerExamples();
-    expect(await aggregatesOf(B, entity, 'customers', ex)).toEqual(await aggregatesOf(A, entity, 'customers', ex));
+    expectSameAggregates(await aggregatesOf(B, entity, 'customers', ex), await aggregatesOf(A, entity, 'customers', ex));
 
     // Fact rows at their own time, the newest before T included; the task's label column is never read.
     const fact = planAggregates(A.manifest, 'transactions', 'fact', { max: 10_000, excluded: new Set(['transactions.fraud']) });
@@ -139,8 +173,45 @@ describe('relational aggregates', () => {
     const visible = times.findIndex((t) => t > T_S);
     const fx: [string, number][] = Array.from({ length: 40 }, (_, i) => visible - 1 - i * 37).map((n) => [txKeys[n]!, times[n]!]);
     const fa = await aggregatesOf(A, fact, 'transactions', fx);
-    expect(await aggregatesOf(B, fact, 'transactions', fx)).toEqual(fa);
+    expectSameAggregates(await aggregatesOf(B, fact, 'transactions', fx), fa);
     expect([...fa.values()].some((v) => v.some((x) => x > 0))).toBe(true);
+  });
+
+  it("reads no row dated exactly at the example time: a fact row's same-second siblings, a transaction at an entity anchor", async () => {
+    const tx = readFileSync(join(ties.dir, 'transactions.csv'), 'utf8')
+      .trimEnd()
+      .split('\n')
+      .slice(1)
+      .map((l) => l.split(','))
+      .map((f) => ({ id: f[0]!, t: Date.parse(`${f[1]!.replace(' ', 'T')}Z`) / 1000, customer: f[2]!, price: Number(f[4]) }));
+    const byId = new Map(tx.map((r) => [r.id, r]));
+    const strictly = (customer: string, t: number) => tx.filter((r) => r.customer === customer && r.t < t);
+
+    const fact = planAggregates(C.manifest, 'transactions', 'fact', { max: 10_000, excluded: new Set(['transactions.fraud']) });
+    const f = (n: string): number => fact.features.findIndex((x) => x.name === `transactions.customer_id->transactions.customer_id:${n}`);
+    const fx = tied.map((id): [string, number] => [id, byId.get(id)!.t]);
+    const got = await aggregatesOf(C, fact, 'transactions', fx);
+    for (const [id, t] of fx) {
+      const r = byId.get(id)!;
+      // The tie is real: the row and its sibling share the customer and the second.
+      expect(tx.filter((x) => x.customer === r.customer && x.t === t).length).toBeGreaterThanOrEqual(2);
+      const rows = strictly(r.customer, t);
+      const v = got.get(`${id}@${t}`)!;
+      expect(v[f('count_all')]).toBe(rows.length);
+      expect(v[f('price_sum_all')]!).toBeCloseTo(rows.reduce((s, x) => s + x.price, 0), 9);
+      if (rows.length) expect(v[f('days_since_last')]!).toBeGreaterThan(0);
+      else expect(v[f('days_since_last')]).toBeNaN();
+    }
+
+    const entity = planAggregates(C.manifest, 'customers', 'entity', { max: 10_000 });
+    const e = (n: string): number => entity.features.findIndex((x) => x.name === `transactions.customer_id:${n}`);
+    const ex = [...new Map(fx.map(([id, t]) => [byId.get(id)!.customer, t])).entries()];
+    const eg = await aggregatesOf(C, entity, 'customers', ex);
+    for (const [customer, t] of ex) {
+      const rows = strictly(customer, t);
+      expect(eg.get(`${customer}@${t}`)![e('count_all')]).toBe(rows.length);
+      expect(eg.get(`${customer}@${t}`)![e('price_sum_all')]!).toBeCloseTo(rows.reduce((s, x) => s + x.price, 0), 9);
+    }
   });
 });
 

@@ -32,6 +32,7 @@ import { ConnectionGuard, type ConnectionLimits } from './connection_guard.js';
 import { GRPC_SERVICE_NAME, grpcPackageDefinition } from '../artifacts/triton/grpc_service.js';
 import { VERSION } from '../core/version.js';
 import { encodeBinaryTensor } from './binary.js';
+import { decodeModelInferRequest, encodeModelInferResponse, type ModelInferResponse } from './grpc_infer_codec.js';
 import type { BearerAuth } from './auth.js';
 import type { V2Datatype } from './datatypes.js';
 import { decodeInferRequest } from './decode.js';
@@ -79,14 +80,14 @@ export const GRPC_MAX_CONNECTION_AGE_MS = 30 * 60_000;
 export const GRPC_MAX_CONNECTION_AGE_GRACE_MS = 30_000;
 
 /** An `InferParameter` as proto-loader decodes it (oneofs: the name of the field set). */
-interface InferParameter {
+export interface InferParameter {
   parameter_choice?: 'bool_param' | 'int64_param' | 'string_param';
   bool_param?: boolean;
   int64_param?: string;
   string_param?: string;
 }
 
-interface TensorContents {
+export interface TensorContents {
   bool_contents: boolean[];
   int_contents: number[];
   int64_contents: string[];
@@ -156,9 +157,17 @@ export class InferenceGrpcServer {
       'grpc.max_connection_age_ms': GRPC_MAX_CONNECTION_AGE_MS,
       'grpc.max_connection_age_grace_ms': GRPC_MAX_CONNECTION_AGE_GRACE_MS,
       ...(options.limits ? { 'grpc.max_connection_idle_ms': options.limits.idleTimeoutMs } : {}),
+      // Channelz keeps per-call counters and a trace per server socket on every call; gnnctl exposes no
+      // channelz service to read them, and it is a share of each call's CPU.
+      'grpc.enable_channelz': 0,
     });
     const pkg = grpc.loadPackageDefinition(grpcPackageDefinition()) as unknown as { inference: { GRPCInferenceService: grpc.ServiceClientConstructor } };
-    const service = pkg.inference.GRPCInferenceService.service;
+    const declared = pkg.inference.GRPCInferenceService.service;
+    // The hot call's messages are read and written field by field (`grpc_infer_codec.ts`), not by reflection.
+    const service: grpc.ServiceDefinition = {
+      ...declared,
+      ModelInfer: { ...declared.ModelInfer!, requestDeserialize: decodeModelInferRequest, responseSerialize: encodeModelInferResponse as (r: unknown) => Buffer },
+    };
     this.server.addService(service, {
       ServerLive: this.unary('ServerLive', () => ({ live: true })),
       ServerReady: this.unary('ServerReady', () => ({ ready: this.ready() })),
@@ -328,7 +337,7 @@ export class InferenceGrpcServer {
     return { model_stats };
   }
 
-  private async infer(call: grpc.ServerUnaryCall<ModelInferRequest, unknown>): Promise<unknown> {
+  private async infer(call: grpc.ServerUnaryCall<ModelInferRequest, unknown>): Promise<ModelInferResponse> {
     const t0 = performance.now();
     const { manager, metrics } = this.opts;
     const req = call.request;
@@ -355,13 +364,13 @@ export class InferenceGrpcServer {
       const timeoutMs = Math.min(clientMs, paramMs);
       const outputs = Number.isFinite(timeoutMs) ? await withDeadline(mv, request, t0 + timeoutMs, Math.max(0, Math.round(timeoutMs)), request.timeoutUs !== undefined && paramMs <= clientMs) : await mv.infer(request);
       const t2 = performance.now();
-      const out = [];
+      const out: ModelInferResponse['outputs'] = [];
       const raw: Uint8Array[] = [];
       for (const [name, t] of outputs) {
-        out.push({ name, datatype: t.datatype, shape: t.shape.map(String) });
+        out.push({ name, datatype: t.datatype, shape: t.shape });
         raw.push(encodeBinaryTensor(t));
       }
-      const response = { model_name: mv.name, model_version: String(mv.version), id: request.id ?? '', outputs: out, raw_output_contents: raw };
+      const response: ModelInferResponse = { model_name: mv.name, model_version: String(mv.version), id: request.id ?? '', outputs: out, raw_output_contents: raw };
       const t3 = performance.now();
       metrics.phase('respond', (t3 - t2) / 1000);
       metrics.inference(labels.model, labels.version, 'success');

@@ -66,7 +66,7 @@ export async function buildSpanCalls(conn: DuckDBConnection, a: AnomalyConfig, c
   const spanSql = `SELECT ${q(s.trace_id_column)}::VARCHAR AS trace_id, ${q(s.span_id_column)}::VARCHAR AS span_id, ${q(s.parent_span_id_column)}::VARCHAR AS parent_id,
       ${serviceSql(`${q(s.service_column)}::VARCHAR`, s.service_from)} AS service, ${t0} AS t0, ${t1} AS t1, ${err} AS err
     FROM anomaly_spans ${where.length ? `WHERE ${where.join(' AND ')}` : ''}`;
-  const errCol = hasStatus ? ', avg(err) AS error_rate' : '';
+  const errCol = hasStatus ? ', avg(c.err) AS error_rate' : '';
   try {
     await conn.run(`CREATE OR REPLACE TEMP TABLE anomaly_span_rows AS ${spanSql}`);
     await conn.run(`CREATE OR REPLACE TEMP TABLE anomaly_observed_calls AS

@@ -26,9 +26,13 @@
  * and tell neither total activity nor tenure (docs/quality.md).
  * Categorical codes: 0 = null, 1 = out of vocabulary, 2 + i = vocab[i], offset per column into one
  * embedding table per node type.
+ * A fact-row task's target column with `label_delay` (task_spec.ts `TargetColumn`) is read like any
+ * column of its role where the row's time + label_delay ≤ the anchor, and as null elsewhere: the row's
+ * own label (time = anchor, label_delay > 0) never, other rows' once they would have arrived.
  */
 import type { CategoricalReference, NumericReference } from '../artifacts/graph_manifest.js';
 import type { EdgeType, Graph, NodeTable } from '../graph/graph.js';
+import type { TargetColumn } from '../task/task_spec.js';
 import { warn } from '../core/log.js';
 import { upperBound } from './sampler.js';
 
@@ -54,10 +58,13 @@ export interface ActivitySpec {
 }
 
 export interface TableFeatureSpec {
-  /** standardisation, and the column's deciles on the fit window (drift reference; absent in 0.1 runs) */
-  numeric: { name: string; mean: number; std: number; reference?: NumericReference }[];
-  /** vocabulary (codes 0 null, 1 OOV, 2 + i), and each code's share on the fit window */
-  categorical: { name: string; vocab: string[]; reference?: CategoricalReference }[];
+  /**
+   * standardisation, and the column's deciles on the fit window (drift reference; absent in 0.1 runs);
+   * `label_delay` (seconds): a fact-row target column, read only where time + label_delay ≤ anchor
+   */
+  numeric: { name: string; mean: number; std: number; reference?: NumericReference; label_delay?: number }[];
+  /** vocabulary (codes 0 null, 1 OOV, 2 + i), and each code's share on the fit window; `label_delay` as above */
+  categorical: { name: string; vocab: string[]; reference?: CategoricalReference; label_delay?: number }[];
   timestamps: string[];
   has_time: boolean;
   /** the task's entity table: past-window aggregates per reverse edge (absent in runs made before them) */
@@ -68,8 +75,11 @@ export interface FeatureSpec {
   tables: Record<string, TableFeatureSpec>;
   /** the time the encoders were fitted up to (epoch seconds; null when the data has no time column) */
   fit_until?: number | null;
-  /** columns left out of every input, and why (the target column, above all) */
-  excluded: { table: string; column: string; reason: string }[];
+  /**
+   * the task's target columns the encoders do not read as plain inputs, and why: left out, or read
+   * after `label_delay` (an entity task's history columns are plain inputs and are not listed)
+   */
+  excluded: TargetColumn[];
 }
 
 export function numericDim(t: TableFeatureSpec): number {
@@ -87,16 +97,28 @@ export function categoricalSizes(t: TableFeatureSpec): number[] {
 }
 
 /**
- * The spec a new run fits: the graph's statistics, minus excluded columns; the entity table `root` also
- * gets activity inputs over each reverse edge to a table with a time column.
+ * The spec a new run fits: the graph's statistics, minus the task's target columns (`TargetColumn`: an
+ * entity task's history columns stay, a fact target with label_delay stays behind its delay); the entity
+ * table `root` also gets activity inputs over each reverse edge to a table with a time column.
  */
-export function featureSpecFromGraph(graph: Graph, exclude: { table: string; column: string; reason: string }[], root?: string): FeatureSpec {
+export function featureSpecFromGraph(graph: Graph, targets: TargetColumn[], root?: string): FeatureSpec {
   const tables: Record<string, TableFeatureSpec> = {};
-  const skip = (t: string, c: string): boolean => exclude.some((e) => e.table === t && e.column === c);
+  const excluded = targets.filter((e) => !e.history);
+  const target = (t: string, c: string): TargetColumn | undefined => excluded.find((e) => e.table === t && e.column === c);
+  // Activity sums are windowed totals of every row up to the anchor: a delayed label has no place there.
+  const skip = (t: string, c: string): boolean => target(t, c) !== undefined;
+  const keep = (t: string, c: string): boolean => {
+    const e = target(t, c);
+    return e === undefined || e.label_delay !== undefined;
+  };
+  const delay = (t: string, c: string): { label_delay?: number } => {
+    const d = target(t, c)?.label_delay;
+    return d === undefined ? {} : { label_delay: d };
+  };
   for (const [name, t] of Object.entries(graph.tables)) {
     tables[name] = {
-      numeric: t.numeric.filter((c) => !skip(name, c.meta.name)).map((c) => ({ name: c.meta.name, mean: c.meta.mean, std: c.meta.std, reference: c.meta.reference })),
-      categorical: t.categorical.filter((c) => !skip(name, c.meta.name)).map((c) => ({ name: c.meta.name, vocab: c.meta.vocab, reference: c.meta.reference })),
+      numeric: t.numeric.filter((c) => keep(name, c.meta.name)).map((c) => ({ name: c.meta.name, mean: c.meta.mean, std: c.meta.std, reference: c.meta.reference, ...delay(name, c.meta.name) })),
+      categorical: t.categorical.filter((c) => keep(name, c.meta.name)).map((c) => ({ name: c.meta.name, vocab: c.meta.vocab, reference: c.meta.reference, ...delay(name, c.meta.name) })),
       timestamps: t.timestamps.filter((c) => !skip(name, c.name)).map((c) => c.name),
       has_time: t.time !== null,
     };
@@ -106,7 +128,7 @@ export function featureSpecFromGraph(graph: Graph, exclude: { table: string; col
         .map((e) => ({ edge: e.name, sums: graph.tables[e.dst]!.numeric.filter((c) => !skip(e.dst, c.meta.name)).map((c) => ({ name: c.meta.name, std: c.meta.std })) }));
     }
   }
-  return { tables, fit_until: graph.manifest.fit_until, excluded: exclude };
+  return { tables, fit_until: graph.manifest.fit_until, excluded };
 }
 
 /** An activity spec bound to a graph: the CSR, the child times and prefix sums of the summed columns. */
@@ -176,6 +198,11 @@ export class TableFeatures {
   private readonly codes: Int32Array[];
   private readonly time: Float64Array | null;
   private readonly activity: BoundActivity[];
+  /** per numeric / categorical column: its label_delay (seconds), or null for a plain input */
+  private readonly numDelay: (number | null)[];
+  private readonly catDelay: (number | null)[];
+  /** the rows' times, for the label_delay test (null: the table has none, and a delayed column reads as null) */
+  private readonly rowTime: Float64Array | null;
   /** per categorical column, the offset of its code space in the type's embedding table */
   readonly catOffsets: Int32Array;
   /** the trailing activity inputs' width (the no-graph baseline leaves them out: it has its own) */
@@ -190,7 +217,11 @@ export class TableFeatures {
     this.num_dim = numericDim(spec);
     this.activityDim = activityDim(spec);
     this.activity = (spec.activity ?? []).map((a) => bindActivity(graph, table.name, a));
-    this.timeDependent = spec.has_time || spec.timestamps.length > 0 || this.activity.length > 0;
+    this.numDelay = spec.numeric.map((c) => c.label_delay ?? null);
+    this.catDelay = spec.categorical.map((c) => c.label_delay ?? null);
+    this.rowTime = table.time;
+    const delayed = this.numDelay.some((d) => d !== null) || this.catDelay.some((d) => d !== null);
+    this.timeDependent = spec.has_time || spec.timestamps.length > 0 || this.activity.length > 0 || delayed;
     this.catCount = spec.categorical.length;
     this.time = spec.has_time ? table.time : null;
     // A column the run reads but the graph lacks can only happen with --allow-schema-drift: it is read
@@ -230,7 +261,7 @@ export class TableFeatures {
       let o = (row0 + i) * d;
       for (let c = 0; c < this.num.length; c++) {
         const x = this.num[c]![v]!;
-        if (Number.isNaN(x)) {
+        if (Number.isNaN(x) || (this.numDelay[c] !== null && !this.arrived(v, this.numDelay[c]!, anchor))) {
           num[o++] = 0;
           num[o++] = 1;
         } else {
@@ -254,8 +285,16 @@ export class TableFeatures {
       if (this.time) o = writeTimeFeatures(num, o, anchor, this.time[v]!);
       for (const a of this.activity) o = writeActivity(num, o, a, v, anchor);
       const co = (row0 + i) * k;
-      for (let c = 0; c < k; c++) cat[co + c] = this.catOffsets[c]! + this.codes[c]![v]!;
+      for (let c = 0; c < k; c++) {
+        const hidden = this.catDelay[c] !== null && !this.arrived(v, this.catDelay[c]!, anchor);
+        cat[co + c] = this.catOffsets[c]! + (hidden ? 0 : this.codes[c]![v]!);
+      }
     }
+  }
+
+  /** Whether row v's label, known `delay` seconds after the row's time, has arrived by `anchor`. */
+  private arrived(v: number, delay: number, anchor: number): boolean {
+    return this.rowTime !== null && delay > 0 && this.rowTime[v]! + delay <= anchor;
   }
 }
 
@@ -294,4 +333,19 @@ export function remapCodes(codes: Int32Array, graphVocab: string[], specVocab: s
 
 export function bindFeatures(graph: Graph, spec: FeatureSpec): Record<string, TableFeatures> {
   return Object.fromEntries(Object.entries(spec.tables).map(([name, t]) => [name, new TableFeatures(graph.table(name), t, graph)]));
+}
+
+/**
+ * The target columns an inherited spec (fine-tuning) reads with less protection than the task needs: a
+ * column it must never read, or a delayed label read plainly or sooner than `label_delay`. History
+ * columns are plain inputs: the sampler alone keeps their label rows out.
+ */
+export function leakedTargets(spec: FeatureSpec, targets: TargetColumn[]): TargetColumn[] {
+  return targets.filter((e) => {
+    const t = spec.tables[e.table];
+    if (e.history || t === undefined) return false;
+    if (t.timestamps.includes(e.column)) return true;
+    const read = [...t.numeric, ...t.categorical].filter((c) => c.name === e.column);
+    return read.some((c) => e.label_delay === undefined || c.label_delay === undefined || c.label_delay < e.label_delay);
+  });
 }

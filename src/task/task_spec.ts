@@ -3,6 +3,7 @@
  * anchors are split, and the training examples it produces. The config layer extends these with the
  * model block; every stage that needs "the task" reads these types.
  */
+import { formatDuration } from '../core/duration.js';
 import type { PredictiveQuery } from './pql.js';
 
 /** How anchors are laid out (see `split.ts`); times are ISO strings as written in the config. */
@@ -30,6 +31,11 @@ export interface TaskDefinition {
   name: string;
   query: PredictiveQuery;
   split: SplitSpec;
+  /**
+   * fact-row tasks: seconds after a row's time at which its label is known (`tasks.<name>.label_delay`);
+   * other rows' labels are inputs from then on. Absent: other rows' labels are never inputs.
+   */
+  label_delay?: number;
 }
 
 /**
@@ -68,13 +74,38 @@ export interface ItemLists {
   items: Int32Array;
 }
 
-/** Columns a task may never see: the fact target column, or the column its target aggregates. */
-export function targetExclusions(task: TaskDefinition): { table: string; column: string; reason: string }[] {
+/**
+ * A column a task's label is made of, and how much of it an input may read:
+ * - `history` set (entity tasks): the aggregated column's values before the anchor are the entity's
+ *   history and are inputs, as in RelBench; the label comes only from the window after the anchor, and the
+ *   sampler never reaches a row with time > anchor.
+ * - `label_delay` set (fact-row tasks): other rows' labels, once `time + label_delay ≤ anchor`; the row's
+ *   own label (time = anchor) never, as label_delay > 0.
+ * - neither: never an input.
+ * Trees and the no-graph baseline leave every listed column out; the GNN's encoders read them as above.
+ */
+export interface TargetColumn {
+  table: string;
+  column: string;
+  reason: string;
+  history?: true;
+  label_delay?: number;
+}
+
+/** The columns a task's label is made of: the fact target column, or the column its target aggregates. */
+export function targetExclusions(task: TaskDefinition): TargetColumn[] {
   const t = task.query.target;
-  if (t.kind === 'fact') return [{ table: t.column.table, column: t.column.column, reason: `target of task ${task.name}` }];
+  if (t.kind === 'fact') {
+    const { table, column } = t.column;
+    if (task.label_delay === undefined) return [{ table, column, reason: `target of task ${task.name}` }];
+    return [{ table, column, reason: `target of task ${task.name}: the row's own label never, other rows' labels ${formatDuration(task.label_delay)} after their time (label_delay)`, label_delay: task.label_delay }];
+  }
   // A ranking target lists a foreign key: the purchase edges it defines are the graph itself (the sampler
   // sees only those before the anchor), not a column to leave out.
   if (t.top_k !== null) return [];
-  if (t.aggregate.column) return [{ table: t.aggregate.table, column: t.aggregate.column, reason: `aggregated by the target of task ${task.name}` }];
+  if (t.aggregate.column) {
+    // PQL refuses target windows starting before the anchor, so history and label never overlap.
+    return [{ table: t.aggregate.table, column: t.aggregate.column, reason: `aggregated by the target of task ${task.name}: values before the anchor are history (inputs)`, history: true }];
+  }
   return [];
 }

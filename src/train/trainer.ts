@@ -27,7 +27,7 @@ import { DeepModel } from '../model/deep_model.js';
 import { buildTrainingTables, validationSize, type TrainingTables, type ValidationSize } from './examples.js';
 import { planValidation, type ValidationPlan } from './validation.js';
 import { chooseVariant, fitsBudget, searchVariants, type Variant } from './search.js';
-import { bindFeatures, categoricalSizes, featureSpecFromGraph, numericDim, type FeatureSpec } from '../model/features.js';
+import { bindFeatures, categoricalSizes, featureSpecFromGraph, leakedTargets, numericDim, type FeatureSpec } from '../model/features.js';
 import type { Metrics } from '../task/metrics.js';
 import { objectiveFor, type Curves, type ObjectiveKind } from '../task/objective/objective.js';
 import { convLayout, type ModelSpec } from '../model/hetero_gnn.js';
@@ -187,7 +187,7 @@ interface TrainContext {
   search: { budget_seconds: number } | null;
   built: { dir: string };
   graph: Graph;
-  /** the task's target columns, which no encoder may read */
+  /** the task's target columns and how much of each an encoder may read (task_spec.ts TargetColumn) */
   exclusions: ReturnType<typeof targetExclusions>;
 }
 
@@ -268,10 +268,7 @@ function featureEncoders(ctx: TrainContext): TrainEncoders {
   for (const d of diff) warn(`fine-tuning: ${d}; the new column is not used by the fine-tuned model`);
   const featureSpec = growVocabularies(readModelJson<FeatureSpec>(prev.dir, 'features.json'), graph);
   // The inherited encoders were fitted for the previous run's task: they may read this task's target.
-  const leaked = exclusions.filter((e) => {
-    const t = featureSpec.tables[e.table];
-    return t !== undefined && [...t.numeric.map((c) => c.name), ...t.categorical.map((c) => c.name), ...t.timestamps].includes(e.column);
-  });
+  const leaked = leakedTargets(featureSpec, exclusions);
   if (leaked.length) {
     const cols = leaked.map((e) => `${e.table}.${e.column}`).join(', ');
     throw new ArtifactError(`cannot fine-tune from ${prev.id}: its encoders read ${cols}, the target of task ${task.name}`, { hint: `fine-tune from a run of task ${task.name}, or train from scratch (omit --init-from)` });

@@ -1,6 +1,6 @@
 /**
  * Temporal correctness (docs/architecture.md): nothing with a timestamp after an example's anchor may influence its
- * input, and the target column never becomes an input. Proven on tiny synthetic data by appending future
+ * input, and the label never becomes an input. Proven on tiny synthetic data by appending future
  * rows (new customers and articles too) and checking that nothing a seed at or before T sees changes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -224,7 +224,7 @@ describe('no sampled neighbour is newer than its seed\'s anchor', () => {
   });
 });
 
-describe('the target column never becomes an input', () => {
+describe('the label never becomes an input', () => {
   it('fraud (fact target): transactions.fraud is in the graph but in no FeatureSpec table', () => {
     const g = A.graph;
     const cols = (t: string) => [...g.table(t).numeric.map((c) => c.meta.name), ...g.table(t).categorical.map((c) => c.meta.name)];
@@ -240,10 +240,15 @@ describe('the target column never becomes an input', () => {
     expect(spec.excluded).toEqual(excl);
   });
 
-  it('SUM(transactions.price) (aggregate target): the aggregated column is excluded too', () => {
-    const spec = featureSpecFromGraph(A.graph, targetExclusions(A.cfg.taskSpecs.spend!));
-    expect(spec.tables.transactions!.numeric.map((c) => c.name)).not.toContain('price');
-    expect(featureSpecFromGraph(A.graph, []).tables.transactions!.numeric.map((c) => c.name)).toContain('price');
+  // Its values before the anchor are the customer's history; the label rows lie after the anchor, where no
+  // sampled neighbour is (above). test/task/target_history.e2e.test.ts trains on a label that is a future
+  // row's value and scores chance.
+  it('SUM(transactions.price) (aggregate target): the aggregated column is history, read only through rows up to the anchor', () => {
+    const excl = targetExclusions(A.cfg.taskSpecs.spend!);
+    expect(excl).toMatchObject([{ table: 'transactions', column: 'price', history: true }]);
+    const spec = featureSpecFromGraph(A.graph, excl);
+    expect(spec.tables.transactions!.numeric.map((c) => c.name)).toContain('price');
+    expect(spec.excluded).toEqual([]);
   });
 
   it('COUNT(transactions.*) aggregates no column: nothing to exclude', () => {

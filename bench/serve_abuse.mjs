@@ -7,18 +7,19 @@
  *   `ulimit -n`) and a headers timeout longer than the run (so the cap, not the timeout, is tested), while a keep-alive client sends inference requests and probes open fresh connections
  *   to /v2/health/ready. Reports the well-behaved requests that failed (target 0), the server's open
  *   file descriptors and connections, the connections it dropped, and whether it logged EMFILE.
- * - `sigterm`: --trials runs of an open-loop client at --rate req/s over keep-alive connections,
- *   SIGTERM after 2 s; counts requests sent on an established keep-alive connection and never answered
- *   (`dropped_on_keep_alive`, target 0), requests on a connection opened around the moment the listener
- *   closed and reset by the kernel with the rest of the accept queue (`reset_new_connection`: any
- *   server has this race while clients keep connecting; a load balancer that stops routing before the
- *   signal, as the deploy's preStop delay arranges, avoids it), connections refused after the listener
- *   closed (a load balancer's cue to move on), and the time from the signal to the exit.
+ * - `sigterm`: --trials runs of an open-loop client at --rate req/s, every other request over a
+ *   keep-alive connection and the rest on a connection of its own, SIGTERM after 2 s. The client acts
+ *   as a load balancer does: --reaction-ms (200) after the first sign of the drain (`Connection: close`
+ *   on a keep-alive connection, or a refused connection) it stops sending. Counts every failed request
+ *   (`failed`, target 0): dropped on a keep-alive connection, reset or refused on a new one; the new
+ *   connections answered after the first sign (what the drain keeps open), and the time from the signal
+ *   to the exit. `--client persist` keeps sending until a connection is refused instead: the server
+ *   then serves for its whole --drain-delay and closes the listener under a stream of new connections.
  * - `stalled_shutdown`: --stalled connections with a request head and no body plus as many with half a
  *   head, then SIGTERM: the time to exit (target ≤ 5 s) with the default --shutdown-timeout of 30 s.
  *
  *   npm run build && node bench/serve_abuse.mjs [--flood 22000] [--rate 1000] [--trials 5] [--stalled 20]
- *       [--parts flood,sigterm,stalled]
+ *       [--parts flood,sigterm,stalled] [--reaction-ms 200] [--client stop|persist]
  *
  * A benchmark, not a test: it asserts nothing. Timings on a shared machine are measured under load.
  */
@@ -41,6 +42,8 @@ const { values: args } = parseArgs({
     trials: { type: 'string', default: '5' },
     stalled: { type: 'string', default: '20' },
     parts: { type: 'string', default: 'flood,sigterm,stalled' },
+    'reaction-ms': { type: 'string', default: '200' },
+    client: { type: 'string', default: 'stop' },
   },
 });
 
@@ -242,46 +245,66 @@ async function floodRun(root, body) {
 async function sigtermRun(root, body) {
   const s = await startServe(root);
   const rate = Number(args.rate);
-  const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-  const tally = { answered: 0, dropped_on_keep_alive: 0, reset_new_connection: 0, refused_after_close: 0, non_200: 0, errors: {} };
+  const reactionMs = Number(args['reaction-ms']);
+  const persist = args.client === 'persist';
+  // No socket cap: a request counted as sent is on the wire at once, never queued in the agent to connect
+  // after the client has stopped. Every other request on a connection of its own: what fills the kernel's
+  // accept queue under load.
+  const keepAlive = new Agent({ keepAlive: true });
+  const fresh = new Agent({ keepAlive: false });
+  const tally = { answered: 0, failed: 0, dropped_on_keep_alive: 0, failed_new_connection: 0, refused: 0, non_200: 0, new_connections_answered_after_first_sign: 0, errors: {} };
   let signalAt;
+  let firstSign;
   let sentBeforeSignal = 0;
-  let stop = false;
+  let refusedSeen = false;
   const pending = [];
   const t0 = performance.now();
-  for (let i = 0; !stop; i++) {
+  for (let i = 0; ; i++) {
     const due = t0 + (i * 1000) / rate;
     const wait = due - performance.now();
     // Always yield: a client behind schedule must still let its I/O run.
     await (wait > 1 ? sleep(wait) : new Promise((r) => setImmediate(r)));
-    if (signalAt === undefined && performance.now() - t0 >= 2000) {
-      signalAt = performance.now();
+    const now = performance.now();
+    if (persist ? refusedSeen : firstSign !== undefined && now - firstSign > reactionMs) break;
+    if (now - t0 > 15_000) break;
+    if (signalAt === undefined && now - t0 >= 2000) {
+      signalAt = now;
       sentBeforeSignal = i;
       s.child.kill('SIGTERM');
     }
+    const onKeepAlive = i % 2 === 0;
+    const afterSign = firstSign !== undefined;
     pending.push(
-      send(s.port, 'POST', INFER, body, agent).then((r) => {
-        if (r.status === 200) tally.answered++;
-        else if (r.error === 'ECONNREFUSED') {
-          tally.refused_after_close++;
-          stop = true;
+      send(s.port, 'POST', INFER, body, onKeepAlive ? keepAlive : fresh).then((r) => {
+        if (r.status === 200) {
+          tally.answered++;
+          if (!onKeepAlive && afterSign) tally.new_connections_answered_after_first_sign++;
+          // Connection: close on a keep-alive connection is the server's drain (a fresh one asks for it itself).
+          if (onKeepAlive && r.connection === 'close') firstSign ??= performance.now();
+          return;
+        }
+        tally.failed++;
+        if (r.error === 'ECONNREFUSED') {
+          tally.refused++;
+          refusedSeen = true;
+          firstSign ??= performance.now();
         } else if (r.error) {
           if (r.reused) tally.dropped_on_keep_alive++;
-          else tally.reset_new_connection++;
+          else tally.failed_new_connection++;
           const k = `${r.error} on a ${r.reused ? 'reused' : 'new'} connection`;
           tally.errors[k] = (tally.errors[k] ?? 0) + 1;
         } else tally.non_200++;
       }),
     );
-    if (performance.now() - t0 > 15_000) break;
   }
   await Promise.all(pending);
   const code = await s.exited;
   const exitedAt = performance.now();
-  agent.destroy();
+  keepAlive.destroy();
+  fresh.destroy();
   const result = parseResult(s.out().stdout);
-  const shutdownLine = /shutdown: .*/.exec(s.out().stderr)?.[0];
-  return { ...tally, ...(shutdownLine ? { server_log: shutdownLine } : {}), achieved_rate_before_signal: Math.round(sentBeforeSignal / 2), exit_code: code, forced_close: result.forced_close, seconds_signal_to_exit: Math.round(((exitedAt - signalAt) / 1000) * 100) / 100 };
+  const serverLog = s.out().stderr.split('\n').filter((l) => /shutdown: /.test(l)).map((l) => l.replace(/^\[[^\]]*\] /, ''));
+  return { ...tally, ...(serverLog.length > 0 ? { server_log: serverLog } : {}), achieved_rate_before_signal: Math.round(sentBeforeSignal / 2), exit_code: code, forced_close: result.forced_close, seconds_signal_to_exit: Math.round(((exitedAt - signalAt) / 1000) * 100) / 100 };
 }
 
 async function stalledRun(root) {

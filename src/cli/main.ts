@@ -407,6 +407,7 @@ export function buildProgram(): Command {
     .addOption(new Option('--ort-thread <where>', 'where onnxruntime runs: a worker thread (model loads never stall requests) or the main thread (least CPU)').choices(['worker', 'main']).default('worker'))
     .addOption(typed('--ort-threads <n>', 'onnxruntime intra-op threads per session', intFlag('--ort-threads', 1, 64)).default(1))
     .addOption(typed('--shutdown-timeout <t>', 'seconds shutdown waits for in-flight requests before closing connections', secondsFlag('--shutdown-timeout')).default(30))
+    .addOption(typed('--drain-delay <t>', 'on SIGTERM, seconds the listener keeps accepting (answering with Connection: close) while new connections arrive; it closes after 250 ms without one; 0: close at once', secondsFlag('--drain-delay')).default(5))
     .addOption(typed('--request-timeout <t>', 'deadline of an inference request that does not set Triton\'s `timeout` parameter (e.g. 10, 500ms); past it the answer is 504; 0: none', secondsFlag('--request-timeout')).default(10))
     .addOption(typed('--max-sequence-length <n>', 'cap on each variable input dimension (RTI sequence length) of inputs without a max_sequence_length:<input> parameter in config.pbtxt; longer requests get 400; 0: none', intFlag('--max-sequence-length', 0, 2 ** 31 - 1)).default(1024))
     .addOption(typed('--max-connections <n>', 'open connections at most; beyond it the oldest connection that has not sent a request is dropped (default: the open-file limit minus 10% headroom)', intFlag('--max-connections', 1, 10_000_000)))

@@ -10,11 +10,15 @@
  * Only when every open connection has completed a request is the newcomer refused. Each dropped
  * connection costs one accept and one close: no file descriptor is held beyond the cap.
  *
- * Graceful shutdown (`drain`): the listener closes (the kernel refuses new connections, so a load
- * balancer moves on), every request already received is answered with `Connection: close`, keep-alive
- * connections are closed only between requests (after their next answer, or once idle for
- * `SHUTDOWN_GRACE_MS`), and connections that have not delivered a complete request within
- * `SHUTDOWN_GRACE_MS` of the signal are dropped, so a stalled client cannot hold a rolling update.
+ * Graceful shutdown (`drain`), as Envoy drains a listener: every answer carries `Connection: close`
+ * (clients and load balancers move to another replica), and the listener keeps accepting while new
+ * connections still arrive, up to the drain delay: closing it earlier would make the kernel reset every
+ * connection it had completed and the process had not accepted yet, with the client's request already
+ * sent. It closes once no new connection has arrived for `DRAIN_QUIET_MS` (or at the drain delay),
+ * right after a poll phase accepted the backlog. Keep-alive connections are closed only between
+ * requests (after their next answer, or once idle for `SHUTDOWN_GRACE_MS`), and connections that have
+ * not delivered a complete request within `SHUTDOWN_GRACE_MS` of the signal (or of their arrival, when
+ * later) are dropped, so a stalled client cannot hold a rolling update.
  */
 import type { Server } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -35,6 +39,14 @@ export interface ConnectionLimits {
  * one more) before dropping it. 1 s: a request on the wire arrives in well under that on a working link.
  */
 export const SHUTDOWN_GRACE_MS = 1000;
+
+/**
+ * During a drain, the listener closes once no new connection has arrived for this long: clients that
+ * honour `Connection: close` or the failing readiness probe have stopped connecting by then, so the
+ * backlog is empty when it closes. 250 ms: longer than a client's reconnect after an answer, short enough
+ * that a drained server exits promptly.
+ */
+export const DRAIN_QUIET_MS = 250;
 
 /** How often the guard checks deadlines: the resolution of the headers timeout. */
 const SWEEP_MS = 250;
@@ -58,6 +70,20 @@ interface Conn {
   doomed: boolean;
 }
 
+interface Draining {
+  since: number;
+  /** When the last new connection arrived (or the drain began). */
+  lastConnection: number;
+  /** New connections accepted during the drain. */
+  accepted: number;
+  /** When the listener was told to close. */
+  closedAt: number;
+  dropped: number;
+  closedIdle: number;
+  /** Closes the listener now (idempotent): the quiet period or the drain delay ended, or shutdown is forced. */
+  closeListener: () => void;
+}
+
 export interface ConnectionGuardOptions extends ConnectionLimits {
   /** `gnnctl_http_connections`: open connections. */
   openGauge: Gauge;
@@ -74,7 +100,9 @@ export class ConnectionGuard {
   private readonly fresh = new Map<string, Conn>();
   private readonly perClient = new Map<string, number>();
   private readonly sweeper: NodeJS.Timeout;
-  private draining: { since: number; dropped: number; closedIdle: number } | undefined;
+  private draining: Draining | undefined;
+  private drained: Promise<void> | undefined;
+  private lastSweep = performance.now();
   private lastLimitLog = 0;
   private droppedSinceLog = 0;
 
@@ -123,29 +151,61 @@ export class ConnectionGuard {
   }
 
   /**
-   * Shutdown: closes the listener and, until every connection is gone, drops connections without a
+   * Shutdown: keeps accepting while new connections arrive (at most `drainDelayMs`; 0 closes the listener
+   * at once), then closes the listener; until every connection is gone, drops connections without a
    * complete request after `SHUTDOWN_GRACE_MS` and idle keep-alive connections once idle that long.
-   * Resolves when no connection is left.
+   * Resolves when the listener is closed and no connection is left.
    */
-  drain(server: Server): Promise<void> {
-    this.draining ??= { since: performance.now(), dropped: 0, closedIdle: 0 };
-    const draining = this.draining;
-    this.sweep();
-    return new Promise<void>((resolve) => {
-      // Closing a listening socket resets the connections the kernel has completed and the process has
-      // not accepted yet. Closed from the check phase, right after a poll phase accepted all it could,
-      // that window is microseconds rather than a whole event-loop turn. net.Server's close, not
-      // http.Server's: the latter also closes idle keep-alive connections at once, under a request the
-      // client may be writing at that moment.
-      setImmediate(() =>
+  drain(server: Server, drainDelayMs = 0): Promise<void> {
+    if (this.draining) return this.drained!;
+    const since = performance.now();
+    let resolveDrained!: () => void;
+    this.drained = new Promise<void>((resolve) => (resolveDrained = resolve));
+    let closing = false;
+    let timer: NodeJS.Timeout | undefined;
+    const draining: Draining = {
+      since,
+      lastConnection: since,
+      accepted: 0,
+      closedAt: since,
+      dropped: 0,
+      closedIdle: 0,
+      closeListener: () => {
+        if (closing) return;
+        closing = true;
+        clearTimeout(timer);
+        draining.closedAt = performance.now();
+        // Closing a listening socket resets the connections the kernel has completed and the process has
+        // not accepted yet. Closed from the check phase, right after a poll phase accepted all it could,
+        // that window is microseconds rather than a whole event-loop turn. net.Server's close, not
+        // http.Server's: the latter also closes idle keep-alive connections at once, under a request the
+        // client may be writing at that moment.
         setImmediate(() =>
-          NetServer.prototype.close.call(server, () => {
-            if (draining.dropped > 0) this.opts.log?.(`shutdown: dropped ${draining.dropped} connection(s) without a complete request after the ${SHUTDOWN_GRACE_MS} ms grace; closed ${draining.closedIdle} idle keep-alive connection(s)`);
-            resolve();
-          }),
-        ),
-      );
-    });
+          setImmediate(() =>
+            NetServer.prototype.close.call(server, () => {
+              if (draining.accepted > 0) this.opts.log?.(`shutdown: served ${draining.accepted} connection(s) that arrived during the drain; the listener closed ${Math.round(draining.closedAt - since)} ms after the signal`);
+              if (draining.dropped > 0) this.opts.log?.(`shutdown: dropped ${draining.dropped} connection(s) without a complete request after the ${SHUTDOWN_GRACE_MS} ms grace; closed ${draining.closedIdle} idle keep-alive connection(s)`);
+              resolveDrained();
+            }),
+          ),
+        );
+      },
+    };
+    this.draining = draining;
+    this.sweep();
+    const wait = (): void => {
+      const now = performance.now();
+      const left = Math.min(since + drainDelayMs - now, draining.lastConnection + DRAIN_QUIET_MS - now);
+      if (left <= 0) draining.closeListener();
+      else timer = setTimeout(wait, left);
+    };
+    wait();
+    return this.drained;
+  }
+
+  /** Forced shutdown: closes the listener at once (during a drain). */
+  stopAccepting(): void {
+    this.draining?.closeListener();
   }
 
   /** Forced shutdown: destroys every connection left. */
@@ -164,6 +224,10 @@ export class ConnectionGuard {
   private onConnection(socket: Socket): void {
     const key = keyOf(socket);
     const now = performance.now();
+    if (this.draining) {
+      this.draining.lastConnection = now;
+      this.draining.accepted++;
+    }
     const client = socket.remoteAddress ?? '';
     const c: Conn = { key, socket, client, openedAt: now, requests: 0, busy: false, receiving: false, idleSince: now, doomed: false };
     const { maxConnections, maxConnectionsPerClient } = this.opts;
@@ -223,16 +287,21 @@ export class ConnectionGuard {
       this.forget(c);
       this.drop(c, 'headers_timeout');
     }
+    // A sweep that runs late finds the event loop behind: bytes may have arrived that it has not read
+    // yet, so nothing is judged stalled on its evidence.
+    const late = now - this.lastSweep > 2 * SWEEP_MS;
+    this.lastSweep = now;
     if (!this.draining) return;
-    const graceOver = now - this.draining.since >= SHUTDOWN_GRACE_MS;
     for (const c of [...this.conns.values()]) {
       // A request being answered keeps its connection; its answer carries `Connection: close`.
       if (c.busy && !c.receiving) continue;
-      const stalled = c.busy ? graceOver : c.requests === 0 ? graceOver : graceOver && now - c.idleSince >= SHUTDOWN_GRACE_MS;
+      // The grace runs from the signal, or from when the connection last went idle (opened, or answered)
+      // when that is later: a connection accepted during the drain gets the whole grace for its request.
+      const stalled = now - Math.max(this.draining.since, c.idleSince) >= SHUTDOWN_GRACE_MS;
       // Two sweeps in a row: bytes that had arrived by the first are read (an I/O phase runs between
       // timers) before the second, so a request already on the wire is never cut.
       const previously = c.doomed;
-      c.doomed = stalled;
+      c.doomed = stalled && !late;
       if (!stalled || !previously) continue;
       this.forget(c);
       if (c.busy || c.requests === 0) {

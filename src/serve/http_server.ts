@@ -125,19 +125,21 @@ export class InferenceHttpServer {
   }
 
   /**
-   * Graceful close (`ConnectionGuard.drain`): stop accepting connections, answer every request already
-   * received (with `Connection: close`), close keep-alive connections between requests, drop connections
-   * that have not delivered a complete request within the grace period, and after `timeoutMs` cut
-   * whatever is left.
+   * Graceful close (`ConnectionGuard.drain`): answer every request already received and every request on
+   * a connection accepted while new ones keep arriving (at most `drainDelayMs`), all with
+   * `Connection: close`; then stop accepting, close keep-alive connections between requests, drop
+   * connections that have not delivered a complete request within the grace period, and after
+   * `timeoutMs` cut whatever is left.
    */
-  async close(timeoutMs: number): Promise<{ forced: boolean }> {
+  async close(timeoutMs: number, drainDelayMs = 0): Promise<{ forced: boolean }> {
     this.closing = true;
-    const closed = this.guard.drain(this.server);
+    const closed = this.guard.drain(this.server, Math.min(drainDelayMs, timeoutMs));
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
     const r = await Promise.race([closed.then(() => 'closed' as const), timedOut]);
     clearTimeout(timer);
     if (r === 'timeout') {
+      this.guard.stopAccepting();
       this.server.closeAllConnections();
       this.guard.destroyAll();
       await closed;

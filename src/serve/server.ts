@@ -58,6 +58,11 @@ export interface ServeOptions {
   /** How long `stop()` waits for in-flight requests before cutting connections. Default 30 s. */
   shutdownTimeoutMs?: number;
   /**
+   * How long `stop()` keeps accepting new connections at most, while they keep arriving, answering them
+   * with `Connection: close` (`connection_guard.ts`); 0 closes the listener at once. Default 5 s.
+   */
+  drainDelayMs?: number;
+  /**
    * Deadline of an inference request unless it sets Triton's `timeout` parameter; 0 disables.
    * Default 10 s: far above any healthy answer, and a bound on what a stuck batch can hold.
    */
@@ -121,6 +126,12 @@ export const DEFAULT_MAX_SEQUENCE_LENGTH = 1024;
 export const DEFAULT_HEADERS_TIMEOUT_MS = 10_000;
 /** Above the 5–15 s idle timeouts of common client pools, so the client, not the server, closes idle connections. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
+/**
+ * Long enough for a load balancer or kube-proxy to stop routing new connections here after the signal
+ * (endpoint removal takes about a second in a small cluster), short enough for a rolling update; the
+ * listener closes sooner once connections stop arriving.
+ */
+export const DEFAULT_DRAIN_DELAY_MS = 5_000;
 
 /**
  * Reads `--tls-cert` and `--tls-key` and checks that they make a TLS context (a certificate and the
@@ -266,7 +277,7 @@ export async function startServer(options: ServeOptions): Promise<RunningServer>
     (stopping ??= (async () => {
       manager.flushQueues();
       const timeout = options.shutdownTimeoutMs ?? 30_000;
-      const [{ forced }, grpcClosed] = await Promise.all([http.close(timeout), grpcServer?.close(timeout)]);
+      const [{ forced }, grpcClosed] = await Promise.all([http.close(timeout, options.drainDelayMs ?? DEFAULT_DRAIN_DELAY_MS), grpcServer?.close(timeout)]);
       await store?.close();
       await manager.stop();
       await sessionHost.close();

@@ -1,7 +1,7 @@
 /**
  * `gnnctl serve` (the real binary) under abuse and damage: a model file damaged in place, a flood of
- * connections that never finish a request, SIGTERM with clients mid-request and stalled ones, and
- * malformed input. Well-behaved clients must see no failed request in any of them. The floods here are
+ * connections that never finish a request, SIGTERM with clients mid-request and stalled ones, SIGTERM
+ * while new connections keep arriving, and malformed input. Well-behaved clients must see no failed request in any of them. The floods here are
  * small (a lowered --max-connections); `bench/serve_abuse.mjs` runs the ≥ 20,000-connection ones.
  */
 import { spawn } from 'node:child_process';
@@ -216,6 +216,50 @@ describe('gnnctl serve under abuse and damage', () => {
     const result = JSON.parse(stdout) as { forced_close: boolean };
     // Within the 60 s --shutdown-timeout only because the stalled connections were dropped after the grace.
     expect(result.forced_close).toBe(false);
+  });
+
+  it('SIGTERM under load with new connections arriving: a client that stops once it sees Connection: close or a refusal has 0 failed requests', async () => {
+    const repo = repoWith(1);
+    const server = await spawnServe(['--model-repository', repo.root, '--json']);
+    const keepAlive = new Agent({ keepAlive: true });
+    // Every other request on a connection of its own: what the kernel's accept queue holds when a
+    // listener closes under load, and what a load balancer opening connections sends.
+    const fresh = new Agent({ keepAlive: false });
+    // Like a load balancer, the client takes a while to stop sending here after the first sign
+    // (endpoint removal, a passive health check): 200 ms. Closed loop, 16 requests at a time, so every
+    // request counted as sent is on the wire (none waits in an agent's queue to connect later).
+    const REACTION_MS = 200;
+    const answers: (Answer | { error: string })[] = [];
+    let firstSign: number | undefined;
+    let freshAfterSign = 0;
+    let stopped: Promise<{ code: number; stdout: string }> | undefined;
+    const t0 = performance.now();
+    const pending = Array.from({ length: 16 }, async (_, w) => {
+      for (let i = 0; ; i++) {
+        const now = performance.now();
+        if ((firstSign !== undefined && now - firstSign > REACTION_MS) || now - t0 > 30_000) return;
+        if (!stopped && answers.length >= 300) stopped = server.stop();
+        const onKeepAlive = (w + i) % 2 === 0;
+        if (!onKeepAlive && firstSign !== undefined) freshAfterSign++;
+        const a = await send(server.url, 'POST', inferPath, inferBody(txRequest(w * 10_000 + i, 4)), onKeepAlive ? keepAlive : fresh);
+        answers.push(a);
+        // A fresh connection asks for `Connection: close` itself; on a keep-alive one it is the server's drain.
+        if ((onKeepAlive && 'status' in a && a.connection === 'close') || ('error' in a && a.error === 'ECONNREFUSED')) firstSign ??= performance.now();
+        await sleep(5);
+      }
+    });
+    await Promise.all(pending);
+    const { code, stdout } = await stopped!;
+    keepAlive.destroy();
+    fresh.destroy();
+
+    expect(code).toBe(0);
+    expect(answers.length).toBeGreaterThan(300);
+    expect(answers.filter((a) => 'error' in a || a.status !== 200)).toEqual([]);
+    expect(firstSign).toBeDefined();
+    // New connections opened after the drain began were accepted and answered, not reset or refused.
+    expect(freshAfterSign).toBeGreaterThan(0);
+    expect((JSON.parse(stdout) as { forced_close: boolean }).forced_close).toBe(false);
   });
 
   it('malformed input: deep nesting, invalid UTF-8 → 400 without a stack trace; 16+-digit FP32 integers accepted; early errors do not stall an upload', async () => {

@@ -1,12 +1,13 @@
 /**
  * The connection guard on a plain in-process HTTP server on loopback: at the cap the oldest connection
  * without a request goes (never an established client, never the newcomer while a request-less one is
- * open), the per-client cap refuses newcomers, and the headers timeout drops silent connections.
+ * open), the per-client cap refuses newcomers, the headers timeout drops silent connections, and a drain
+ * keeps accepting while connections arrive.
  */
 import { createServer, request, type Server, Agent } from 'node:http';
 import { connect, type AddressInfo, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConnectionGuard, type ConnectionLimits } from '../../src/serve/connection_guard.js';
+import { ConnectionGuard, DRAIN_QUIET_MS, type ConnectionLimits } from '../../src/serve/connection_guard.js';
 import { Registry } from '../../src/serve/metrics.js';
 
 let server: Server | undefined;
@@ -44,7 +45,7 @@ async function silent(port: number): Promise<Socket> {
 
 const closed = (s: Socket) => new Promise<void>((r) => (s.destroyed ? r() : s.once('close', () => r())));
 
-function get(port: number, agent?: Agent): Promise<number> {
+function get(port: number, agent?: Agent | false): Promise<number> {
   return new Promise((resolve, reject) => {
     request({ host: '127.0.0.1', port, path: '/', agent }, (res) => {
       res.resume();
@@ -97,4 +98,27 @@ describe('ConnectionGuard', () => {
     await closed(await silent(port));
     expect(dropped.get({ reason: 'headers_timeout' })).toBe(1);
   });
+
+  it('drain keeps accepting while new connections arrive, then closes the listener once they stop', async () => {
+    const { port, guard } = await start({});
+    const drained = guard.drain(server!, 60_000);
+    // New connections keep arriving for longer than the quiet period: each is accepted and answered.
+    const statuses: number[] = [];
+    const t0 = performance.now();
+    while (performance.now() - t0 < 3 * DRAIN_QUIET_MS) statuses.push(await get(port, false));
+    expect(statuses.length).toBeGreaterThan(1);
+    expect(statuses.filter((s) => s !== 200)).toEqual([]);
+    expect(server!.listening).toBe(true);
+    // Then none: the listener closes after the quiet period, well before the 60 s drain delay.
+    await drained;
+    expect(server!.listening).toBe(false);
+    await expect(get(port, false)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
+
+  it('drain with a delay of 0 closes the listener at once', async () => {
+    const { port, guard } = await start({});
+    await guard.drain(server!, 0);
+    await expect(get(port, false)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+  });
 });
+

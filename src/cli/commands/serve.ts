@@ -36,6 +36,8 @@ export interface ServeCommandOptions {
   ortThreads?: unknown;
   /** `--shutdown-timeout T`: how long shutdown waits for in-flight requests (default 30 s). */
   shutdownTimeout?: unknown;
+  /** `--drain-delay T`: how long shutdown keeps accepting new connections while they arrive (default 5 s). */
+  drainDelay?: unknown;
   /** `--request-timeout T`: default deadline of an inference request (default 10 s; 0: none). */
   requestTimeout?: unknown;
   /** `--max-sequence-length N`: cap on variable input dimensions without their own (default 1024; 0: none). */
@@ -94,6 +96,7 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
         };
   const pollIntervalMs = seconds(opts.pollInterval, '--poll-interval', 2) * 1000;
   const shutdownTimeoutMs = seconds(opts.shutdownTimeout, '--shutdown-timeout', 30) * 1000;
+  const drainDelayMs = seconds(opts.drainDelay, '--drain-delay', 5) * 1000;
   const maxBodyBytes = bytes(opts.maxBodySize);
   const ortThread = (opts.ortThread ?? 'worker') as OrtThread;
   if (ortThread !== 'main' && ortThread !== 'worker') throw new UsageError('--ort-thread must be "main" or "worker"', { value: opts.ortThread });
@@ -116,7 +119,7 @@ export async function serveCommand(opts: ServeCommandOptions): Promise<CommandOu
     // Refusals and errors print even with --quiet/--json: an operator must see a refused export.
     if (level === 'warn' || !isQuiet()) process.stderr.write(`[${new Date().toISOString()}] ${line}\n`);
   };
-  const server = await startServer({ modelRepository: opts.modelRepository, port, grpcPort, onlineStore, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, requestTimeoutMs, maxSequenceLength, maxConnections, maxConnectionsPerClient, headersTimeoutMs, idleTimeoutMs, authTokenFile, authOpenHealth: Boolean(opts.authOpenHealth), authOpenMetrics: Boolean(opts.authOpenMetrics), tls, log });
+  const server = await startServer({ modelRepository: opts.modelRepository, port, grpcPort, onlineStore, host, pollIntervalMs, maxBodyBytes, ortThread, intraOpThreads, shutdownTimeoutMs, drainDelayMs, requestTimeoutMs, maxSequenceLength, maxConnections, maxConnectionsPerClient, headersTimeoutMs, idleTimeoutMs, authTokenFile, authOpenHealth: Boolean(opts.authOpenHealth), authOpenMetrics: Boolean(opts.authOpenMetrics), tls, log });
   const models = server.manager.index();
   const grpcAddress = server.grpc ? `${server.host.includes(':') ? `[${server.host}]` : server.host}:${server.grpc.port}` : undefined;
   info(`gnnctl serve: listening on ${server.url}${grpcAddress ? ` and gRPC ${grpcAddress}` : ''} (${models.filter((m) => m.state === 'READY').map((m) => `${m.name} v${m.version}`).join(', ')}; onnxruntime on the ${ortThread} thread; hot reload ${pollIntervalMs > 0 ? `every ${pollIntervalMs / 1000} s` : 'off'}; ${authTokenFile ? `bearer-token auth${opts.authOpenHealth ? ', health probes open' : ''}${opts.authOpenMetrics ? ', /metrics open' : ''}` : 'no auth'})`);

@@ -5,7 +5,9 @@
  * article, exactly those entities (the model's receptive field: the distilled model embeds customers and
  * articles one hop below its root) are recomputed at the new anchor, and every other row keeps its
  * vector and anchor_time byte for byte (read back with DuckDB). The merged snapshot exports as the next
- * version. A run with no snapshot at all refreshes in full and says so.
+ * version. A run with no snapshot at all refreshes in full and says so. A new key in a table without a
+ * time column is a new node when it sorts last (recomputed alone) and a full refresh naming the table
+ * when it sorts between old keys (node ids follow the key order there, so every later row moved).
  */
 import { spawnSync } from 'node:child_process';
 import { appendFileSync, copyFileSync, readFileSync, rmSync } from 'node:fs';
@@ -128,6 +130,12 @@ describe('refresh --incremental', () => {
     const again = await refreshCommand({ config: fx.config, artifacts: fx.artifacts, cwd: fx.dir, incremental: true });
     expect(again.text).toMatch(/incremental customers: recomputed 0, kept \d+ since /);
     expect(again.text).toMatch(/incremental: recomputed 0, kept \d+ in [\d.]+s of embedding, -?[\d.]+s saved against the last full refresh/);
+    // Where the refresh's time went, per step (the embedding is what --incremental shrinks).
+    expect(again.text).toMatch(/refreshed \S+: version \d+ \(was \d+\) in [\d.]+s \(embedding [\d.]+s, export [\d.]+s, drift report [\d.]+s\)/);
+    const phases = (again.result as RefreshResult).phases;
+    expect(Object.keys(phases).sort()).toEqual(['drift', 'embed', 'export', 'predictions']);
+    expect(phases.embed).toBeGreaterThan(0);
+    expect(phases.export).toBeGreaterThan(0);
   }, 300_000);
 
   it('with no previous snapshot, refreshes in full and says why', async () => {
@@ -157,6 +165,33 @@ describe('refresh --incremental', () => {
       expect(t.kept).toBe(0);
       const rows = await snapshotRows(t.path, t.table);
       expect(new Set([...rows.values()].map((v) => v.at)).size).toBe(1);
+    }
+  }, 300_000);
+
+  it('a new customer (no time column) whose key sorts last is a new node: recomputed alone, every other row kept', async () => {
+    const path = join(fx.dir, 'customers.csv');
+    const rows = readFileSync(path, 'utf8').trimEnd().split('\n');
+    const fields = rows[1]!.split(',');
+    appendFileSync(path, `${['f'.repeat(64), ...fields.slice(1)].join(',')}\n`);
+    const inc = (await refresh(true)).incremental!;
+    const byTable = Object.fromEntries(inc.tables.map((t) => [t.table, t]));
+    expect(byTable.customers!.kind, byTable.customers!.full_reason ?? '').toBe('incremental');
+    expect(byTable.customers!.recomputed).toBe(1);
+    expect(byTable.customers!.kept).toBe(rows.length - 1);
+    expect(byTable.articles!.recomputed).toBe(0);
+    const after = await snapshotRows(byTable.customers!.path, 'customers');
+    expect(after.get('f'.repeat(64))!.at).toBe(Date.parse(byTable.customers!.anchor_time) / 1000);
+  }, 300_000);
+
+  it('a new customer whose key sorts between old ones moves every later node id: a full refresh that names the table and the key', async () => {
+    const path = join(fx.dir, 'customers.csv');
+    const fields = readFileSync(path, 'utf8').trimEnd().split('\n')[1]!.split(',');
+    appendFileSync(path, `${['0'.repeat(64), ...fields.slice(1)].join(',')}\n`);
+    const inc = (await refresh(true)).incremental!;
+    for (const t of inc.tables) {
+      expect(t.kind).toBe('full');
+      expect(t.full_reason).toMatch(/^rows moved: customers has no time column and a key that sorts between its old ones: node 0 held [0-9a-f]{64}, now 0{64}/);
+      expect(t.kept).toBe(0);
     }
   }, 300_000);
 

@@ -11,6 +11,7 @@
  * chance recall is shown beside its recall.
  */
 import { auroc, evaluate, type DetectorSeries } from './evaluate.js';
+import { wilsonInterval } from './root_cause.js';
 import type { Incident } from './source.js';
 
 /** The recall target a threshold is chosen to reach on the validation faults (issue 35's detection target). */
@@ -25,6 +26,8 @@ const MAX_CANDIDATES = 400;
 export interface StretchQuality {
   incidents: number;
   recall: number | null;
+  /** 95% Wilson interval of the recall over the stretch's incidents */
+  recall_interval: [number, number] | null;
   chance_recall: number | null;
   false_alarms: number;
   auroc: number | null;
@@ -49,7 +52,8 @@ function slice(series: DetectorSeries, from: number, until: number): DetectorSer
 function quality(series: DetectorSeries, incidents: Incident[], grace: number): StretchQuality {
   const q = evaluate(series, incidents, grace, 1);
   const inWindow = series.ts.map((t) => incidents.some((i) => t >= i.start && t < i.end));
-  return { incidents: incidents.length, recall: q.recall, chance_recall: q.chance_recall, false_alarms: q.false_alarms, auroc: auroc(series.score, inWindow) };
+  const n = Object.values(q.by_kind).reduce((sum, k) => sum + k.incidents, 0);
+  return { incidents: incidents.length, recall: q.recall, recall_interval: q.recall !== null && n > 0 ? wilsonInterval(q.recall, n) : null, chance_recall: q.chance_recall, false_alarms: q.false_alarms, auroc: auroc(series.score, inWindow) };
 }
 
 /** Where the incidents split into validation and test: midway between the last validation start and the first test start. */

@@ -22,9 +22,9 @@ const detectorQuality = z.object({
   auroc: rate.default(null),
   by_kind: z.record(z.string(), kindQuality).default({}),
 });
-const stretchQuality = z.object({ incidents: z.number(), recall: rate, chance_recall: rate, false_alarms: z.number(), auroc: rate });
-const operatingPoint = z.object({ threshold: z.number(), rule: z.string(), split_ts: z.number(), validation: stretchQuality, test: stretchQuality, all: stretchQuality.optional() });
 const interval = z.tuple([z.number(), z.number()]);
+const stretchQuality = z.object({ incidents: z.number(), recall: rate, recall_interval: interval.nullable().default(null), chance_recall: rate, false_alarms: z.number(), auroc: rate });
+const operatingPoint = z.object({ threshold: z.number(), rule: z.string(), split_ts: z.number(), validation: stretchQuality, test: stretchQuality, all: stretchQuality.optional() });
 const rankQuality = z.object({
   incidents: z.number(),
   ac_at_1: z.number(),

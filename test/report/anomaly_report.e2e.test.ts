@@ -83,9 +83,13 @@ describe('gnnctl report <anomaly run>', () => {
     expect(Number(value('tagae.recall'))).toBe(ev.tagae.recall);
     expect(Number(value('tagae.false_alarms_per_day'))).toBe(ev.tagae.false_alarms_per_day);
     expect(value('recommended.detection')).toBe(ev.recommended_method.detection);
-    for (const d of ['tagae', 'static', 'flat', 'zscore']) {
+    for (const d of ['tagae', 'static', 'flat', 'zscore', 'rolling_family', 'tagae_rolling', 'combined']) {
       expect(Number(value(`detection.${d}.false_alarms`)), d).toBe(ev[d].false_alarms);
       expect(Number(value(`detection.${d}.recall`)), d).toBe(ev[d].recall);
+    }
+    // every detector's validation-chosen threshold, judged on the later faults
+    for (const [d, op] of Object.entries(ev.operating_points) as [string, { test: { recall: number | null } }][]) {
+      expect(Number(value(`operating_point.${d}.test_recall`)), d).toBe(op.test.recall);
     }
     const bars = findElements(elementById(html, 'false-alarms-chart')!, 'rect', { class: 'bar' });
     expect(Object.fromEntries(bars.map((b) => [b.attrs['data-bar'], Number(b.attrs['data-value'])]))).toEqual({
@@ -93,6 +97,9 @@ describe('gnnctl report <anomaly run>', () => {
       static: ev.static.false_alarms_per_day,
       flat: ev.flat.false_alarms_per_day,
       zscore: ev.zscore.false_alarms_per_day,
+      rolling_family: ev.rolling_family.false_alarms_per_day,
+      tagae_rolling: ev.tagae_rolling.false_alarms_per_day,
+      combined: ev.combined.false_alarms_per_day,
     });
   });
 

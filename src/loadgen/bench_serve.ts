@@ -41,7 +41,7 @@ export interface BenchServeOptions {
   timeoutMs?: number;
   /** Called right before the first request is sent (after the pool is built). */
   onStart?: () => void;
-  /** HTTP client of the generator: `raw` (default) or `node` (see `open_loop.ts`). */
+  /** Client of the generator: `raw` (default, lean) or `node` (http.Agent; grpc-js with --protocol grpc; see `open_loop.ts`, `grpc_requests.ts`). */
   client?: 'raw' | 'node';
   /**
    * `grpc`: send the same requests as KServe V2 gRPC `ModelInfer` calls to `grpcAddress` (metadata and
@@ -50,6 +50,8 @@ export interface BenchServeOptions {
   protocol?: 'http' | 'grpc';
   /** `host:port` of the gRPC endpoint (default: the URL's host, port 8001). */
   grpcAddress?: string;
+  /** HTTP/2 connections the gRPC calls are spread over (default 4). */
+  grpcChannels?: number;
 }
 
 export interface BenchServeResult extends OpenLoopResult {
@@ -186,7 +188,7 @@ async function runPrepared(prepared: PreparedLoad, options: BenchServeOptions, r
   let transport: Transport | undefined;
   if (options.protocol === 'grpc') {
     prepared.grpcBodies ??= prepared.bodies.map((b) => grpcRequestBytes(b, options.model, options.version));
-    transport = grpcTransport(options.grpcAddress ?? `${new URL(base).hostname}:8001`, prepared.grpcBodies, { timeoutMs: options.timeoutMs });
+    transport = grpcTransport(options.grpcAddress ?? `${new URL(base).hostname}:8001`, prepared.grpcBodies, { timeoutMs: options.timeoutMs, client: options.client, channels: options.grpcChannels, maxInFlight: options.connections });
   }
   // Scraped again when the warm-up ends, so the server's breakdown covers the measured window only.
   let before = await scrapeMetrics(base);

@@ -19,7 +19,7 @@
  */
 import type { PlannedEvent, Snapshot } from './source.js';
 import { signalFamily } from './signal_share.js';
-import type { ZScoreStats } from './zscore_baseline.js';
+import { robustReference, type ZScoreStats } from './zscore_baseline.js';
 
 export interface RollingOptions {
   /** trailing reference length, seconds */
@@ -32,9 +32,8 @@ export interface RollingOptions {
 
 export const ROLLING_DEFAULTS: RollingOptions = { reference_seconds: 7200, gap_seconds: 600, min_reference: 30 };
 
-/** |z| cap and spread floor, as in the z-score baseline (zscore_baseline.ts). */
+/** |z| is capped here, as in the z-score baseline (zscore_baseline.ts). */
 const Z_CAP = 50;
-const SCALE_FLOOR = 0.05;
 
 export interface RollingScores {
   rolling_family: number;
@@ -44,21 +43,6 @@ export interface RollingScores {
 
 export const ROLLING_METHODS = ['rolling_family', 'tagae_rolling', 'combined'] as const;
 export type RollingMethod = (typeof ROLLING_METHODS)[number];
-
-function median(xs: Float64Array): number {
-  const s = xs.slice().sort();
-  const m = s.length >> 1;
-  return s.length === 0 ? 0 : s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
-
-/** Median and floored robust spread of the finite values of `xs`. */
-export function robustReference(xs: readonly number[]): [number, number] | null {
-  const v = Float64Array.from(xs.filter((x) => Number.isFinite(x)));
-  if (v.length === 0) return null;
-  const med = median(v);
-  const mad = median(v.map((x) => Math.abs(x - med)));
-  return [med, Math.max(1.4826 * mad, SCALE_FLOOR * Math.abs(med), 1e-6)];
-}
 
 interface Row {
   ts: number;

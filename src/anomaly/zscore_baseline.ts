@@ -21,10 +21,19 @@ const SCALE_FLOOR = 0.05;
 /** |z| is capped here so one column cannot outweigh the rest beyond recognition. */
 const Z_CAP = 50;
 
-function medianOf(xs: number[]): number {
+function medianOf(xs: ArrayLike<number>): number {
   const s = Float64Array.from(xs).sort();
   const m = s.length >> 1;
   return s.length === 0 ? 0 : s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** Median and floored robust spread (1.4826 × MAD) of the finite values of `xs`; null when there are none. */
+export function robustReference(xs: readonly number[]): [number, number] | null {
+  const v = xs.filter((x) => Number.isFinite(x));
+  if (v.length === 0) return null;
+  const med = medianOf(v);
+  const mad = medianOf(v.map((x) => Math.abs(x - med)));
+  return [med, Math.max(1.4826 * mad, SCALE_FLOOR * Math.abs(med), 1e-6)];
 }
 
 export function fitZScore(normal: Snapshot[], featureColumns: string[]): ZScoreStats {
@@ -42,11 +51,7 @@ export function fitZScore(normal: Snapshot[], featureColumns: string[]): ZScoreS
   }
   const services: ZScoreStats['services'] = {};
   for (const [name, cols] of values) {
-    services[name] = cols.map((xs) => {
-      const med = medianOf(xs);
-      const mad = medianOf(xs.map((x) => Math.abs(x - med)));
-      return [med, Math.max(1.4826 * mad, SCALE_FLOOR * Math.abs(med), 1e-6)];
-    });
+    services[name] = cols.map((xs) => robustReference(xs) ?? [0, 1e-6]);
   }
   return { columns: featureColumns, services };
 }
@@ -94,11 +99,7 @@ export function fitEdgeZScore(snaps: Snapshot[], edgeColumns: string[]): EdgeZSc
   const edges: EdgeZScoreStats['edges'] = {};
   for (const [key, cols] of values) {
     if (cols.every((xs) => xs.length === 0)) continue;
-    edges[key] = cols.map((xs) => {
-      const med = medianOf(xs);
-      const mad = medianOf(xs.map((x) => Math.abs(x - med)));
-      return [med, Math.max(1.4826 * mad, SCALE_FLOOR * Math.abs(med), 1e-6)];
-    });
+    edges[key] = cols.map((xs) => robustReference(xs) ?? [0, 1e-6]);
   }
   return { columns: edgeColumns, edges };
 }

@@ -4,7 +4,8 @@
  * statistics, and a replaced pod is held out until its new level fills a reference.
  */
 import { describe, expect, it } from 'vitest';
-import { RollingDetector, robustReference } from '../../src/anomaly/rolling_reference.js';
+import { RollingDetector } from '../../src/anomaly/rolling_reference.js';
+import { robustReference } from '../../src/anomaly/zscore_baseline.js';
 import type { Snapshot } from '../../src/anomaly/source.js';
 import type { ZScoreStats } from '../../src/anomaly/zscore_baseline.js';
 

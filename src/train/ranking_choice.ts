@@ -44,7 +44,8 @@ export type SplitLists = Partial<Record<ServedChoice, { val: Int32Array; test: I
 /**
  * Chooses the served list and computes the test intervals from every candidate's lists. `judge` (indices
  * of validation examples) restricts the choice to the examples no list was fitted on: the re-ranker fits
- * on the rest of the validation examples (train/rerank.ts's splitValidation).
+ * on the rest of the validation examples (train/rerank.ts's splitValidation). The heuristic it must beat
+ * is then `bestBaseline`, the best on every validation example, where the heuristics' settings were chosen.
  */
 export function judgeRanking(
   data: { val: Examples; test: Examples },
@@ -60,6 +61,8 @@ export function judgeRanking(
   const candidates: RankingCandidate<ServedChoice>[] = [];
   for (const [name, l] of Object.entries(lists) as [ServedChoice, { val: Int32Array; test: Int32Array }][]) {
     const tier = name === 'model' ? TIER.model : name === 'reranker' ? TIER.reranker : TIER.heuristic;
+    // The heuristics' own choice (best_baseline) was made on every validation example, like their settings.
+    if (judge && tier === TIER.heuristic && name !== bestBaseline) continue;
     candidates.push({ name, tier, val_ap: perUserRanking(valLabels, judge ? subsetLists(l.val, judge, k) : l.val, k).map_at_k });
   }
   const c = chooseRanking(candidates, k, seed);

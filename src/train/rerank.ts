@@ -177,7 +177,9 @@ async function groupedRows(inputs: RerankInputs, ex: Examples, idx: number[], ma
   const byTime = new Map<number, number[]>();
   for (let i = 0; i < idx.length; i += stride) {
     const a = ex.anchors[idx[i]!]!;
-    byTime.set(a, [...(byTime.get(a) ?? []), idx[i]!]);
+    let rows = byTime.get(a);
+    if (!rows) byTime.set(a, (rows = []));
+    rows.push(idx[i]!);
   }
   const cols: Float32Array[][] = [];
   const ys: number[] = [];

@@ -208,9 +208,8 @@ function elementCount(shape: readonly number[]): number {
 }
 
 function checkShape(shape: unknown, ts: TensorSpec, spec: ServedModelSpec, serverCap: number | undefined): number[] {
-  const expected = `expected ${formatJson(ts.shape)}`;
   if (!Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && (d as number) >= 0)) {
-    throw badRequest(`inference input "${ts.name}": "shape" must be an array of non-negative integers (got ${formatJson(shape)}; ${expected})`);
+    throw badRequest(`inference input "${ts.name}": "shape" must be an array of non-negative integers (got ${formatJson(shape)}; expected ${formatJson(ts.shape)})`);
   }
   const s = shape as number[];
   const batching = spec.maxBatchSize > 0;

@@ -46,21 +46,36 @@ export function parseJsonBody(text: string): unknown {
   }
 }
 
+/** What the depth scan stops at; the rest (numbers, commas, white space: most of a request) the regex engine skips. */
+const STRUCTURAL = /["[\]{}]/g;
+
 /** Throws 400 when `[`/`{` nest deeper than `max` outside strings; one pass, before any parsing work. */
 export function checkDepth(text: string, max: number): void {
   let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
+  STRUCTURAL.lastIndex = 0;
+  while (STRUCTURAL.test(text)) {
+    const i = STRUCTURAL.lastIndex - 1;
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) {
-      inString = true;
+    if (c === 0x22) {
+      const end = stringEnd(text, i);
+      if (end < 0) return; // an unterminated string: JSON.parse reports it
+      STRUCTURAL.lastIndex = end + 1;
     } else if (c === 0x5b || c === 0x7b) {
       if (++depth > max) throw badRequest(`the request JSON nests arrays and objects deeper than ${max} levels (at character ${i})`);
-    } else if (c === 0x5d || c === 0x7d) {
+    } else {
       depth--;
     }
+  }
+}
+
+/** The index of the quote that closes the JSON string opened at `open` (one not escaped by an odd run of backslashes), or -1. */
+function stringEnd(text: string, open: number): number {
+  let j = open;
+  for (;;) {
+    j = text.indexOf('"', j + 1);
+    if (j < 0) return -1;
+    let backslashes = 0;
+    while (text.charCodeAt(j - 1 - backslashes) === 0x5c) backslashes++;
+    if (backslashes % 2 === 0) return j;
   }
 }

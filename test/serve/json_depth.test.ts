@@ -16,6 +16,13 @@ describe('checkDepth', () => {
     expect(parseJsonBody(inString)).toEqual({ s: `${'['.repeat(200)}"${'{'.repeat(200)}` });
   });
 
+  it('a string ending in an escaped backslash closes there: the brackets after it count', () => {
+    const after = String.raw`{"s":"a\\","t":[[[[1]]]]}`;
+    expect(JSON.parse(after)).toEqual({ s: 'a\\', t: [[[[1]]]] });
+    expect(() => checkDepth(after, 5)).not.toThrow();
+    expect(() => checkDepth(after, 4)).toThrow(expect.objectContaining({ status: 400 }));
+  });
+
   it('integer literals of 16+ digits come back as exact decimal strings', () => {
     expect(parseJsonBody('{"data":[1234567890123456789, 1.5]}')).toEqual({ data: ['1234567890123456789', 1.5] });
   });

@@ -128,8 +128,11 @@ export class RawGrpcConnection {
     this.flush();
   }
 
+  /** Closes the connection; calls still unanswered get no completion (the generator counts them itself). */
   close(): void {
     this.closed = true;
+    this.active.clear();
+    this.waiting.length = 0;
     this.socket?.destroy();
   }
 

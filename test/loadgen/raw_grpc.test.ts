@@ -82,6 +82,19 @@ describe('RawGrpcConnection', () => {
     expect(conn.closed).toBe(true);
   });
 
+  it('close() drops the calls still unanswered without completing them', async () => {
+    const s = await echoServer();
+    server = s.server;
+    conn = new RawGrpcConnection('127.0.0.1', s.port, grpcRequestHeaderBlock(PATH, `127.0.0.1:${s.port}`, 3000));
+    expect(await callOnce(conn, Buffer.from('x'))).toBeUndefined();
+    const completions: (string | undefined)[] = [];
+    for (let i = 0; i < 3; i++) conn.call(grpcFrame(Buffer.from('late')), (e) => completions.push(e));
+    conn.close();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(completions).toEqual([]);
+    expect(conn.outstanding).toBe(0);
+  });
+
   it('encodes the request headers as HPACK literals without Huffman coding', () => {
     const block = grpcRequestHeaderBlock('/a/B', 'h:1', 10_000);
     expect([...block.subarray(0, 2)]).toEqual([0x83, 0x86]);

@@ -7,11 +7,14 @@
  * request in each phase, batch sizes, main-thread utilisation, from its /metrics).
  *
  *   npm run build && node bench/serve.mjs [--rate 2000] [--duration 30] [--warmup 3]
- *       [--ort-thread worker|main] [--delay-us 500] [--max-batch 64] [--connections 64]
+ *       [--ort-thread worker|main] [--delay-us 500] [--max-batch 64] [--instances 1] [--connections 64]
  *       [--rows 100000] [--dim 64] [--hidden 128] [--known-key-rate 0.9] [--server-profile DIR]
  *       [--reload-at S] [--kumo] [--rti-columns K] [--payloads DIR] [--sweep auto|R1,R2,…]
  *       [--p99-target MS]
  *
+ * --instances N sets the model's instance_group count: batches in flight at once. With onnxruntime in the
+ * worker thread, 2 keeps the next batch queued at the worker while one runs, so the worker does not wait
+ * for the main thread to see the answer and form the next batch.
  * --reload-at S writes version 2 of the model into the repository S seconds into the measured window
  * (built before the load starts), so the run includes a hot reload.
  * --kumo runs Kumo's published benchmark shape: the model takes 24 extra numeric RTI columns
@@ -50,6 +53,7 @@ const { values: args } = parseArgs({
     'ort-threads': { type: 'string', default: '1' },
     'delay-us': { type: 'string', default: '500' },
     'max-batch': { type: 'string', default: '64' },
+    instances: { type: 'string', default: '1' },
     connections: { type: 'string', default: '64' },
     rows: { type: 'string', default: '100000' },
     dim: { type: 'string', default: '64' },
@@ -149,7 +153,13 @@ async function main() {
     const t0 = performance.now();
     const repo = join(dir, 'repo');
     const modelOptions = { rows, dim: Number(args.dim), hidden: Number(args.hidden), rtiColumns };
-    writeSyntheticRepository(repo, { ...modelOptions, maxBatchSize: Number(args['max-batch']), maxQueueDelayUs: Number(args['delay-us']) });
+    const instances = Number(args.instances);
+    writeSyntheticRepository(repo, {
+      ...modelOptions,
+      maxBatchSize: Number(args['max-batch']),
+      maxQueueDelayUs: Number(args['delay-us']),
+      ...(instances !== 1 ? { config: { instance_group: [{ kind: 'KIND_CPU', count: instances }] } } : {}),
+    });
     const buildMs = performance.now() - t0;
     const reloadAt = args['reload-at'] === undefined ? undefined : Number(args['reload-at']);
     const version2 = reloadAt === undefined ? undefined : buildSyntheticModel({ ...modelOptions, seed: 2 });
@@ -208,7 +218,7 @@ async function main() {
     if (r.steps) {
       const sweep = {
         machine: { cpus: cpus().length, cpu: cpus()[0]?.model, node: process.version },
-        model: { rows, dim: Number(args.dim), hidden: Number(args.hidden), rti_columns: rtiColumns, max_batch_size: Number(args['max-batch']), max_queue_delay_us: Number(args['delay-us']) },
+        model: { rows, dim: Number(args.dim), hidden: Number(args.hidden), rti_columns: rtiColumns, max_batch_size: Number(args['max-batch']), max_queue_delay_us: Number(args['delay-us']), instances: Number(args.instances) },
         server_options: { ort_thread: args['ort-thread'], ort_intra_op_threads: Number(args['ort-threads']) },
         pool: r.pool,
         step_duration_s: Number(args.duration),
@@ -227,7 +237,7 @@ async function main() {
     }
     const report = {
       machine: { cpus: cpus().length, cpu: cpus()[0]?.model, loadavg_before_exit: loadavg().map((x) => Math.round(x * 100) / 100), node: process.version },
-      model: { rows, dim: Number(args.dim), hidden: Number(args.hidden), rti_columns: rtiColumns, build_ms: Math.round(buildMs), max_batch_size: Number(args['max-batch']), max_queue_delay_us: Number(args['delay-us']) },
+      model: { rows, dim: Number(args.dim), hidden: Number(args.hidden), rti_columns: rtiColumns, build_ms: Math.round(buildMs), max_batch_size: Number(args['max-batch']), max_queue_delay_us: Number(args['delay-us']), instances: Number(args.instances) },
       hot_reload_at_s: reloadAt,
       ...(rolloutVersions ? { rollout: { steps: rolloutLog, requests_by_version: stopped.versions } } : {}),
       server_options: { ort_thread: args['ort-thread'], ort_intra_op_threads: Number(args['ort-threads']) },

@@ -18,6 +18,7 @@
  * SAGE means are computed here in TypeScript (no padding, so a super-node costs its degree, not
  * degree × batch); GAT gets padded blocks, chunked so no block exceeds a fixed number of neighbour slots.
  */
+import { copyOut } from '../compute/backend.js';
 import { tf } from '../core/tf.js';
 import type { EdgeType } from '../graph/graph.js';
 import type { DeepModel } from '../model/deep_model.js';
@@ -71,13 +72,19 @@ export function embedExact(model: DeepModel, table: string, depth: number, entit
   const C = model.spec.channels;
   const classes = buildClasses(model, plan, entities, anchor, degreeCap);
 
-  // h⁰ of every class.
-  let h: Float32Array[] = classes.map((c) => encodeRows(model, c.type, c.nodes, anchor));
+  // h⁰ of every class; a class whose nodes an earlier class of its type already encoded (the root's
+  // customers again two hops down, through their transactions) copies their rows: an encoding is row-wise.
+  let h: Float32Array[] = [];
+  classes.forEach((c, ci) => {
+    const k = classes.findIndex((e, ei) => ei < ci && e.type === c.type);
+    const into = buffer(`0:${ci}`, c.nodes.length * C);
+    h.push((k >= 0 ? copyEncoded(scratch(c.type, model.graph.table(c.type).rows), classes[k]!.nodes, h[k]!, c.nodes, into) : null) ?? encodeRows(model, c.type, c.nodes, anchor, into));
+  });
   for (let l = 1; l <= L; l++) {
     const next: Float32Array[] = classes.map(() => new Float32Array(0));
     classes.forEach((c, ci) => {
       if (c.depth > L - l) return;
-      const out = new Float32Array(c.nodes.length * C);
+      const out = buffer(`${l}:${ci}`, c.nodes.length * C);
       const edgeNames = model.gnn.edgesOf(l, c.type);
       const order = model.spec.encoder === 'gat' ? rowsByDegree(c) : null;
       // Foreign-key messages (at most one neighbour per row) are transformed once per distinct parent
@@ -103,9 +110,13 @@ export function embedExact(model: DeepModel, table: string, depth: number, entit
             });
             return model.gnn.layer(l, c.type, [{ self, blocks }], false)[0]!;
           });
-          const vals = res.dataSync() as Float32Array;
+          // A contiguous chunk is one copy, read through a view of the heap (a view per row cost a tenth of the layer).
+          if (order === null) copyOut(res, out, chunk[0]! * C);
+          else {
+            const vals = res.dataSync() as Float32Array;
+            for (let i = 0; i < chunk.length; i++) out.set(vals.subarray(i * C, (i + 1) * C), chunk[i]! * C);
+          }
           res.dispose();
-          for (let i = 0; i < chunk.length; i++) out.set(vals.subarray(i * C, (i + 1) * C), chunk[i]! * C);
         }
       } finally {
         for (const t of tables.values()) t.dispose();
@@ -118,6 +129,7 @@ export function embedExact(model: DeepModel, table: string, depth: number, entit
   // Class 0 is the root: its rows are the entities in ascending node order.
   const root = h[0]!;
   const order = classes[0]!.nodes;
+  if (order.length === entities.length && order.every((v, i) => v === entities[i])) return root.slice();
   const out = new Float32Array(entities.length * C);
   const pos = new Map<number, number>();
   order.forEach((v, i) => pos.set(v, i));
@@ -222,17 +234,16 @@ function neighbourLists(model: DeepModel, edge: EdgeType, nodes: Int32Array, anc
   return { ptr, ids, visible };
 }
 
-function encodeRows(model: DeepModel, type: string, nodes: Int32Array, anchor: number): Float32Array {
+function encodeRows(model: DeepModel, type: string, nodes: Int32Array, anchor: number, out: Float32Array): Float32Array {
   const C = model.spec.channels;
   const f = model.features[type]!;
-  const out = new Float32Array(nodes.length * C);
   for (let i = 0; i < nodes.length; i += ROW_CHUNK) {
     const part = nodes.subarray(i, Math.min(nodes.length, i + ROW_CHUNK));
     const num = new Float32Array(part.length * f.num_dim);
     const cat = new Int32Array(part.length * f.catCount);
     f.gather(part, () => anchor, null, num, cat);
     const t = tf.tidy(() => model.gnn.encode(type, num, cat, part.length));
-    out.set(t.dataSync() as Float32Array, i * C);
+    copyOut(t, out, i * C);
     t.dispose();
   }
   return out;
@@ -271,8 +282,17 @@ function rowsByDegree(c: NodeClass): Int32Array {
   return Int32Array.from({ length: c.nodes.length }, (_, i) => i).sort((a, b) => deg[a]! - deg[b]! || a - b);
 }
 
-function gatherRows(h: Float32Array, rows: Int32Array, C: number): Float32Array {
-  const out = new Float32Array(rows.length * C);
+/** The rows of `nodes` copied from an encoding of `from` (`hFrom`), or null when `from` lacks one of them; `rowOf` is the type's node → row scratch (left all −1). */
+function copyEncoded(rowOf: Int32Array, from: Int32Array, hFrom: Float32Array, nodes: Int32Array, into: Float32Array): Float32Array | null {
+  for (let i = 0; i < from.length; i++) rowOf[from[i]!] = i;
+  const rows = new Int32Array(nodes.length);
+  let missing = false;
+  for (let i = 0; i < nodes.length && !missing; i++) missing = (rows[i] = rowOf[nodes[i]!]!) < 0;
+  for (let i = 0; i < from.length; i++) rowOf[from[i]!] = -1;
+  return missing ? null : gatherRows(hFrom, rows, into.length / nodes.length, into);
+}
+
+function gatherRows(h: Float32Array, rows: Int32Array, C: number, out: Float32Array = new Float32Array(rows.length * C)): Float32Array {
   for (let i = 0; i < rows.length; i++) {
     const s = rows[i]! * C;
     for (let j = 0; j < C; j++) out[i * C + j] = h[s + j]!;
@@ -306,13 +326,16 @@ function block(e: ClassEdge, chunk: Int32Array, hChild: Float32Array, C: number,
     degree[i] = Math.log1p(e.visible[r]!);
   }
   if (!attention) {
-    const mean = new Float32Array(n * C);
+    const mean = buffer('mean', n * C);
     const acc = new Float32Array(C);
     for (let i = 0; i < n; i++) {
       const r = chunk[i]!;
       const a = e.ptr[r]!;
       const b = e.ptr[r + 1]!;
-      if (b === a) continue;
+      if (b === a) {
+        mean.fill(0, i * C, (i + 1) * C);
+        continue;
+      }
       acc.fill(0);
       for (let k = a; k < b; k++) {
         const s = e.rows[k]! * C;
@@ -337,6 +360,20 @@ function block(e: ClassEdge, chunk: Int32Array, hChild: Float32Array, C: number,
   }
   const index = tf.tensor1d(Int32Array.from({ length: n * f }, (_, i) => i), 'int32');
   return { table: tf.tensor2d(hb, [n * f, C]), index, fanout: f, weights: tf.tensor1d(mask), mask: tf.tensor1d(mask), degree: tf.tensor2d(degree, [n, 1]) };
+}
+
+/** per use (`layer:class`, `mean`): a buffer reused by every call, so a part's arrays are not pages mapped afresh */
+const buffers = new Map<string, Float32Array>();
+
+/**
+ * `len` floats of the buffer kept for `key` (contents undefined: callers write every value). A part's
+ * class arrays are [its transactions × channels], ~40 MB at 8,192 customers; fresh ones each part cost as
+ * much page faulting as the layer's own arithmetic under a shared machine's load.
+ */
+function buffer(key: string, len: number): Float32Array {
+  let a = buffers.get(key);
+  if (!a || a.length < len) buffers.set(key, (a = new Float32Array(Math.ceil(len * 1.25))));
+  return a.subarray(0, len);
 }
 
 /** per table (by name): its node → row map */

@@ -117,11 +117,12 @@ export class EmbedPool {
 
   /**
    * `embedExact` of `nodes`: one part per worker, or parts of at most `EXACT_PART` entities when the chunk
-   * is larger (a worker computes its parts one after another). Each part re-encodes the articles etc. it
+   * is larger, as many for each worker (a worker computes its parts one after another). Each part re-encodes the articles etc. it
    * touches, so parts are no smaller than they need to be.
    */
   async exact(table: string, depth: number, nodes: Int32Array, anchor: number, degreeCap: number, channels: number): Promise<Float32Array> {
-    const parts = Math.min(nodes.length, Math.max(this.rpc.size, Math.ceil(nodes.length / EXACT_PART)));
+    // A multiple of the workers: 5 parts on 2 workers leave one computing the fifth alone.
+    const parts = Math.min(nodes.length, Math.ceil(Math.ceil(nodes.length / EXACT_PART) / this.rpc.size) * this.rpc.size);
     const bounds = Array.from({ length: parts + 1 }, (_, i) => Math.floor((nodes.length * i) / Math.max(1, parts)));
     const tasks: EmbedTask[] = bounds.slice(0, -1).map((lo, i) => ({ kind: 'exact', table, depth, nodes: nodes.slice(lo, bounds[i + 1]), anchor, degreeCap }));
     return concat(await this.run(tasks), nodes.length * channels);

@@ -26,11 +26,20 @@ export interface RollingOptions {
   reference_seconds: number;
   /** the most recent stretch left out of the reference, seconds */
   gap_seconds: number;
-  /** values a reference needs before it replaces the fitted statistics */
-  min_reference: number;
+  /** history a reference must span (its oldest value at least gap + this old, seconds) before it replaces the fitted statistics */
+  min_span_seconds: number;
 }
 
-export const ROLLING_DEFAULTS: RollingOptions = { reference_seconds: 7200, gap_seconds: 600, min_reference: 30 };
+/**
+ * 2 hours back, the last 10 minutes left out, and at least 30 minutes of history before a reference is
+ * trusted — in time rather than a count, so 1-minute and 5-minute scrapes get the same rule (at one
+ * minute that is ~30 values; the first minutes of a day then lean on the fitted statistics rather than
+ * on a handful of minutes an early fault may fill).
+ */
+export const ROLLING_DEFAULTS: RollingOptions = { reference_seconds: 7200, gap_seconds: 600, min_span_seconds: 1800 };
+
+/** Fewest values a reference may hold, whatever its span. */
+const MIN_VALUES = 3;
 
 /** |z| is capped here, as in the z-score baseline (zscore_baseline.ts). */
 const Z_CAP = 50;
@@ -81,7 +90,7 @@ export class RollingDetector {
       if (!h) this.history.set(name, (h = []));
       while (h.length && h[0]!.ts < s.ts - this.o.reference_seconds) h.shift();
       const ref = h.filter((r) => r.ts < s.ts - this.o.gap_seconds);
-      const own = ref.length >= this.o.min_reference;
+      const own = this.trusted(ref, s.ts);
       const fitted = this.replaced.has(name) ? undefined : this.fitted?.services[name];
       if (own) this.replaced.delete(name);
       for (let f = 0; f < F; f++) {
@@ -100,12 +109,16 @@ export class RollingDetector {
     return { rolling_family: family, tagae_rolling: tagae, combined: Math.max(family, tagae) };
   }
 
+  private trusted(ref: readonly { ts: number }[], now: number): boolean {
+    return ref.length >= MIN_VALUES && now - ref[0]!.ts >= this.o.gap_seconds + this.o.min_span_seconds;
+  }
+
   private tagaeZ(ts: number, score: number): number {
     const h = this.tagaeHistory;
     while (h.length && h[0]!.ts < ts - this.o.reference_seconds) h.shift();
-    const ref = h.filter((r) => r.ts < ts - this.o.gap_seconds).map((r) => r.v);
+    const rows = h.filter((r) => r.ts < ts - this.o.gap_seconds);
     h.push({ ts, v: score });
-    const st = ref.length >= this.o.min_reference ? robustReference(ref) : null;
+    const st = this.trusted(rows, ts) ? robustReference(rows.map((r) => r.v)) : null;
     return st && Number.isFinite(score) ? Math.max(0, Math.min(Z_CAP, (score - st[0]) / st[1])) : 0;
   }
 }

@@ -12,7 +12,7 @@ import type { ZScoreStats } from '../../src/anomaly/zscore_baseline.js';
 const columns = ['cpu', 'mem_p50', 'mem_p99'];
 const services = ['cart', 'front'];
 const snap = (ts: number, cart: number[], front: number[]): Snapshot => ({ ts, services, features: Float32Array.from([...cart, ...front]), src: new Int32Array(0), dst: new Int32Array(0), rate: new Float32Array(0), edgeFeatures: new Float32Array(0) });
-const opts = { reference_seconds: 600, gap_seconds: 120, min_reference: 5 };
+const opts = { reference_seconds: 600, gap_seconds: 120, min_span_seconds: 240 };
 const fitted: ZScoreStats = { columns, services: { cart: [[10, 1], [100, 1], [100, 1]], front: [[10, 1], [100, 1], [100, 1]] } };
 
 describe('robustReference', () => {
@@ -32,7 +32,7 @@ describe('RollingDetector', () => {
     // the trailing reference [t − 10 min, t − 2 min) has a median 12 below: z ≈ 12 / 7.6 per family
     expect(last.rolling_family).toBeLessThan(1);
     // the fitted statistics alone: |158 − 100| / 1, capped at 50, for memory; 0 for CPU: mean 25
-    const fixed = new RollingDetector(fitted, columns, { ...opts, min_reference: 1e9 });
+    const fixed = new RollingDetector(fitted, columns, { ...opts, min_span_seconds: 1e9 });
     expect(fixed.step(snap(0, [10, 158, 158], [10, 100, 100]), [], 1).rolling_family).toBe(25);
     // a CPU jump on one service: the CPU family's largest |z| over services, memory's stays small
     const jump = d.step(snap(30 * 60, [30, 160, 160], [10, 100, 100]), [], 1);
@@ -40,7 +40,7 @@ describe('RollingDetector', () => {
     expect(jump.combined).toBe(Math.max(jump.rolling_family, jump.tagae_rolling));
   });
 
-  it('uses the fitted statistics until a service has min_reference values older than the gap', () => {
+  it('uses the fitted statistics until a service\'s reference spans min_span_seconds beyond the gap', () => {
     const d = new RollingDetector(fitted, columns, opts);
     // at 0 nothing is in the reference: cpu 13 against the fitted (10, 1) → 3; memory 0 → family mean 1.5
     expect(d.step(snap(0, [13, 100, 100], [10, 100, 100]), [], 1).rolling_family).toBeCloseTo(1.5, 5);

@@ -31,7 +31,7 @@ function typed<T>(flags: string, description: string, parse: (v: unknown) => T):
 const EXAMPLES: Record<string, string[]> = {
   'datasets synth': ['gnnctl datasets synth --out datasets/retail --size small', 'gnnctl datasets synth --out datasets/big --size medium --format parquet --seed 7'],
   'graph build': ['gnnctl graph build --config configs/retail.yaml', 'gnnctl graph build --config configs/retail.yaml --task fraud --force --json'],
-  'graph inspect': ['gnnctl graph inspect --config configs/retail.yaml', 'gnnctl graph inspect --config configs/retail.yaml --task fraud'],
+  'graph inspect': ['gnnctl graph inspect --config configs/retail.yaml', 'gnnctl graph inspect --config configs/retail.yaml --task fraud', 'gnnctl graph inspect --config configs/retail.yaml --task churn --features'],
   train: ['gnnctl train --config configs/retail.yaml --task churn', 'gnnctl train --config configs/retail.yaml --task fraud --epochs 5 --fail-under test.auroc=0.7 --json', 'gnnctl train --config configs/bursty.yaml --task churn --search --search-budget 10m'],
   'runs list': ['gnnctl runs list --config configs/retail.yaml'],
   'runs show': ['gnnctl runs show latest:churn --config configs/retail.yaml', 'gnnctl runs show artifacts/runs/<run-id> --json'],
@@ -156,6 +156,7 @@ export function buildProgram(): Command {
     .addOption(opt.config())
     .addOption(opt.artifacts())
     .option('-t, --task <name>', 'the graph `train --task` fits (default: statistics up to the latest of the tasks\' cut-offs)')
+    .option('--features', 'also list the tree models\' inputs of the task (every binary/regression task without --task): each relational aggregate with its path, function, column, window and reason, and what features.max left out')
     .addOption(opt.json())
     .addOption(opt.quiet())
     .action(action(async () => (await import('./commands/graph.js')).graphInspectCommand as never));

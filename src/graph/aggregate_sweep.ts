@@ -41,41 +41,32 @@ const DAY = 86400;
 export function sweepAggregates(data: SweepData, probes: SweepProbes, exprs: readonly SweepExpr[], rows: number): Float64Array[] {
   const result = exprs.map((e) => new Float64Array(rows).fill(e.missing === 'zero' ? 0 : Number.NaN));
   const n = data.key.length;
-  let maxBlock = 0;
-  for (let i = 0; i < n; ) {
-    let j = i;
-    while (j < n && data.key[j] === data.key[i]) j++;
-    maxBlock = Math.max(maxBlock, j - i);
-    i = j;
-  }
+  const P = probes.key.length;
+  const maxBlock = longestRun(data.key);
+  const maxProbes = longestRun(probes.key);
   const used = [...new Set(exprs.flatMap((e) => [e.input, e.rows]).filter((c) => c >= 0))];
   const psum = new Map(used.map((c) => [c, new Float64Array(maxBlock + 1)]));
   const pcnt = new Map(used.map((c) => [c, new Float64Array(maxBlock + 1)]));
   const lastOf = new Map(exprs.filter((e) => e.fn === 'last').map((e) => [e.input, new Int32Array(maxBlock + 1)]));
   const windows = [...new Set(exprs.map((e) => e.window))];
-  const lo = new Int32Array(windows.length);
-  const queues = exprs.map((e) => (e.fn === 'min' || e.fn === 'max' ? new Int32Array(maxBlock) : null));
-  const qHead = new Int32Array(exprs.length);
-  const qTail = new Int32Array(exprs.length);
-  const qPushed = new Int32Array(exprs.length);
-  // Per expression, resolved once: its window's slot and its prefix arrays.
-  const winOf = exprs.map((e) => windows.indexOf(e.window));
-  const sumOf = exprs.map((e) => (e.input >= 0 ? psum.get(e.input)! : null));
-  const cntOf = exprs.map((e) => (e.input >= 0 ? pcnt.get(e.input)! : null));
-  const rowsOf = exprs.map((e) => (e.rows >= 0 ? pcnt.get(e.rows)! : null));
+  // Per probe of the current key: the end of its range and, per window, the start (all history: 0).
+  const hiOf = new Int32Array(maxProbes);
+  const loOf = windows.map(() => new Int32Array(maxProbes));
+  const queue = new Int32Array(maxBlock);
+  const { t } = data;
 
   let d = 0;
-  const P = probes.key.length;
-  for (let p = 0; p < P; ) {
-    const key = probes.key[p]!;
-    let pEnd = p;
-    while (pEnd < P && probes.key[pEnd] === key) pEnd++;
+  for (let p0 = 0; p0 < P; ) {
+    const key = probes.key[p0]!;
+    let p1 = p0;
+    while (p1 < P && probes.key[p1] === key) p1++;
     while (d < n && data.key[d]! < key) d++;
     const b0 = d;
     while (d < n && data.key[d] === key) d++;
     const len = d - b0;
+    const m = p1 - p0;
     if (len === 0) {
-      p = pEnd;
+      p0 = p1;
       continue;
     }
     // Block-relative prefix sums and counts of non-missing values; the last non-missing row before each end.
@@ -95,76 +86,99 @@ export function sweepAggregates(data: SweepData, probes: SweepProbes, exprs: rea
       last[0] = -1;
       for (let j = 0; j < len; j++) last[j + 1] = col[b0 + j]! === col[b0 + j]! ? j : last[j]!;
     }
-    lo.fill(0);
-    qHead.fill(0);
-    qTail.fill(0);
-    qPushed.fill(0);
     let hi = 0;
-    for (; p < pEnd; p++) {
-      const anchor = probes.anchor[p]!;
-      const out = probes.out[p]!;
-      while (hi < len && data.t[b0 + hi]! < anchor) hi++;
-      for (let w = 0; w < windows.length; w++) {
-        const win = windows[w]!;
-        if (win === null) continue;
-        let l = lo[w]!;
-        while (l < hi && data.t[b0 + l]! < anchor - win) l++;
-        lo[w] = l;
-      }
-      for (let e = 0; e < exprs.length; e++) {
-        const x = exprs[e]!;
-        const l = x.window === null ? 0 : lo[winOf[e]!]!;
-        const rc = rowsOf[e] ?? null;
-        const rowsIn = rc === null ? hi - l : rc[hi]! - rc[l]!;
-        let v: number;
-        switch (x.fn) {
-          case 'count':
-            v = rowsIn;
-            break;
-          case 'since':
-            v = hi > 0 ? (anchor - data.t[b0 + hi - 1]!) / DAY : Number.NaN;
-            break;
-          case 'last': {
-            const j = lastOf.get(x.input)![hi]!;
-            v = j >= l ? data.columns[x.input]![b0 + j]! : Number.NaN;
-            break;
-          }
-          case 'sum':
-          case 'avg': {
-            const k = cntOf[e]![hi]! - cntOf[e]![l]!;
-            const s = sumOf[e]![hi]! - sumOf[e]![l]!;
-            v = x.fn === 'sum' ? (k > 0 ? s : x.missing === 'zero' ? 0 : Number.NaN) : k > 0 ? s / k : Number.NaN;
-            break;
-          }
-          case 'share':
-            v = rowsIn > 0 ? (sumOf[e]![hi]! - sumOf[e]![l]!) / rowsIn : Number.NaN;
-            break;
-          default:
-            v = slidingExtreme(data.columns[x.input]!, b0, l, hi, x.fn === 'min', queues[e]!, e, qHead, qTail, qPushed);
-        }
-        result[e]![out] = v;
-      }
+    for (let i = 0; i < m; i++) {
+      const anchor = probes.anchor[p0 + i]!;
+      while (hi < len && t[b0 + hi]! < anchor) hi++;
+      hiOf[i] = hi;
     }
+    windows.forEach((win, w) => {
+      const lo = loOf[w]!;
+      let l = 0;
+      for (let i = 0; i < m; i++) {
+        if (win !== null) {
+          const from = probes.anchor[p0 + i]! - win;
+          while (l < hiOf[i]! && t[b0 + l]! < from) l++;
+        }
+        lo[i] = Math.min(l, hiOf[i]!);
+      }
+    });
+    exprs.forEach((x, e) => {
+      const out = result[e]!;
+      const lo = loOf[windows.indexOf(x.window)]!;
+      const rc = x.rows >= 0 ? pcnt.get(x.rows)! : null;
+      const sum = x.input >= 0 ? psum.get(x.input)! : null;
+      const cnt = x.input >= 0 ? pcnt.get(x.input)! : null;
+      const o = probes.out;
+      switch (x.fn) {
+        case 'count':
+          for (let i = 0; i < m; i++) out[o[p0 + i]!] = rc ? rc[hiOf[i]!]! - rc[lo[i]!]! : hiOf[i]! - lo[i]!;
+          break;
+        case 'since':
+          for (let i = 0; i < m; i++) out[o[p0 + i]!] = hiOf[i]! > 0 ? (probes.anchor[p0 + i]! - t[b0 + hiOf[i]! - 1]!) / DAY : Number.NaN;
+          break;
+        case 'last': {
+          const last = lastOf.get(x.input)!;
+          const col = data.columns[x.input]!;
+          for (let i = 0; i < m; i++) {
+            const j = last[hiOf[i]!]!;
+            out[o[p0 + i]!] = j >= lo[i]! ? col[b0 + j]! : Number.NaN;
+          }
+          break;
+        }
+        case 'sum':
+        case 'avg': {
+          const none = x.fn === 'sum' && x.missing === 'zero' ? 0 : Number.NaN;
+          for (let i = 0; i < m; i++) {
+            const k = cnt![hiOf[i]!]! - cnt![lo[i]!]!;
+            const v = sum![hiOf[i]!]! - sum![lo[i]!]!;
+            out[o[p0 + i]!] = k > 0 ? (x.fn === 'sum' ? v : v / k) : none;
+          }
+          break;
+        }
+        case 'share':
+          for (let i = 0; i < m; i++) {
+            const r = rc ? rc[hiOf[i]!]! - rc[lo[i]!]! : hiOf[i]! - lo[i]!;
+            out[o[p0 + i]!] = r > 0 ? (sum![hiOf[i]!]! - sum![lo[i]!]!) / r : Number.NaN;
+          }
+          break;
+        default:
+          slidingExtreme(data.columns[x.input]!, b0, lo, hiOf, m, x.fn === 'min', queue, out, o, p0);
+      }
+    });
+    p0 = p1;
   }
   return result;
 }
 
-/**
- * The min (or max) of `col[b0 + l .. b0 + hi)` ignoring NaN, from a monotone queue of block positions:
- * `hi` and `l` never decrease between calls within a block, so each row enters and leaves it once.
- */
-function slidingExtreme(col: Float64Array, b0: number, l: number, hi: number, min: boolean, q: Int32Array, e: number, head: Int32Array, tail: Int32Array, pushed: Int32Array): number {
-  let h = head[e]!;
-  let t = tail[e]!;
-  for (let j = pushed[e]!; j < hi; j++) {
-    const v = col[b0 + j]!;
-    if (v !== v) continue;
-    while (t > h && (min ? col[b0 + q[t - 1]!]! >= v : col[b0 + q[t - 1]!]! <= v)) t--;
-    q[t++] = j;
+/** The longest run of equal values in a sorted array. */
+function longestRun(a: Int32Array): number {
+  let best = 0;
+  for (let i = 0; i < a.length; ) {
+    let j = i;
+    while (j < a.length && a[j] === a[i]) j++;
+    best = Math.max(best, j - i);
+    i = j;
   }
-  pushed[e] = Math.max(pushed[e]!, hi);
-  while (t > h && q[h]! < l) h++;
-  head[e] = h;
-  tail[e] = t;
-  return t > h ? col[b0 + q[h]!]! : Number.NaN;
+  return best;
+}
+
+/**
+ * The min (or max) of `col[b0 + lo[i] .. b0 + hi[i])` ignoring NaN for each of a key's `m` probes, from a
+ * monotone queue of block positions: both ends never decrease, so each row enters and leaves it once.
+ */
+function slidingExtreme(col: Float64Array, b0: number, lo: Int32Array, hi: Int32Array, m: number, min: boolean, q: Int32Array, out: Float64Array, o: Int32Array, p0: number): void {
+  let h = 0;
+  let tl = 0;
+  let pushed = 0;
+  for (let i = 0; i < m; i++) {
+    for (; pushed < hi[i]!; pushed++) {
+      const v = col[b0 + pushed]!;
+      if (v !== v) continue;
+      while (tl > h && (min ? col[b0 + q[tl - 1]!]! >= v : col[b0 + q[tl - 1]!]! <= v)) tl--;
+      q[tl++] = pushed;
+    }
+    while (tl > h && q[h]! < lo[i]!) h++;
+    out[o[p0 + i]!] = tl > h ? col[b0 + q[h]!]! : Number.NaN;
+  }
 }

@@ -49,6 +49,8 @@ export interface AggregateFeature {
   column: string | null;
   /** the window in days before the anchor (null: all history) */
   window_days: number | null;
+  /** `features.max` keeps lower tiers first: 0 core counts and recency, 1 other counts and core numeric summaries, 2 other numeric summaries, 3 category shares, 4 two-hop */
+  tier: number;
 }
 
 /**
@@ -76,7 +78,6 @@ interface PathGroup {
 }
 
 interface Candidate extends AggregateFeature {
-  tier: number;
   group: number;
   expr: AggregateExpr;
 }
@@ -203,7 +204,7 @@ export function planAggregates(manifest: GraphManifest, entity: string, kind: 'e
     const g = groups[c.group]!;
     slots.push([c.group, g.exprs.push(c.expr) - 1]);
   }
-  const features = kept.map(({ name, reason, path, fn, column, window_days }): AggregateFeature => ({ name, reason, path, fn, column, window_days }));
+  const features = kept.map(({ name, reason, path, fn, column, window_days, tier }): AggregateFeature => ({ name, reason, path, fn, column, window_days, tier }));
   const dropped = candidates.length - kept.length;
   return { entity, kind, features, candidates: candidates.length, dropped, max, groups, slots };
 }
@@ -316,23 +317,4 @@ function pathInputs(graphDir: string, manifest: GraphManifest, plan: AggregatePl
     `SELECT ${fk} AS __key, f.__t AS __t, f.__node AS __n${columns.map((c, i) => `, ${c} AS c${i}`).join('')} ` +
     `FROM read_parquet(${lit(rowsPath(graphDir, manifest, g0.child))}) f ${hops.join(' ')} WHERE ${fk} IS NOT NULL AND f.__t IS NOT NULL`;
   return { sql, columns, exprs, slots };
-}
-
-/**
- * Rows the plan's joins would pair when every row of the entity table is an example (fact-row tasks):
- * for each group read through a parent (`via`), Σ over parents of (rows of the entity with that parent) ×
- * (child rows with it). A fact row's aggregates join all earlier rows of its parent, so this grows with
- * the square of a parent's row count; the trainer checks it before computing them (train/candidates.ts).
- */
-export async function factJoinPairs(conn: DuckDBConnection, graphDir: string, manifest: GraphManifest, plan: AggregatePlan): Promise<number> {
-  const seen = new Set<string>();
-  let total = 0;
-  for (const g of plan.groups) {
-    if (!g.via || g.exprs.length === 0 || seen.has(`${g.via}|${g.child}|${g.fk}`)) continue;
-    seen.add(`${g.via}|${g.child}|${g.fk}`);
-    const e = `SELECT ${q(`__fk_${g.via}`)} AS k, count(*)::DOUBLE AS c FROM read_parquet(${lit(rowsPath(graphDir, manifest, plan.entity))}) GROUP BY 1`;
-    const f = `SELECT ${q(`__fk_${g.fk}`)} AS k, count(*)::DOUBLE AS c FROM read_parquet(${lit(rowsPath(graphDir, manifest, g.child))}) GROUP BY 1`;
-    total += Number((await queryValue(conn, `SELECT coalesce(sum(e.c * f.c), 0)::DOUBLE FROM (${e}) e JOIN (${f}) f USING (k)`)) ?? 0);
-  }
-  return total;
 }

@@ -83,3 +83,40 @@ export function formatSummary(s: GraphSummary): string {
 function fmt(x: number): string {
   return Math.abs(x) >= 100 ? x.toFixed(1) : Math.abs(x) >= 1 ? x.toFixed(3) : x.toPrecision(3);
 }
+
+/** A task's tree-model inputs as `graph inspect --features` lists them (train/tree_features.ts builds it). */
+export interface FeatureListing {
+  task: string;
+  entity: string;
+  kind: 'entity' | 'fact';
+  /** `features.max` */
+  max: number;
+  /** aggregates the schema offers before the cap */
+  candidates: number;
+  own_columns: string[];
+  aggregates: { name: string; path: string; function: string; column: string | null; window_days: number | null; reason: string }[];
+  /** candidates the cap left out, in the order it would take them back */
+  left_out: { name: string; reason: string }[];
+}
+
+export function formatFeatureListing(l: FeatureListing): string {
+  const rows = l.kind === 'fact' ? `each ${l.entity} row at its own time` : `each ${l.entity} row at each anchor`;
+  const lines = [
+    `tree features of task ${l.task} (${rows}): ${l.own_columns.length} own columns + ${l.aggregates.length} of ${l.candidates} aggregates (features.max ${l.max}${l.left_out.length ? `: ${l.left_out.length} left out` : ': none left out'})`,
+    `  own columns: ${l.own_columns.join(', ') || 'none'}`,
+  ];
+  // One block per foreign-key path; each line: the name after the path, function(column) window, reason.
+  const w = Math.max(0, ...l.aggregates.map((a) => a.name.length - a.path.length - 1));
+  let path = '';
+  for (const a of l.aggregates) {
+    if (a.path !== path) lines.push(`  ${(path = a.path)}:`);
+    const what = `${a.function}(${a.column ?? '*'}) ${a.window_days === null ? 'all' : `${a.window_days}d`}`;
+    lines.push(`    ${a.name.slice(a.path.length + 1).padEnd(w)}  ${what.padEnd(30)} ${a.reason}`);
+  }
+  if (l.left_out.length) {
+    lines.push(`  left out by features.max ${l.max} (raise it to add them, in this order):`);
+    for (const a of l.left_out.slice(0, 20)) lines.push(`    ${a.name}`);
+    if (l.left_out.length > 20) lines.push(`    … ${l.left_out.length - 20} more (--json lists all)`);
+  }
+  return lines.join('\n');
+}

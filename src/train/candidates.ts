@@ -7,7 +7,7 @@
  */
 import type { TaskSpec } from '../config/load.js';
 import { round } from '../core/number.js';
-import { info, warn } from '../core/log.js';
+import { info } from '../core/log.js';
 import { Progress } from '../core/progress.js';
 import { Rng } from '../core/rng.js';
 import { writeModelJson } from '../artifacts/run_store.js';
@@ -22,9 +22,7 @@ import { chunkSeed } from './engine.js';
 import type { TrainingTables } from './examples.js';
 import { chooseModel, type CandidateKind } from './model_choice.js';
 import { fitTreeCandidate, type TreeCandidate } from './tree_model.js';
-import { computeTreeFeatures, treeFeatureSpec, type TreeFeatureSpec } from './tree_features.js';
-import { withDuck } from '../data/duck.js';
-import { factJoinPairs } from '../graph/aggregates.js';
+import { computeTreeFeatures, treeFeatureSpec } from './tree_features.js';
 
 export type ModelKindSetting = 'auto' | 'gnn' | 'gbdt' | 'hybrid';
 
@@ -92,13 +90,7 @@ export async function trainCandidates(input: CandidatesInput): Promise<Candidate
   const fitted: Partial<Record<'gbdt' | 'hybrid', TreeCandidate>> = {};
   let treeFeatures: ModelChoiceRecord['tree_features'] = null;
   const spec = setting !== 'gnn' ? treeFeatureSpec(input.manifest, task) : null;
-  const tooLarge = spec ? await factJoinTooLarge(input, spec) : null;
-  if (tooLarge && setting === 'auto') {
-    warn(`train: ${tooLarge}; the trees and the hybrid are skipped (model.kind: gbdt or hybrid computes them anyway)`);
-    candidates.gbdt = { status: 'skipped', reason: tooLarge };
-    candidates.hybrid = { status: 'skipped', reason: tooLarge };
-  } else if (spec && !input.stopped()) {
-    if (tooLarge) warn(`train: ${tooLarge}; computing them because model.kind is ${setting}`);
+  if (spec && !input.stopped()) {
     const t = performance.now();
     const progress = new Progress();
     progress.begin(`tree features: ${spec.own.length} own columns + ${spec.plan.features.length} aggregates`, 0);
@@ -134,21 +126,6 @@ export async function trainCandidates(input: CandidatesInput): Promise<Candidate
   if (chosen !== 'gnn') writeModelJson(input.runDir, 'tree_model.json', fitted[chosen]!.file);
   info(`train: chose the ${chosen}: ${chosen_reason}`);
   return { record: { setting, candidates, best: choice.best, val_lift_vs_best: choice.val_lift_vs_best, tree_features: treeFeatures }, chosen, chosen_reason };
-}
-
-/**
- * Past this many row pairs a fact-row task's aggregates are not computed under `auto`: each fact row joins
- * every earlier row of its parents (graph/aggregates.ts), and at `medium` (2M transactions) that join did
- * not finish in an hour (docs/models.md).
- */
-export const FACT_JOIN_PAIRS_LIMIT = 200_000_000;
-
-/** Why a fact-row task's aggregates are too costly to compute (null: they are not, or it is an entity task). */
-async function factJoinTooLarge(input: CandidatesInput, spec: TreeFeatureSpec): Promise<string | null> {
-  if (spec.plan.kind !== 'fact') return null;
-  const pairs = await withDuck(({ conn }) => factJoinPairs(conn, input.graphDir, input.manifest, spec.plan));
-  if (pairs <= FACT_JOIN_PAIRS_LIMIT) return null;
-  return `the fact-row aggregates of ${spec.entity} would join ${(pairs / 1e6).toFixed(0)}M row pairs (more than ${FACT_JOIN_PAIRS_LIMIT / 1e6}M: each row reads every earlier row of its parents)`;
 }
 
 /**

@@ -10,6 +10,7 @@ import { lit, q, readColumns, withDuck } from '../data/duck.js';
 import { rowsPath, type GraphManifest } from '../artifacts/graph_manifest.js';
 import { computeAggregates, planAggregates, type AggregateOptions, type AggregatePlan } from '../graph/aggregates.js';
 import type { FeatureKind } from '../model/gbdt/index.js';
+import type { FeatureListing } from '../graph/inspect.js';
 import { targetExclusions } from '../task/task_spec.js';
 
 /** One own column of the entity table as a tree input. */
@@ -105,4 +106,30 @@ export async function computeTreeFeatures(graphDir: string, manifest: GraphManif
     const rows = Array.from({ length: s.nodes.length }, (_, i) => index.get(`${s.anchors[i]}|${s.nodes[i]}`)!);
     return order.map((c) => Float64Array.from(rows, (r) => columns.columns[c]![r]!));
   });
+}
+
+/**
+ * What `graph inspect --features` shows for a task: its own columns, every aggregate the trees get with
+ * its path, function, column, window and reason, and the candidates `features.max` left out (the cap
+ * keeps counts and recency first, then numeric summaries, category shares and two-hop aggregates).
+ */
+export function treeFeatureListing(manifest: GraphManifest, task: TaskSpec): FeatureListing {
+  const spec = treeFeatureSpec(manifest, task);
+  const { plan } = spec;
+  const kept = new Set(plan.features.map((f) => f.name));
+  const all = treeFeatureSpec(manifest, task, { max: Number.MAX_SAFE_INTEGER }).plan.features;
+  return {
+    task: task.name,
+    entity: spec.entity,
+    kind: plan.kind,
+    max: plan.max,
+    candidates: plan.candidates,
+    own_columns: spec.own.map((c) => c.name),
+    aggregates: plan.features.map((f) => ({ name: f.name, path: f.path, function: f.fn, column: f.column, window_days: f.window_days, reason: f.reason })),
+    // In the order a larger cap takes them: by tier, then generation order (a stable sort).
+    left_out: all
+      .filter((f) => !kept.has(f.name))
+      .sort((a, b) => a.tier - b.tier)
+      .map((f) => ({ name: f.name, reason: f.reason })),
+  };
 }

@@ -4,13 +4,14 @@
  * the anchors changes no aggregate of an example at or before them, and rows dated exactly at an
  * example's time (a fact row's same-second siblings) are never read.
  */
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { buildGraph } from '../../src/graph/build.js';
-import { computeAggregates, factJoinPairs, planAggregates, type AggregatePlan } from '../../src/graph/aggregates.js';
-import { sqlRows } from '../helpers/pipeline.js';
+import { computeAggregates, planAggregates, type AggregatePlan } from '../../src/graph/aggregates.js';
+import { formatFeatureListing } from '../../src/graph/inspect.js';
+import { treeFeatureListing } from '../../src/train/tree_features.js';
 import { readColumns, withDuck } from '../../src/data/duck.js';
 import type { GraphManifest } from '../../src/artifacts/graph_manifest.js';
 import { nodeKeys } from '../helpers/graph.js';
@@ -213,17 +214,29 @@ describe('relational aggregates', () => {
       expect(eg.get(`${customer}@${t}`)![e('price_sum_all')]!).toBeCloseTo(rows.reduce((s, x) => s + x.price, 0), 9);
     }
   });
-});
 
-describe('factJoinPairs', () => {
-  it('counts the row pairs a fact-row plan joins: Σ over customers and articles of their transaction count squared, from the CSV', async () => {
-    const fact = planAggregates(A.manifest, 'transactions', 'fact', { max: 10_000, excluded: new Set(['transactions.fraud']) });
-    const pairs = await withDuck(({ conn }) => factJoinPairs(conn, A.dir, A.manifest, fact));
-    const csv = `read_csv('${join(before.dir, 'transactions.csv').replaceAll("'", "''")}', all_varchar = true)`;
-    const [row] = await sqlRows(
-      `SELECT (SELECT sum(c * c) FROM (SELECT count(*)::DOUBLE AS c FROM ${csv} GROUP BY customer_id)) + (SELECT sum(c * c) FROM (SELECT count(*)::DOUBLE AS c FROM ${csv} GROUP BY article_id)) AS p`,
-    );
-    expect(pairs).toBe(row!.p);
-    expect(pairs).toBeGreaterThan(0);
+  it('lists the tree inputs of a task for graph inspect --features: every kept aggregate with its reason, and what features.max left out in the order it would take them back', () => {
+    const config = join(before.dir, 'features-max.yaml');
+    writeFileSync(config, synthConfig('tasks:\n  fraud:\n    query: PREDICT transactions.fraud = 1 FOR EACH transactions.transaction_id\nfeatures: { max: 5 }\n', `  fit_until: "${T}"\n`));
+    const task = loadConfig(config, { cwd: before.dir }).taskSpecs.fraud!;
+    const listing = treeFeatureListing(A.manifest, task);
+    const all = planAggregates(A.manifest, 'transactions', 'fact', { max: 10_000, excluded: new Set(['transactions.fraud']) });
+    expect(listing.max).toBe(5);
+    expect(listing.candidates).toBe(all.candidates);
+    expect(listing.aggregates.map((a) => a.name)).toEqual(planAggregates(A.manifest, 'transactions', 'fact', { max: 5, excluded: new Set(['transactions.fraud']) }).features.map((f) => f.name));
+    expect(listing.left_out.length).toBe(all.candidates - 5);
+    // The first left out is the one a cap of 6 adds.
+    const six = planAggregates(A.manifest, 'transactions', 'fact', { max: 6, excluded: new Set(['transactions.fraud']) }).features.map((f) => f.name);
+    expect(six.filter((n) => !listing.aggregates.some((a) => a.name === n))).toEqual([listing.left_out[0]!.name]);
+    for (const a of listing.aggregates) {
+      expect(a.name.startsWith(`${a.path}:`)).toBe(true);
+      expect(['count', 'since']).toContain(a.function);
+      expect(a.reason.length).toBeGreaterThan(20);
+    }
+    expect([...listing.aggregates, ...listing.left_out].some((a) => a.name.includes('fraud'))).toBe(false);
+    const text = formatFeatureListing(listing);
+    expect(text).toContain(`5 of ${all.candidates} aggregates (features.max 5: ${all.candidates - 5} left out)`);
+    for (const a of listing.aggregates) expect(text).toContain(a.reason);
+    expect(text).toContain(`    ${listing.left_out[0]!.name}`);
   });
 });

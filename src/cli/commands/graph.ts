@@ -1,7 +1,8 @@
 import { loadConfig } from '../../config/load.js';
 import { isoSeconds } from '../../core/duration.js';
 import { buildGraph } from '../../graph/build.js';
-import { formatSummary, summarizeGraph } from '../../graph/inspect.js';
+import { formatFeatureListing, formatSummary, summarizeGraph } from '../../graph/inspect.js';
+import { treeFeatureListing } from '../../train/tree_features.js';
 import type { CommandOutput } from '../run.js';
 
 export interface GraphOptions {
@@ -10,6 +11,8 @@ export interface GraphOptions {
   force?: boolean;
   /** fit statistics as `train --task` does (graph/fit_until.ts) */
   task?: string;
+  /** inspect: list the tree models' inputs (train/tree_features.ts) */
+  features?: boolean;
   cwd?: string;
 }
 
@@ -40,5 +43,9 @@ export async function graphInspectCommand(opts: GraphOptions): Promise<CommandOu
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
   const r = await buildGraph(cfg, { fit: opts.task ? { task: opts.task } : undefined });
   const summary = summarizeGraph(r.dir, r.manifest);
-  return { result: summary, text: formatSummary(summary) };
+  if (!opts.features) return { result: summary, text: formatSummary(summary) };
+  // Trees train for binary and regression tasks; a ranking task's re-ranker has its own inputs.
+  const tasks = opts.task ? [cfg.taskSpecs[opts.task]!] : Object.values(cfg.taskSpecs).filter((t) => t.query.taskType !== 'ranking');
+  const features = tasks.map((t) => treeFeatureListing(r.manifest, t));
+  return { result: { ...summary, features }, text: [formatSummary(summary), ...features.map(formatFeatureListing)].join('\n\n') };
 }

@@ -11,11 +11,47 @@
  */
 import protobuf from 'protobufjs';
 import { GRPC_LOADER_OPTIONS, grpcMessageType } from '../artifacts/triton/grpc_service.js';
-import type { InferParameter, ModelInferRequest, TensorContents } from './grpc_server.js';
 
 const { Reader, Writer } = protobuf;
 
-/** Wire types (protobuf encoding): varint, 64-bit, length-delimited, 32-bit. */
+/** The ModelInfer message shapes, as proto-loader decodes them with `GRPC_LOADER_OPTIONS` (oneofs: the name of the field set). */
+export interface InferParameter {
+  parameter_choice?: 'bool_param' | 'int64_param' | 'string_param';
+  bool_param?: boolean;
+  int64_param?: string;
+  string_param?: string;
+}
+
+export interface TensorContents {
+  bool_contents: boolean[];
+  int_contents: number[];
+  int64_contents: string[];
+  uint_contents: number[];
+  uint64_contents: string[];
+  fp32_contents: number[];
+  fp64_contents: number[];
+  bytes_contents: Buffer[];
+}
+
+interface InferInputTensor {
+  name: string;
+  datatype: string;
+  shape: string[];
+  parameters: Record<string, InferParameter>;
+  contents: TensorContents | null;
+}
+
+export interface ModelInferRequest {
+  model_name: string;
+  model_version: string;
+  id: string;
+  parameters: Record<string, InferParameter>;
+  inputs: InferInputTensor[];
+  outputs: { name: string; parameters: Record<string, InferParameter> }[];
+  raw_input_contents: Buffer[];
+}
+
+/** The protobuf wire types checked here: varint and length-delimited. */
 const VARINT = 0;
 const LEN = 2;
 

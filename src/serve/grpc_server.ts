@@ -32,7 +32,7 @@ import { ConnectionGuard, type ConnectionLimits } from './connection_guard.js';
 import { GRPC_SERVICE_NAME, grpcPackageDefinition } from '../artifacts/triton/grpc_service.js';
 import { VERSION } from '../core/version.js';
 import { encodeBinaryTensor } from './binary.js';
-import { decodeModelInferRequest, encodeModelInferResponse, type ModelInferResponse } from './grpc_infer_codec.js';
+import { decodeModelInferRequest, encodeModelInferResponse, type InferParameter, type ModelInferRequest, type ModelInferResponse, type TensorContents } from './grpc_infer_codec.js';
 import type { BearerAuth } from './auth.js';
 import type { V2Datatype } from './datatypes.js';
 import { decodeInferRequest } from './decode.js';
@@ -79,42 +79,7 @@ export const GRPC_KEEPALIVE_TIMEOUT_MS = 20_000;
 export const GRPC_MAX_CONNECTION_AGE_MS = 30 * 60_000;
 export const GRPC_MAX_CONNECTION_AGE_GRACE_MS = 30_000;
 
-/** An `InferParameter` as proto-loader decodes it (oneofs: the name of the field set). */
-export interface InferParameter {
-  parameter_choice?: 'bool_param' | 'int64_param' | 'string_param';
-  bool_param?: boolean;
-  int64_param?: string;
-  string_param?: string;
-}
-
-export interface TensorContents {
-  bool_contents: boolean[];
-  int_contents: number[];
-  int64_contents: string[];
-  uint_contents: number[];
-  uint64_contents: string[];
-  fp32_contents: number[];
-  fp64_contents: number[];
-  bytes_contents: Buffer[];
-}
-
-interface InferInputTensor {
-  name: string;
-  datatype: string;
-  shape: string[];
-  parameters: Record<string, InferParameter>;
-  contents: TensorContents | null;
-}
-
-export interface ModelInferRequest {
-  model_name: string;
-  model_version: string;
-  id: string;
-  parameters: Record<string, InferParameter>;
-  inputs: InferInputTensor[];
-  outputs: { name: string; parameters: Record<string, InferParameter> }[];
-  raw_input_contents: Buffer[];
-}
+export type { ModelInferRequest };
 
 const HEALTH_CALLS = new Set(['ServerLive', 'ServerReady']);
 

@@ -117,8 +117,8 @@ export class EmbedPool {
 
   /**
    * `embedExact` of `nodes`: one part per worker, or parts of at most `EXACT_PART` entities when the chunk
-   * is larger, as many for each worker (a worker computes its parts one after another). Each part re-encodes the articles etc. it
-   * touches, so parts are no smaller than they need to be.
+   * is larger, as many for each worker (a worker computes its parts one after another). Each part
+   * re-encodes the articles etc. it touches, so parts are no smaller than they need to be.
    */
   async exact(table: string, depth: number, nodes: Int32Array, anchor: number, degreeCap: number, channels: number): Promise<Float32Array> {
     // A multiple of the workers: 5 parts on 2 workers leave one computing the fifth alone.

@@ -256,40 +256,56 @@ export async function embedIncremental(opts: EmbedOptions & { maxAgeSeconds?: nu
   };
 }
 
-/** Graph folders are named by their content's fingerprint, so a comparison of two holds for the process. */
-const comparisons = new Map<string, Promise<{ reason: string | null; oldRows: Record<string, number> }>>();
+interface Comparison {
+  reason: string | null;
+  oldRows: Record<string, number>;
+  /** dirty sets by `since` and hop count: every table of a refresh reads them from the same two graphs */
+  dirty: Map<string, Record<string, Uint8Array>>;
+}
+
+/**
+ * The last comparison made, kept for the next table of the same refresh. Graph folders are named by their
+ * content's fingerprint, so a comparison of two folders stays true; one slot bounds what it holds (the
+ * dirty sets are a byte per node: 2 MB at 2M transactions).
+ */
+let last: { id: string; comparison: Promise<Comparison> } | null = null;
 
 /**
  * Why the previous graph's rows cannot be trusted as a prefix of today's (null: they can), and its row
  * counts. One comparison serves every table a refresh embeds from the same two graphs.
  */
-function compareGraphs(oldDir: string, graph: Graph): Promise<{ reason: string | null; oldRows: Record<string, number> }> {
+function compareGraphs(oldDir: string, graph: Graph): Promise<Comparison> {
   const id = `${oldDir}\u0000${graph.dir}`;
-  let c = comparisons.get(id);
-  if (!c) {
-    c = (async () => {
-      const oldGraph = oldDir === graph.dir ? graph : Graph.load(oldDir);
-      const oldRows = Object.fromEntries(Object.entries(oldGraph.tables).map(([k, t]) => [k, t.rows]));
-      if (oldGraph === graph) return { reason: null, oldRows };
-      const keys = await movedKeys(oldGraph, graph);
-      if (keys) return { reason: `rows moved: ${keys}`, oldRows };
-      const moved = changedInPlace(oldGraph, graph);
-      return { reason: moved ? `rows changed in place: ${moved}` : null, oldRows };
-    })();
-    comparisons.set(id, c);
-    c.catch(() => comparisons.delete(id));
-  }
-  return c;
+  if (last?.id === id) return last.comparison;
+  const comparison = (async (): Promise<Comparison> => {
+    const oldGraph = oldDir === graph.dir ? graph : Graph.load(oldDir);
+    const oldRows = Object.fromEntries(Object.entries(oldGraph.tables).map(([k, t]) => [k, t.rows]));
+    const dirty = new Map<string, Record<string, Uint8Array>>();
+    if (oldGraph === graph) return { reason: null, oldRows, dirty };
+    const keys = await movedKeys(oldGraph, graph);
+    if (keys) return { reason: `rows moved: ${keys}`, oldRows, dirty };
+    const moved = changedInPlace(oldGraph, graph);
+    return { reason: moved ? `rows changed in place: ${moved}` : null, oldRows, dirty };
+  })();
+  last = { id, comparison };
+  comparison.catch(() => {
+    if (last?.comparison === comparison) last = null;
+  });
+  return comparison;
 }
 
 /** Writes the merged snapshot; returns why a full one is needed instead, when it is. */
 async function mergeSnapshot(s: Snapshot, opts: EmbedOptions & { maxAgeSeconds?: number | null }, prev: Previous, t0: number): Promise<IncrementalResult | string> {
   const C = s.model.spec.channels;
-  const { reason, oldRows } = await compareGraphs(prev.graphDir!, s.graph);
+  const { reason, oldRows, dirty: dirtySets } = await compareGraphs(prev.graphDir!, s.graph);
   if (reason) return reason;
   const old = readOldSnapshot(prev.path, s.key);
   if (old.dim !== C) return `the previous snapshot has dimension ${old.dim}, the model ${C}`;
-  const dirty = dirtyNodes(s.graph, oldRows, prev.anchor, s.model.spec.layers - s.depth)[s.table]!;
+  const hops = s.model.spec.layers - s.depth;
+  const since = `${prev.anchor}/${hops}`;
+  let sets = dirtySets.get(since);
+  if (!sets) dirtySets.set(since, (sets = dirtyNodes(s.graph, oldRows, prev.anchor, hops)));
+  const dirty = sets[s.table]!;
   const keys = await readTableKeys(s.graph, s.table, s.key, 0, s.existing, s.path);
   const oldest = opts.maxAgeSeconds != null ? BigInt(Math.round((s.anchor - opts.maxAgeSeconds) * 1e6)) : null;
   const recompute: number[] = [];

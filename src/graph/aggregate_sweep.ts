@@ -5,12 +5,15 @@
  * fact row itself, its same-second siblings) are never read — and both ends of that range only move
  * forward as the anchor grows, so each aggregate costs O(rows + probes): counts, sums and means from
  * prefix sums restarted at every key (so rows dated after an anchor cannot change its value), extremes
- * from a monotone queue, the last value and the recency from the range's end. A join of every example
+ * from a monotone queue, the last value and the recency from the range's end; the mean of the last n
+ * non-missing values from the same prefix sums and a start pointer that only moves forward. A join of every example
  * with every earlier row of its key costs the square of a key's row count instead.
  */
 
 export interface SweepExpr {
-  fn: 'count' | 'since' | 'last' | 'sum' | 'avg' | 'min' | 'max' | 'share';
+  fn: 'count' | 'since' | 'last' | 'sum' | 'avg' | 'min' | 'max' | 'share' | 'last_n';
+  /** last_n: how many of the latest non-missing values before the anchor are averaged (the window is ignored) */
+  n?: number;
   /** the data column aggregated (share: a 0/1 indicator column); -1 for count and since */
   input: number;
   /** the column whose non-NaN values mark the rows counted (a second hop's parent id); -1: every row */
@@ -133,6 +136,19 @@ export function sweepAggregates(data: SweepData, probes: SweepProbes, exprs: rea
             const k = cnt![hiOf[i]!]! - cnt![lo[i]!]!;
             const v = sum![hiOf[i]!]! - sum![lo[i]!]!;
             out[o[p0 + i]!] = k > 0 ? (x.fn === 'sum' ? v : v / k) : none;
+          }
+          break;
+        }
+        case 'last_n': {
+          // Any start with cnt[j] = cnt[hi] − n bounds the same values; the first such j only grows with hi.
+          const n = x.n ?? 1;
+          let j = 0;
+          for (let i = 0; i < m; i++) {
+            const hi = hiOf[i]!;
+            const from = cnt![hi]! - n;
+            while (cnt![j]! < from) j++;
+            const k = cnt![hi]! - cnt![j]!;
+            out[o[p0 + i]!] = k > 0 ? (sum![hi]! - sum![j]!) / k : Number.NaN;
           }
           break;
         }

@@ -14,7 +14,10 @@
  * the row's own time. Features are ranked (counts and recency first, then numeric summaries, category
  * shares, two-hop) and capped at `max`; each carries the reason it exists, for `graph inspect --features`.
  * No aggregate ever reads a row dated at or after the anchor, and `excluded` columns (a fact task's own
- * label) are never read at all.
+ * label) are never read at all. A `history` column (the column an entity task's label aggregates) is the
+ * target's past: read like any child column strictly before the anchor — its label window starts at the
+ * anchor — plus the mean of its last 5 and last 10 values, reasons prefixed "target history", kept first
+ * by the cap; never through a second hop, which reads a parent row without its time.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { DataError } from '../core/errors.js';
@@ -35,7 +38,12 @@ export interface AggregateOptions {
   top_values?: number;
   /** `table.column`s never read (a fact task's label). */
   excluded?: ReadonlySet<string>;
+  /** `table.column`s that are the target's history (an entity task's aggregated column): read before the anchor only, on direct paths. */
+  history?: ReadonlySet<string>;
 }
+
+/** The "last n values" means of a history column: a driver's last 5 and 10 races. */
+export const LAST_N = [5, 10] as const;
 
 export interface AggregateFeature {
   /** `<path>:<column>_<aggregate>_<window>`, e.g. `transactions.customer_id:price_mean_30d`. */
@@ -49,7 +57,7 @@ export interface AggregateFeature {
   column: string | null;
   /** the window in days before the anchor (null: all history) */
   window_days: number | null;
-  /** `features.max` keeps lower tiers first: 0 core counts and recency, 1 other counts and core numeric summaries, 2 other numeric summaries, 3 category shares, 4 two-hop */
+  /** `features.max` keeps lower tiers first: 0 core counts and recency, the target history's last values and means, 1 other counts and core numeric summaries, 2 other numeric summaries, 3 category shares, 4 two-hop */
   tier: number;
 }
 
@@ -58,8 +66,10 @@ export interface AggregateFeature {
  * `column` is a column of the child table, or of the second-hop parent for a group with `hop`.
  */
 export interface AggregateExpr {
-  fn: 'count' | 'since' | 'last' | 'sum' | 'avg' | 'min' | 'max' | 'share';
+  fn: 'count' | 'since' | 'last' | 'sum' | 'avg' | 'min' | 'max' | 'share' | 'last_n';
   column?: string;
+  /** last_n: the mean of this many latest non-missing values before the anchor (window null) */
+  n?: number;
   /** share: the categorical value counted */
   value?: string;
   window: number | null;
@@ -107,6 +117,7 @@ export function planAggregates(manifest: GraphManifest, entity: string, kind: 'e
   const maxCard = opts.max_cardinality ?? 20;
   const top = opts.top_values ?? 3;
   const excluded = opts.excluded ?? new Set<string>();
+  const history = opts.history ?? new Set<string>();
   if (!manifest.schema.tables[entity]) throw new DataError(`no table ${entity} in the graph`, { hint: 'name a table of the config', value: entity });
   if (!Number.isInteger(max) || max < 0) throw new DataError('features.max must be a non-negative integer', { value: max });
 
@@ -138,23 +149,32 @@ export function planAggregates(manifest: GraphManifest, entity: string, kind: 'e
         for (const c of tm.numeric) {
           if (excluded.has(`${child}.${c.name}`)) continue;
           const v = c.name;
-          add(1, `${c.name}_last`, `${child}.${c.name} of the last of ${whose}`, { fn: 'last', column: v, window: null, missing: 'null' });
+          const past = history.has(`${child}.${c.name}`);
+          // The target's own past is the strongest input a careful data scientist would give the trees.
+          const ht = (tier: number): number => (past ? 0 : tier);
+          const hr = (reason: string): string => (past ? `target history: ${reason} (the label reads this column from the anchor on)` : reason);
+          add(ht(1), `${c.name}_last`, hr(`${child}.${c.name} of the last of ${whose}`), { fn: 'last', column: v, window: null, missing: 'null' });
+          if (past) {
+            for (const n of LAST_N) add(0, `${c.name}_mean_last${n}`, hr(`mean of ${child}.${c.name} over the last ${n} of ${whose} with a value, before the anchor`), { fn: 'last_n', column: v, n, window: null, missing: 'null' });
+          }
           for (const w of all) {
             const core = w === null || w === 90;
-            add(core ? 1 : 2, `${c.name}_mean_${wname(w)}`, `mean of ${child}.${c.name} over ${whose} ${wtext(w)}`, { fn: 'avg', column: v, window: w, missing: 'null' });
-            add(w === 30 ? 1 : 2, `${c.name}_sum_${wname(w)}`, `sum of ${child}.${c.name} over ${whose} ${wtext(w)}`, { fn: 'sum', column: v, window: w, missing: 'zero' });
-            add(2, `${c.name}_min_${wname(w)}`, `smallest ${child}.${c.name} of ${whose} ${wtext(w)}`, { fn: 'min', column: v, window: w, missing: 'null' });
-            add(2, `${c.name}_max_${wname(w)}`, `largest ${child}.${c.name} of ${whose} ${wtext(w)}`, { fn: 'max', column: v, window: w, missing: 'null' });
+            add(core ? ht(1) : 2, `${c.name}_mean_${wname(w)}`, hr(`mean of ${child}.${c.name} over ${whose} ${wtext(w)}`), { fn: 'avg', column: v, window: w, missing: 'null' });
+            add(w === 30 ? 1 : 2, `${c.name}_sum_${wname(w)}`, hr(`sum of ${child}.${c.name} over ${whose} ${wtext(w)}`), { fn: 'sum', column: v, window: w, missing: 'zero' });
+            add(2, `${c.name}_min_${wname(w)}`, hr(`smallest ${child}.${c.name} of ${whose} ${wtext(w)}`), { fn: 'min', column: v, window: w, missing: 'null' });
+            add(2, `${c.name}_max_${wname(w)}`, hr(`largest ${child}.${c.name} of ${whose} ${wtext(w)}`), { fn: 'max', column: v, window: w, missing: 'null' });
           }
         }
         for (const c of tm.categorical) {
           if (excluded.has(`${child}.${c.name}`) || c.vocab.length > maxCard) continue;
+          const past = history.has(`${child}.${c.name}`);
           for (const value of topValues(c.vocab, c.reference.shares, top)) {
             for (const w of [30, null].filter((x) => x === null || windows.includes(x))) {
+              const reason = `share of ${whose} ${wtext(w)} with ${child}.${c.name} = ${JSON.stringify(value)} (one of its ${top} most frequent values)`;
               add(
                 3,
                 `${c.name}=${value}_share_${wname(w)}`,
-                `share of ${whose} ${wtext(w)} with ${child}.${c.name} = ${JSON.stringify(value)} (one of its ${top} most frequent values)`,
+                past ? `target history: ${reason} (the label reads this column from the anchor on)` : reason,
                 { fn: 'share', column: c.name, value, window: w, missing: 'null' },
               );
             }
@@ -172,13 +192,13 @@ export function planAggregates(manifest: GraphManifest, entity: string, kind: 'e
             candidates.push({ name: `${hpath}:${name}`, reason, path: hpath, fn: expr.fn, column: `${fk2.target}.${expr.column!}`, window_days: expr.window, tier: 4, group: hi, expr });
           };
           for (const c of pm.numeric) {
-            if (excluded.has(`${fk2.target}.${c.name}`)) continue;
+            if (excluded.has(`${fk2.target}.${c.name}`) || history.has(`${fk2.target}.${c.name}`)) continue;
             for (const w of [90, null].filter((x) => x === null || windows.includes(x))) {
               hadd(`${c.name}_mean_${wname(w)}`, `mean of ${fk2.target}.${c.name} over ${hwhose} ${wtext(w)}`, { fn: 'avg', column: c.name, window: w, missing: 'null' });
             }
           }
           for (const c of pm.categorical) {
-            if (excluded.has(`${fk2.target}.${c.name}`) || c.vocab.length > maxCard) continue;
+            if (excluded.has(`${fk2.target}.${c.name}`) || history.has(`${fk2.target}.${c.name}`) || c.vocab.length > maxCard) continue;
             for (const value of topValues(c.vocab, c.reference.shares, top)) {
               hadd(
                 `${c.name}=${value}_share_all`,
@@ -309,7 +329,7 @@ function pathInputs(graphDir: string, manifest: GraphManifest, plan: AggregatePl
           : e.fn === 'share'
             ? input(`CASE WHEN ${src}.__node IS NULL THEN NULL ELSE coalesce(CAST(${v} AS VARCHAR) = ${lit(e.value!)}, false)::DOUBLE END`)
             : input(`${v}::DOUBLE`);
-      exprs.push({ fn: e.fn, input: inp, rows, window: e.window === null ? null : e.window * DAY, missing: e.missing });
+      exprs.push({ fn: e.fn, ...(e.n === undefined ? {} : { n: e.n }), input: inp, rows, window: e.window === null ? null : e.window * DAY, missing: e.missing });
       slots.push(`${gi}:${k}`);
     });
   }

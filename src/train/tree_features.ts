@@ -2,6 +2,8 @@
  * The inputs of a task's tree models, frozen with the run: the entity's (or fact row's) own columns —
  * numeric as they are, categorical as codes of the vocabulary the graph had at training time — then the
  * relational aggregates of graph/aggregates.ts, computed in DuckDB strictly before each example's anchor.
+ * The column an entity task's label aggregates (`history` in task_spec.ts `targetExclusions`) enters as
+ * target-history aggregates, read before the anchor only; every other target column stays out.
  * Training, `predict` and `evaluate` compute them through this one function, so a later graph with new
  * categorical values maps them to missing, as the trees route unseen values.
  */
@@ -36,15 +38,24 @@ export interface ExampleRows {
   nodes: ArrayLike<number>;
 }
 
-/** The task's tree inputs: own columns except the target's, then the aggregates (capped by the config's `features.max`, which `features` may override). */
+/**
+ * The task's tree inputs: own columns except the target's, then the aggregates (capped by the config's
+ * `features.max`, which `features` may override), the target's history among them. A fact task's label
+ * column stays out even with `label_delay`: the trees have no per-row arrival test.
+ */
 export function treeFeatureSpec(manifest: GraphManifest, task: TaskSpec, features?: AggregateOptions): TreeFeatureSpec {
   const entity = task.query.entity.table;
-  const excluded = new Set(targetExclusions(task).map((e) => `${e.table}.${e.column}`));
-  const plan = planAggregates(manifest, entity, task.query.target.kind === 'fact' ? 'fact' : 'entity', { ...(task.features ? { max: task.features.max } : {}), ...features, excluded });
+  const targets = targetExclusions(task);
+  const key = (e: { table: string; column: string }): string => `${e.table}.${e.column}`;
+  const excluded = new Set(targets.filter((e) => !e.history).map(key));
+  const history = new Set(targets.filter((e) => e.history).map(key));
+  const plan = planAggregates(manifest, entity, task.query.target.kind === 'fact' ? 'fact' : 'entity', { ...(task.features ? { max: task.features.max } : {}), ...features, excluded, history });
+  // An own column has no time: a target column on the entity's own row would be read at any anchor.
+  const ownOut = new Set(targets.map(key));
   const tm = manifest.tables[entity]!;
   const own: OwnColumn[] = [
-    ...tm.numeric.filter((c) => !excluded.has(`${entity}.${c.name}`)).map((c): OwnColumn => ({ name: `${entity}.${c.name}`, column: c.name, kind: 'numeric' })),
-    ...tm.categorical.filter((c) => !excluded.has(`${entity}.${c.name}`)).map((c): OwnColumn => ({ name: `${entity}.${c.name}`, column: c.name, kind: 'categorical', vocab: [...c.vocab] })),
+    ...tm.numeric.filter((c) => !ownOut.has(`${entity}.${c.name}`)).map((c): OwnColumn => ({ name: `${entity}.${c.name}`, column: c.name, kind: 'numeric' })),
+    ...tm.categorical.filter((c) => !ownOut.has(`${entity}.${c.name}`)).map((c): OwnColumn => ({ name: `${entity}.${c.name}`, column: c.name, kind: 'categorical', vocab: [...c.vocab] })),
   ];
   return { entity, own, plan };
 }

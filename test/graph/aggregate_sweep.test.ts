@@ -1,7 +1,7 @@
 /**
  * The linear sweep of graph/aggregate_sweep.ts against the definition computed row by row: for every
  * probe, the rows of its key dated in [anchor − window, anchor) — ties at the anchor's own time left out —
- * counted, summed, averaged, their extremes, the last value, the recency and a share, with missing values
+ * counted, summed, averaged, their extremes, the last value, the mean of the last n values (windowless), the recency and a share, with missing values
  * and second-hop rows (a parent id column) on random data with many equal timestamps.
  */
 import { describe, expect, it } from 'vitest';
@@ -45,6 +45,11 @@ function brute(rows: ReturnType<typeof fixture>['rows'], p: { key: number; ancho
       return vals.length ? Math.min(...vals) : Number.NaN;
     case 'max':
       return vals.length ? Math.max(...vals) : Number.NaN;
+    case 'last_n': {
+      // the latest n non-missing values of the key before the anchor, whatever the window
+      const before = rows.filter((r) => r.key === p.key && r.t < p.anchor && !Number.isNaN(r.v)).slice(-e.n!);
+      return before.length ? before.reduce((s, r) => s + r.v, 0) / before.length : Number.NaN;
+    }
     case 'share':
       return counted.length ? counted.filter((r) => r.ind === 1).length / counted.length : Number.NaN;
   }
@@ -64,6 +69,7 @@ describe('sweepAggregates', () => {
     }
     exprs.push({ fn: 'since', input: -1, rows: -1, window: null, missing: 'null' });
     exprs.push({ fn: 'last', input: 0, rows: -1, window: null, missing: 'null' });
+    for (const n of [1, 5, 10]) exprs.push({ fn: 'last_n', n, input: 0, rows: -1, window: n === 5 ? 7 * DAY : null, missing: 'null' });
     for (const seed of [1, 2, 3]) {
       const { rows, probes } = fixture(seed);
       const got = sweepAggregates(

@@ -234,7 +234,7 @@ export function fitFilter(plan: TablePlan, plans: Record<string, TablePlan>, fit
   return `${q(pk)} IN (${seen})`;
 }
 
-/** One pass for distinct counts (approximate), non-null counts and string lengths of every column. */
+/** One pass for distinct counts (approximate), non-null counts, string lengths and integer ranges of every column. */
 export async function columnStats(conn: DuckDBConnection, table: string, cols: ColumnInfo[]): Promise<Record<string, ColumnStats>> {
   if (cols.length === 0) return {};
   // Integer ranges as DOUBLE: a UBIGINT/HUGEINT extreme would not fit a JS number exactly, and only the

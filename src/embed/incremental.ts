@@ -99,7 +99,7 @@ export function previousSnapshot(artifactsDir: string, runId: string, table: str
 
 /** An embedding snapshot read back: keys (as text), vectors and per-row anchor_time in microseconds. */
 interface OldSnapshot {
-  keys: string[];
+  keys: arrow.Vector;
   embeddings: Float32Array;
   anchorMicros: BigInt64Array;
   dim: number;
@@ -127,9 +127,43 @@ function readOldSnapshot(path: string, key: string): OldSnapshot {
     anchorMicros.set(v instanceof BigInt64Array ? v.subarray(0, d.length) : new BigInt64Array(v.buffer, v.byteOffset, d.length), row);
     row += d.length;
   }
-  const keys: string[] = new Array(n);
-  for (let i = 0; i < n; i++) keys[i] = String(k.get(i));
-  return { keys, embeddings, anchorMicros, dim };
+  return { keys: k, embeddings, anchorMicros, dim };
+}
+
+/** A text column's bytes and offsets over all its chunks (null: not text). */
+function utf8Bytes(v: arrow.Vector): { offsets: Int32Array; values: Uint8Array } | null {
+  if (!arrow.DataType.isUtf8(v.type)) return null;
+  const offsets = new Int32Array(v.length + 1);
+  const parts: Uint8Array[] = [];
+  let row = 0;
+  let base = 0;
+  for (const d of v.data) {
+    const o = d.valueOffsets as Int32Array;
+    for (let i = 0; i < d.length; i++) offsets[row + i + 1] = base + o[i + 1]! - o[0]!;
+    parts.push((d.values as Uint8Array).subarray(o[0]!, o[d.length]!));
+    base += o[d.length]! - o[0]!;
+    row += d.length;
+  }
+  return { offsets, values: Buffer.concat(parts) };
+}
+
+/**
+ * Per row of the first `n`, whether the previous snapshot held another key there. Text keys are compared
+ * as bytes: decoding 100k keys to strings is most of the time of reading the previous snapshot.
+ */
+function keysDiffer(old: arrow.Vector, now: arrow.Vector, n: number): Uint8Array {
+  const out = new Uint8Array(n);
+  const a = utf8Bytes(old);
+  const b = a ? utf8Bytes(now) : null;
+  for (let i = 0; i < n; i++) {
+    if (i >= old.length) out[i] = 1;
+    else if (a && b) {
+      const len = a.offsets[i + 1]! - a.offsets[i]!;
+      if (len !== b.offsets[i + 1]! - b.offsets[i]!) out[i] = 1;
+      else for (let j = 0; j < len; j++) if (a.values[a.offsets[i]! + j] !== b.values[b.offsets[i]! + j]) { out[i] = 1; break; }
+    } else if (String(old.get(i)) !== String(now.get(i))) out[i] = 1;
+  }
+  return out;
 }
 
 function bytesOf(a: ArrayBufferView, elements: number, bytesPer: number): Buffer {
@@ -308,10 +342,11 @@ async function mergeSnapshot(s: Snapshot, opts: EmbedOptions & { maxAgeSeconds?:
   const dirty = sets[s.table]!;
   const keys = await readTableKeys(s.graph, s.table, s.key, 0, s.existing, s.path);
   const oldest = opts.maxAgeSeconds != null ? BigInt(Math.round((s.anchor - opts.maxAgeSeconds) * 1e6)) : null;
+  const moved = keysDiffer(old.keys, keys, s.existing);
   const recompute: number[] = [];
   let expired = 0;
   for (let i = 0; i < s.existing; i++) {
-    if (i >= old.keys.length || dirty[i] || old.keys[i] !== String(keys.get(i))) recompute.push(i);
+    if (dirty[i] || moved[i]) recompute.push(i);
     else if (oldest !== null && old.anchorMicros[i]! < oldest) {
       recompute.push(i);
       expired++;

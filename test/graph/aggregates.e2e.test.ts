@@ -129,7 +129,9 @@ describe('relational aggregates', () => {
   });
 
   it('computes values from rows strictly before the anchor (checked against the CSV)', async () => {
-    const plan = planAggregates(A.manifest, 'customers', 'entity', { max: 10_000 });
+    // price as a target's history (a task predicting spend): its last-5 mean too
+    const plan = planAggregates(A.manifest, 'customers', 'entity', { max: 10_000, history: new Set(['transactions.price']) });
+    expect(plan.features.find((f) => f.name === 'transactions.customer_id:price_mean_last5')!.reason).toMatch(/^target history: /);
     const examples = customerExamples();
     const got = await aggregatesOf(A, plan, 'customers', examples);
     const tx = readFileSync(join(before.dir, 'transactions.csv'), 'utf8')
@@ -140,6 +142,7 @@ describe('relational aggregates', () => {
       .map((f) => ({ t: Date.parse(`${f[1]!.replace(' ', 'T')}Z`) / 1000, customer: f[2]!, price: Number(f[4]) }));
     const idx = (n: string): number => plan.features.findIndex((f) => f.name === `transactions.customer_id:${n}`);
     let withHistory = 0;
+    let lastFive = 0;
     for (const [key, anchor] of examples) {
       const v = got.get(`${key}@${anchor}`)!;
       const rows = tx.filter((r) => r.customer === key && r.t < anchor);
@@ -152,13 +155,21 @@ describe('relational aggregates', () => {
         withHistory++;
         const last = Math.max(...rows.map((r) => r.t));
         expect(v[idx('days_since_last')]!).toBeCloseTo((anchor - last) / DAY, 9);
+        const byTime = [...rows].sort((a, b) => a.t - b.t);
+        const five = byTime.slice(-5);
+        // a tie at the 5th latest time is ordered by row, which the CSV parse here does not track
+        if (byTime.length <= 5 || byTime[byTime.length - 6]!.t < five[0]!.t) {
+          lastFive++;
+          expect(v[idx('price_mean_last5')]!).toBeCloseTo(five.reduce((s, r) => s + r.price, 0) / five.length, 9);
+        }
       } else expect(v[idx('days_since_last')]).toBeNaN();
     }
     expect(withHistory).toBeGreaterThan(10);
+    expect(lastFive).toBeGreaterThan(10);
   });
 
   it('appending rows dated after the anchors changes no aggregate (entity and fact-row examples)', async () => {
-    const entity = planAggregates(A.manifest, 'customers', 'entity', { max: 10_000 });
+    const entity = planAggregates(A.manifest, 'customers', 'entity', { max: 10_000, history: new Set(['transactions.price']) });
     const ex = customerExamples();
     expectSameAggregates(await aggregatesOf(B, entity, 'customers', ex), await aggregatesOf(A, entity, 'customers', ex));
 

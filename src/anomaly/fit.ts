@@ -34,6 +34,8 @@ import { fitStatic } from './static_baseline.js';
 import { fitEdgeZScore, fitZScore, zScores } from './zscore_baseline.js';
 import { FAMILY_WEIGHTS_FILE, fitRunFamilyWeights, writeFamilyWeights } from './family_weights.js';
 import { SlidingThreshold } from './threshold.js';
+import { DETECTOR_FILE, writeDetectorChoice } from './detector_choice.js';
+import { chooseRunDetector } from './fit_detector.js';
 
 export interface FitOptions {
   /** epoch seconds */
@@ -74,6 +76,8 @@ export interface FitResult {
   static_baseline_columns: string[];
   /** per-family root-cause weights fitted on the labelled validation faults (model/family_weights.json), and whether alerts use them */
   root_cause_weights: { file: string; method: 'signals_learned' | 'signals'; incidents: number; validation_ac_at_1: { signals: number; signals_learned: number } } | null;
+  /** the detector and threshold chosen on the labelled validation faults (model/detector.json), which score/watch alert on unless anomaly.detector is set; null: no labels, TAGAE at its sliding τ */
+  detector: { file: string; method: string; threshold: number; rule: string; incidents: number; validation_auroc: number | null } | null;
   backend: string;
   seconds: number;
 }
@@ -153,6 +157,9 @@ export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<Fi
       state.run_id = run.id;
       writeRun(run.dir, { stats, baselines, state, model, flat, onnx: onnxModel });
       if (familyWeights) writeFamilyWeights(run.dir, familyWeights);
+      const detector = await chooseRunDetector(cfg, run.dir);
+      if (detector) writeDetectorChoice(run.dir, detector);
+      metrics.detector = detector ? { file: `model/${DETECTOR_FILE}`, method: detector.method, threshold: detector.threshold, rule: detector.rule, incidents: detector.chosen_on.incidents, validation_auroc: detector.candidates[detector.method]?.auroc ?? null } : null;
       timings.total_seconds = run.seconds();
       run.finish(metrics, metrics);
       return fitResult(run.manifest, run.dir, loaded, { losses, epochs, staticColumns: staticThresholds?.columns ?? [], emptyGraphAction: emptyGraphAction(loaded.emptySnapshots, cfg) });
@@ -203,7 +210,7 @@ async function manifestHead(
 
 /** What `fit` prints and returns, read off the manifest it wrote. */
 function fitResult(m: AnomalyManifest, runDir: string, loaded: { featureColumns: string[]; edgeFeatureColumns: string[]; droppedEdges: number; emptySnapshots: number }, o: { losses: number[]; epochs: number; staticColumns: string[]; emptyGraphAction: string | null }): FitResult {
-  const metrics = m.metrics as { threshold: number; flat_threshold: number; services: number; mean_edges: number; root_cause_weights?: FitResult['root_cause_weights'] };
+  const metrics = m.metrics as { threshold: number; flat_threshold: number; services: number; mean_edges: number; root_cause_weights?: FitResult['root_cause_weights']; detector?: FitResult['detector'] };
   const initFrom = m.inputs.init_from;
   return {
     run_id: m.id,
@@ -226,6 +233,7 @@ function fitResult(m: AnomalyManifest, runDir: string, loaded: { featureColumns:
     flat_threshold: metrics.flat_threshold,
     static_baseline_columns: o.staticColumns,
     root_cause_weights: metrics.root_cause_weights ?? null,
+    detector: metrics.detector ?? null,
     backend: m.backend,
     seconds: Math.round((m.timings.total_seconds ?? 0) * 10) / 10,
   };

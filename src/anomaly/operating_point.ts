@@ -73,7 +73,21 @@ export function chooseOperatingPoint(series: DetectorSeries, incidents: Incident
   const test = slice(series, split, Infinity);
   const valInc = scored.filter((i) => i.start < split);
   const testInc = scored.filter((i) => i.start >= split);
-  const distinct = [...new Set(val.score.filter((x) => Number.isFinite(x)))].sort((a, b) => b - a);
+  const pick = chooseThreshold(val, valInc, grace);
+  if (pick === null) return null;
+  return {
+    threshold: pick.threshold,
+    rule: pick.rule,
+    split_ts: split,
+    validation: pick.quality,
+    test: quality({ ...test, alert: test.score.map((x) => x >= pick.threshold) }, testInc, grace),
+    all: quality({ ...series, alert: series.score.map((x) => x >= pick.threshold) }, scored, grace),
+  };
+}
+
+/** The rule above on one stretch and its faults: the chosen threshold and its figures there (null: no finite score). */
+export function chooseThreshold(series: DetectorSeries, incidents: Incident[], grace: number): { threshold: number; rule: OperatingPoint['rule']; quality: StretchQuality } | null {
+  const distinct = [...new Set(series.score.filter((x) => Number.isFinite(x)))].sort((a, b) => b - a);
   if (distinct.length === 0) return null;
   const stride = Math.max(1, Math.ceil(distinct.length / MAX_CANDIDATES));
   let target: { th: number; q: StretchQuality } | null = null;
@@ -82,7 +96,7 @@ export function chooseOperatingPoint(series: DetectorSeries, incidents: Incident
   for (let c = 0; c < distinct.length; c += stride) {
     // alert when score >= th: the candidate's own snapshots alert
     const th = distinct[c]!;
-    const q = quality({ ...val, alert: val.score.map((x) => x >= th) }, valInc, grace);
+    const q = quality({ ...series, alert: series.score.map((x) => x >= th) }, incidents, grace);
     const m = (q.recall ?? 0) - (q.chance_recall ?? 0);
     if (!margin || m > margin.m) margin = { th, q, m };
     if ((q.recall ?? 0) >= TARGET_RECALL && m >= MIN_MARGIN) {
@@ -91,12 +105,5 @@ export function chooseOperatingPoint(series: DetectorSeries, incidents: Incident
     }
   }
   const pick = target ?? margin!;
-  return {
-    threshold: pick.th,
-    rule: target ? 'target_recall' : 'recall_over_chance',
-    split_ts: split,
-    validation: pick.q,
-    test: quality({ ...test, alert: test.score.map((x) => x >= pick.th) }, testInc, grace),
-    all: quality({ ...series, alert: series.score.map((x) => x >= pick.th) }, scored, grace),
-  };
+  return { threshold: pick.th, rule: target ? 'target_recall' : 'recall_over_chance', quality: pick.q };
 }

@@ -135,15 +135,18 @@ export async function openScorer(run: AnomalyRun, runtime: ScorerRuntime): Promi
   }
 }
 
-/** Resolves a run reference (id, folder, latest:anomaly) and loads everything scoring needs. */
-export function loadRun(artifactsDir: string, ref: string): AnomalyRun {
+/**
+ * Resolves a run reference (id, folder, latest:anomaly) and loads everything scoring needs. `running`:
+ * also a run still being fitted (fit's own detector choice replays its validation faults through it).
+ */
+export function loadRun(artifactsDir: string, ref: string, o: { running?: boolean } = {}): AnomalyRun {
   const listing = resolveRun(artifactsDir, ref === 'latest' ? 'latest:anomaly' : ref);
   const manifest = listing.manifest as unknown as AnomalyManifest;
   if (manifest.kind !== 'anomaly') {
     throw new ArtifactError(`run ${listing.id} is a ${String(manifest.kind)} run, not an anomaly run`, { where: '--run', value: ref, hint: 'pass a run written by `gnnctl anomaly fit`' });
   }
   const dir = listing.dir;
-  if (manifest.status !== 'complete') {
+  if (manifest.status !== 'complete' && !(o.running && manifest.status === 'running')) {
     throw new ArtifactError(`run ${listing.id} is ${manifest.status}${manifest.error ? ` (${manifest.error})` : ''}: only a complete anomaly run can score`, { where: dir, value: ref, hint: 'fit again, or pass a complete run (gnnctl runs list)' });
   }
   for (const f of ['model/weights.bin', 'model/feature_stats.json', 'model/baselines.json', 'state.json']) {

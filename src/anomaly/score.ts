@@ -32,6 +32,7 @@ import { writeScores, type ScoreRow } from './writer.js';
 import { writeScoreRecord } from './score_record.js';
 import { ROLLING_METHODS, RollingDetector, type RollingMethod } from './rolling_reference.js';
 import { chooseOperatingPoint, type OperatingPoint } from './operating_point.js';
+import { alertingDetector, applyDetector, readDetectorChoice, type AlertingDetector, type DetectorMethod } from './detector_choice.js';
 
 export interface ScoreOptions {
   run: string;
@@ -50,7 +51,10 @@ export interface ScoreReport {
   from: string;
   to: string;
   snapshots: number;
+  /** alerting snapshots of the detector below */
   alerts: number;
+  /** the detector the `alert` column (and score, threshold) of the scores follows: anomaly.detector (`config`), the run's fit-time choice (`fit`), else TAGAE at its sliding τ (`default`) */
+  detector: AlertingDetector;
   threshold_first: number;
   threshold_last: number;
   new_services: number;
@@ -95,30 +99,22 @@ export async function scoreAnomaly(cfg: Config, opts: ScoreOptions): Promise<Sco
   let scorer: SnapshotScorer | undefined;
   try {
     scorer = await openScorer(run, runtime);
-    const fitUntil = parseIsoTime(run.manifest.fit.until)!;
-    const from = opts.from ?? fitUntil;
+    const from = opts.from ?? parseIsoTime(run.manifest.fit.until)!;
     const W = run.manifest.model.window;
-    const { snaps, prime, events, incidents } = await withDuck(async ({ conn }) => {
-      const before = await snapshotTimes(conn, cfg, { until: from });
-      const primeFrom = before.length >= W - 1 ? before[before.length - (W - 1)] : before[0];
-      const continuing = Math.abs(from - fitUntil) < 1e-6 && run.state.last_ts !== null;
-      const loaded = await loadSnapshots(conn, cfg, { from: continuing ? from : (primeFrom ?? from), until: opts.to }, { featureColumns: run.manifest.feature_columns, edgeFeatureColumns: run.manifest.edge_feature_columns });
-      const all = loaded.snapshots;
-      const firstScored = all.findIndex((s) => s.ts >= from);
-      const evs = await loadEvents(conn, cfg, { from: (primeFrom ?? from) - 1e6, until: opts.to });
-      return { snaps: firstScored < 0 ? [] : all.slice(firstScored), prime: continuing ? null : all.slice(0, Math.max(0, firstScored)), events: evs, incidents: await loadIncidents(conn, cfg) };
-    });
+    const { snaps, prime, events, incidents } = await loadPeriod(cfg, run, from, opts.to);
     if (snaps.length === 0) {
       throw new DataError(`no snapshots to score from ${isoSeconds(from)}${opts.to !== undefined ? ` to ${isoSeconds(opts.to)}` : ''}`, { where: 'anomaly.metrics', hint: 'check --from/--to against the data\'s time range' });
     }
     const res = await replay(run, scorer, a, snaps, prime, events);
+    const detector = alertingDetector(a, readDetectorChoice(run.dir));
+    const rows = applyDetector(res.rows, detector, detectorSeries(res));
     const out = opts.out ?? join(run.dir, 'scores.parquet');
-    writeScores(out, res.rows, { run_id: run.manifest.id, gnnctl_kind: 'anomaly_scores' });
+    writeScores(out, rows, { run_id: run.manifest.id, gnnctl_kind: 'anomaly_scores', detector_method: detector.method, detector_threshold: String(detector.threshold ?? 'sliding'), detector_source: detector.source });
 
     const scaleOut: Record<string, number> = { tagae: 0, static: 0, flat: 0 };
     const added = events.filter((e) => e.kind === 'service_added');
     const horizon = (a.suppress_snapshots + W) * medianStep(snaps);
-    res.rows.forEach((r, k) => {
+    rows.forEach((r, k) => {
       if (!added.some((e) => r.ts >= e.ts && r.ts < e.ts + horizon)) return;
       if (r.alert) scaleOut.tagae!++;
       if (res.staticSeries && res.staticSeries.alert[k]) scaleOut.static!++;
@@ -131,9 +127,10 @@ export async function scoreAnomaly(cfg: Config, opts: ScoreOptions): Promise<Sco
       from: isoSeconds(snaps[0]!.ts),
       to: isoSeconds(snaps[snaps.length - 1]!.ts),
       snapshots: snaps.length,
-      alerts: res.rows.filter((r) => r.alert).length,
-      threshold_first: res.rows[0]!.threshold,
-      threshold_last: res.rows[res.rows.length - 1]!.threshold,
+      alerts: rows.filter((r) => r.alert).length,
+      detector,
+      threshold_first: rows[0]!.threshold,
+      threshold_last: rows[rows.length - 1]!.threshold,
       new_services: res.newServices,
       pod_replacements: events.filter((e) => e.kind === 'pod_replaced' && e.ts >= snaps[0]!.ts).map((e) => ({ ts: isoSeconds(e.ts), service: e.service })),
       scale_out_alerts: scaleOut,
@@ -141,7 +138,7 @@ export async function scoreAnomaly(cfg: Config, opts: ScoreOptions): Promise<Sco
     };
     if (incidents) report.evaluation = evaluation(res, incidents, snaps, a.evaluation_grace_seconds);
     report.seconds = Math.round((performance.now() - t0) / 100) / 10;
-    writeScoreRecord(run.dir, report, incidents ?? null, snaps, res.rows);
+    writeScoreRecord(run.dir, report, incidents ?? null, snaps, rows);
     return report;
   } finally {
     await scorer?.close();
@@ -150,12 +147,36 @@ export async function scoreAnomaly(cfg: Config, opts: ScoreOptions): Promise<Sco
   }
 }
 
+/**
+ * Snapshots of [from, to) and what scoring them needs: the W − 1 snapshots before `from` to prime the
+ * window (null when `from` continues the run's window state), planned events and the labelled incidents.
+ */
+export async function loadPeriod(cfg: Config, run: AnomalyRun, from: number, to: number | undefined): Promise<{ snaps: Snapshot[]; prime: Snapshot[] | null; events: PlannedEvent[]; incidents: Incident[] | undefined }> {
+  const fitUntil = parseIsoTime(run.manifest.fit.until)!;
+  const W = run.manifest.model.window;
+  return withDuck(async ({ conn }) => {
+    const before = await snapshotTimes(conn, cfg, { until: from });
+    const primeFrom = before.length >= W - 1 ? before[before.length - (W - 1)] : before[0];
+    const continuing = Math.abs(from - fitUntil) < 1e-6 && run.state.last_ts !== null;
+    const loaded = await loadSnapshots(conn, cfg, { from: continuing ? from : (primeFrom ?? from), until: to }, { featureColumns: run.manifest.feature_columns, edgeFeatureColumns: run.manifest.edge_feature_columns });
+    const all = loaded.snapshots;
+    const firstScored = all.findIndex((s) => s.ts >= from);
+    const evs = await loadEvents(conn, cfg, { from: (primeFrom ?? from) - 1e6, until: to });
+    return { snaps: firstScored < 0 ? [] : all.slice(firstScored), prime: continuing ? null : all.slice(0, Math.max(0, firstScored)), events: evs, incidents: await loadIncidents(conn, cfg) };
+  });
+}
+
+/** The series each `anomaly.detector` method alerts on. */
+export function detectorSeries(res: Replay): Partial<Record<DetectorMethod, DetectorSeries>> {
+  return { tagae: res.tagaeSeries, ...(res.zscoreSeries ? { zscore: res.zscoreSeries } : {}), ...res.rolling };
+}
+
 function medianStep(snaps: Snapshot[]): number {
   const d = snaps.slice(1).map((s, k) => s.ts - snaps[k]!.ts).sort((x, y) => x - y);
   return d[Math.floor(d.length / 2)] ?? 60;
 }
 
-interface Replay {
+export interface Replay {
   rows: ScoreRow[];
   tagaeSeries: DetectorSeries;
   staticSeries: DetectorSeries | null;

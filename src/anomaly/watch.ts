@@ -32,6 +32,7 @@ import { writeJsonAtomic } from '../core/atomic.js';
 import { isoSeconds } from '../core/duration.js';
 import { info, warn } from '../core/log.js';
 import { Detector, type SnapshotScore, type WindowState } from './detector.js';
+import { alertingDetector, readDetectorChoice, type AlertingDetector } from './detector_choice.js';
 import { eventsBetween } from './fit.js';
 import { checkPrometheusConfig, readPrometheus } from './prometheus.js';
 import { loadRun, openScorer, scoringConfig } from './run.js';
@@ -71,8 +72,8 @@ export interface WatchResult {
   alerts_posted: number;
   /** where alerts' root causes come from: signals, signals_learned (the run's saved weights) or tagae_graph */
   root_cause_method: 'signals' | 'signals_learned' | 'tagae_graph';
-  /** the score alerts are decided on: `anomaly.detector` at its fixed threshold, else TAGAE at its sliding τ */
-  detector: { method: string; threshold: number | null };
+  /** the score alerts are decided on: `anomaly.detector` at its fixed threshold (`config`), else the run's fit-time choice (`fit`), else TAGAE at its sliding τ (`default`) */
+  detector: AlertingDetector;
   /** the root causes of the last alerting snapshot, most likely first (null: no alert) */
   last_alert_root_causes: string[] | null;
 }
@@ -113,7 +114,8 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
   const signals = new RecentSignals(run, a.rebaseline_snapshots, run.baselines.edge_zscore ?? null);
   // A configured detector judges its score against a fixed threshold; its trailing reference is in memory
   // (after a restart it leans on the normal period's statistics until the reference refills).
-  const chosen = a.detector ?? null;
+  const alertOn = alertingDetector(a, readDetectorChoice(run.dir));
+  const chosen = alertOn.threshold === null ? null : { method: alertOn.method, threshold: alertOn.threshold };
   const rolling = chosen && chosen.method !== 'tagae' && chosen.method !== 'zscore' ? new RollingDetector(run.baselines.zscore ?? null, run.manifest.feature_columns) : null;
   let alerting = state.alert;
   const last: { score: SnapshotScore | null; rootCauses: string[]; seconds: number } = { score: null, rootCauses: [], seconds: Number.NaN };
@@ -227,7 +229,7 @@ export async function watchAnomaly(cfg: Config, opts: WatchOptions): Promise<Wat
     metrics_url: metricsUrl,
     alerts_posted: posted,
     root_cause_method: signals.method,
-    detector: { method: chosen?.method ?? 'tagae', threshold: chosen?.threshold ?? null },
+    detector: alertOn,
     last_alert_root_causes: lastAlertRootCauses,
   };
 }

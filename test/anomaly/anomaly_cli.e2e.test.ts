@@ -132,8 +132,10 @@ describe('anomaly score', () => {
       ['top_edges', 'VARCHAR[]'],
       ['root_causes', 'VARCHAR[]'],
     ]);
+    // the mesh's labelled fault lets fit choose the detector the alert column follows (score ≥ its fixed threshold; TAGAE's sliding τ is score > τ)
+    expect(r.json.detector).toMatchObject({ source: 'fit', threshold: expect.any(Number) });
     for (const row of rows) {
-      expect(row.alert).toBe(Number(row.score) > Number(row.threshold));
+      expect(row.alert).toBe(Number(row.score) >= Number(row.threshold));
       // every snapshot's root-cause ranking lists services of the mesh, most likely first
       expect((row.root_causes as string[]).length).toBe(5);
       expect(new Set(row.root_causes as string[]).size).toBe(5);
@@ -251,7 +253,7 @@ describe('anomaly watch', () => {
     };
     // rolling_family is a mean of |z|: ≥ 0 everywhere, never 1e9
     const all = await run(0, 'all');
-    expect(all.detector).toEqual({ method: 'rolling_family', threshold: 0 });
+    expect(all.detector).toEqual({ method: 'rolling_family', threshold: 0, source: 'config' });
     const before = (JSON.parse(readFileSync(join(artifacts, 'runs', runId, 'state.json'), 'utf8')) as WindowState).snapshots_scored;
     expect(all.snapshots_scored).toBeGreaterThan(before);
     expect(all.alerts).toBe(all.snapshots_scored - before);

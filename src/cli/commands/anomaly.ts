@@ -56,6 +56,7 @@ export async function anomalyFitCommand(opts: AnomalyCommandOptions): Promise<Co
     ...(r.snapshots_without_edges > 0 ? [`  ${r.snapshots_without_edges} snapshots without call edges: ${r.empty_graph_action}`] : []),
     `  static baseline: ${r.static_baseline_columns.length ? r.static_baseline_columns.join(', ') : 'off (no latency/error column among the features)'}`,
     `  root-cause weights: ${r.root_cause_weights ? `${r.root_cause_weights.file} from ${r.root_cause_weights.incidents} labelled validation faults; alerts rank with ${r.root_cause_weights.method} (validation AC@1 ${r.root_cause_weights.validation_ac_at_1.signals_learned.toFixed(2)} learned, ${r.root_cause_weights.validation_ac_at_1.signals.toFixed(2)} unweighted)` : 'none (no labels naming a root cause): alerts rank with signals'}`,
+    `  detector: ${r.detector ? `${r.detector.method} ≥ ${r.detector.threshold.toPrecision(6)} chosen on ${r.detector.incidents} labelled validation faults (${r.detector.rule}); score/watch alert on it unless anomaly.detector is set` : 'TAGAE at its sliding τ (no labelled faults to choose on)'}`,
     `  loss ${r.loss.map((l) => l.toFixed(4)).join(' → ')}; threshold τ = ${r.threshold.toFixed(3)} (flat baseline ${r.flat_threshold.toFixed(3)})`,
     `  ${r.run_dir} (${r.backend}, ${r.seconds} s)`,
   ].join('\n');
@@ -72,7 +73,7 @@ export async function anomalyScoreCommand(opts: AnomalyCommandOptions): Promise<
   const cfg = loadConfig(opts.config, { artifacts: opts.artifacts, cwd: opts.cwd });
   const r = await scoreAnomaly(cfg, { run: opts.run, from, to, out: opts.out === undefined ? undefined : resolve(opts.cwd ?? process.cwd(), opts.out), runtime, backend: parseBackendRequest(opts.backend) });
   const lines = [
-    `scored ${r.snapshots} snapshots (${r.from} .. ${r.to}) with run ${r.run_id} (${r.runtime}): ${r.alerts} alerting; τ ${r.threshold_first.toFixed(3)} → ${r.threshold_last.toFixed(3)}`,
+    `scored ${r.snapshots} snapshots (${r.from} .. ${r.to}) with run ${r.run_id} (${r.runtime}): ${r.alerts} alerting on ${r.detector.method}${r.detector.threshold !== null ? ` ≥ ${r.detector.threshold.toPrecision(6)} (${r.detector.source === 'config' ? 'anomaly.detector' : 'chosen at fit'})` : ` > τ ${r.threshold_first.toFixed(3)} → ${r.threshold_last.toFixed(3)}`}`,
     `  ${r.out}`,
     `  alerts during planned scale-outs: TAGAE ${r.scale_out_alerts.tagae}, static ${r.scale_out_alerts.static}, flat ${r.scale_out_alerts.flat}`,
   ];
@@ -135,7 +136,7 @@ export async function anomalyWatchCommand(opts: AnomalyCommandOptions): Promise<
       backend: parseBackendRequest(opts.backend),
       signal: stop.signal,
     });
-    return { result: r, text: `watch stopped after ${r.ticks} polls: ${r.snapshots_scored} snapshots scored in total, ${r.alerts} alerting this session${r.last_alert_root_causes ? ` (last named ${r.last_alert_root_causes.join(', ')} by ${r.root_cause_method})` : ''}; alerting on ${r.detector.method}${r.detector.threshold !== null ? ` ≥ ${r.detector.threshold}` : ' > τ'}; last ${r.last_ts ?? 'none'}; state ${r.state_file}` };
+    return { result: r, text: `watch stopped after ${r.ticks} polls: ${r.snapshots_scored} snapshots scored in total, ${r.alerts} alerting this session${r.last_alert_root_causes ? ` (last named ${r.last_alert_root_causes.join(', ')} by ${r.root_cause_method})` : ''}; alerting on ${r.detector.method}${r.detector.threshold !== null ? ` ≥ ${r.detector.threshold} (${r.detector.source === 'config' ? 'anomaly.detector' : 'chosen at fit'})` : ' > τ'}; last ${r.last_ts ?? 'none'}; state ${r.state_file}` };
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);

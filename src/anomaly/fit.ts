@@ -34,6 +34,7 @@ import { fitStatic } from './static_baseline.js';
 import { fitEdgeZScore, fitZScore, zScores } from './zscore_baseline.js';
 import { FAMILY_WEIGHTS_FILE, fitRunFamilyWeights, writeFamilyWeights } from './family_weights.js';
 import { SlidingThreshold } from './threshold.js';
+import { eventsBetween } from './events_between.js';
 import { DETECTOR_FILE, writeDetectorChoice } from './detector_choice.js';
 import { chooseRunDetector } from './fit_detector.js';
 
@@ -82,20 +83,7 @@ export interface FitResult {
   seconds: number;
 }
 
-/** Events in (prev, ts] for each snapshot, in order. */
-export function eventsBetween(events: PlannedEvent[], snapshots: Snapshot[], before = Number.NEGATIVE_INFINITY): PlannedEvent[][] {
-  const out: PlannedEvent[][] = [];
-  let k = 0;
-  let prev = before;
-  for (const s of snapshots) {
-    while (k < events.length && events[k]!.ts <= prev) k++;
-    const batch: PlannedEvent[] = [];
-    while (k < events.length && events[k]!.ts <= s.ts) batch.push(events[k++]!);
-    out.push(batch);
-    prev = s.ts;
-  }
-  return out;
-}
+export { eventsBetween } from './events_between.js';
 
 export async function fitAnomaly(cfg: Config, opts: FitOptions = {}): Promise<FitResult> {
   const t0 = performance.now();

@@ -19,7 +19,7 @@ import { Detector, emptyState } from './detector.js';
 import { standardise } from './features.js';
 import { FlatDetector } from './flat_autoencoder.js';
 import { evaluate, evaluatePerService, falseAlarmsAtRecall, type DetectorQuality, type DetectorSeries } from './evaluate.js';
-import { eventsBetween } from './fit.js';
+import { eventsBetween } from './events_between.js';
 import { loadRun, openScorer, scoringConfig, type AnomalyRun } from './run.js';
 import type { ScorerRuntime, SnapshotScorer } from './scorer.js';
 import { anomalyConfig, loadEvents, loadIncidents, loadSnapshots, snapshotTimes, type Incident, type PlannedEvent, type Snapshot } from './source.js';

@@ -33,7 +33,7 @@ import { isoSeconds } from '../core/duration.js';
 import { info, warn } from '../core/log.js';
 import { Detector, type SnapshotScore, type WindowState } from './detector.js';
 import { alertingDetector, readDetectorChoice, type AlertingDetector } from './detector_choice.js';
-import { eventsBetween } from './fit.js';
+import { eventsBetween } from './events_between.js';
 import { checkPrometheusConfig, readPrometheus } from './prometheus.js';
 import { loadRun, openScorer, scoringConfig } from './run.js';
 import type { ScorerRuntime, SnapshotScorer } from './scorer.js';

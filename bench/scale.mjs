@@ -275,7 +275,7 @@ const distilled = stage('distill', 'gnnctl', ['distill', '--base', fraud?.run_id
 const exportFigure = (j) => ({ version: j.version, model_mb: Math.round((j.model_bytes / 2 ** 20) * 10) / 10, repository: j.repository, model: j.model, figure: `${Math.round((j.model_bytes / 2 ** 20) * 10) / 10} MiB model` });
 const exported = stage('export', 'gnnctl', ['export', '--run', distilled?.run_id, '--embeddings', customers?.path, articles?.path, ...common], exportFigure, [distilled, customers, articles]);
 if (!flag('skip-recommendations')) {
-  const session = stage('distill session', 'gnnctl', ['recommender', 'distill', '--user-base', churn?.run_id, '--item-base', items?.run_id, '--epochs', String(caps.session_epochs), ...common], (j) => ({ run: j.run_id, test_map_at_k: j.metrics?.test?.map_at_k ?? null, figure: `test MAP@12 ${j.metrics?.test?.map_at_k ?? 'n/a'}` }), [churn, items]);
+  const session = stage('distill session', 'gnnctl', ['recommender', 'distill', '--user-base', churn?.run_id, '--item-base', items?.run_id, '--epochs', String(caps.session_epochs), ...common], (j) => ({ run: j.run_id, test_map: j.metrics?.test?.map ?? null, figure: `test MAP@${j.metrics?.k ?? 12} ${j.metrics?.test?.map === undefined ? 'n/a' : Math.round(j.metrics.test.map * 1e4) / 1e4}` }), [churn, items]);
   stage('export session', 'gnnctl', ['recommender', 'export', '--run', session?.run_id, '--out', join(artifacts, 'session_repository'), ...common], (j) => ({ ...exportFigure(j), figure: j.model_bytes ? `${Math.round((j.model_bytes / 2 ** 20) * 10) / 10} MiB model` : '' }), [session]);
 }
 {

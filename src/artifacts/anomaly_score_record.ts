@@ -92,6 +92,11 @@ export const anomalyScoreRecordSchema = z.object({
     })
     .optional(),
   incidents: z.array(z.object({ start: z.string(), end: z.string(), kind: z.string(), root_cause: z.string().nullable() })).default([]),
+  /** the detector the alert column follows: anomaly.detector (`config`), the run's fit-time choice (`fit`), else TAGAE at its sliding τ (`default`, threshold null) */
+  detector: z
+    .object({ method: z.string(), threshold: z.number().nullable(), source: z.enum(['config', 'fit', 'default']) })
+    .nullable()
+    .default(null),
   alert_graph: alertGraphSchema.nullable().default(null),
 });
 

@@ -140,11 +140,16 @@ function timelineSection(d: AnomalyReportData): string {
     alert: s.alert,
     windows,
   });
+  const det = d.record.detector;
+  const alertedBy =
+    det && det.source !== 'default'
+      ? `<span data-metric="timeline.detector" data-value="${esc(det.method)}">${esc(det.method)}</span>'s score at a fixed threshold of ${esc(det.threshold === null ? 'its own sliding τ' : fmtMetric(det.threshold, 3))} (${det.source === 'fit' ? 'chosen on the validation faults at fit' : 'set by anomaly.detector'})`
+      : 'TAGAE\'s snapshot score (errors relative to each service\'s warm-up baseline) against the threshold τ (a sliding quantile of recent scores)';
   return section(
     'timeline',
     'Score timeline',
     figure(svgHtml, `${esc(fmtInt(s.ts.length))} snapshots, <span data-metric="timeline.alerts" data-value="${alerts}">${esc(fmtInt(alerts))}</span> alerting, <span data-metric="timeline.windows" data-value="${windows.length}">${esc(fmtInt(windows.length))}</span> labelled fault windows (shaded). Hover for times.`, 'full'),
-    'TAGAE\'s snapshot score (errors relative to each service\'s warm-up baseline) and the threshold τ (a sliding quantile of recent scores). A dot is an alert; an alert outside every shaded window is a false alarm.',
+    `Alerts follow ${alertedBy}. A dot is an alert; an alert outside every shaded window is a false alarm.`,
   );
 }
 

@@ -11,7 +11,7 @@ import { generateMesh } from '../../src/datasets/mesh/generate.js';
 import { setQuiet } from '../../src/core/log.js';
 import { gnnctlJson, type JsonRun } from '../anomaly/gnnctl_json.js';
 import { duckRows } from '../helpers/graph.js';
-import { checkWellFormed, elementById, findElements } from './wellformed.js';
+import { checkWellFormed, elementById, findElements, textOf } from './wellformed.js';
 
 const root = mkdtempSync(join(tmpdir(), 'gnnctl-anomaly-report-'));
 const artifacts = join(root, 'artifacts');
@@ -76,6 +76,18 @@ describe('gnnctl report <anomaly run>', () => {
     expect(incidents.length).toBe(score.evaluation.incidents);
     expect(findElements(chart, 'rect', { class: 'fault-window' }).length).toBe(incidents.length);
     expect(value('timeline.windows')).toBe(String(incidents.length));
+  });
+
+  it('names the detector the alerts follow, as `anomaly score` chose it', () => {
+    const record = JSON.parse(readFileSync(join(artifacts, 'runs', runId, 'score_report.json'), 'utf8'));
+    expect(record.detector).toEqual(score.detector);
+    const intro = textOf(elementById(html, 'timeline')!);
+    if (score.detector.source === 'default') {
+      expect(intro).toContain('sliding quantile of recent scores');
+    } else {
+      expect(value('timeline.detector')).toBe(score.detector.method);
+      expect(intro).toContain(score.detector.source === 'fit' ? 'chosen on the validation faults at fit' : 'set by anomaly.detector');
+    }
   });
 
   it('shows detection and false alarms per day of every detector, as `anomaly score` measured them', () => {

@@ -12,7 +12,11 @@ export function rowsPath(graphDir: string, manifest: GraphManifest, table: strin
   return join(graphDir, manifest.tables[table]!.rows_file);
 }
 
-export const GRAPH_FORMAT = 5;
+/**
+ * Part of every build's fingerprint: raise it when what a build writes or infers changes (column roles,
+ * e.g. integer codes read as categories), so a cached graph built by the older rules is rebuilt instead of reused.
+ */
+export const GRAPH_FORMAT = 6;
 
 /** How a column is used: a feature kind, or why it is not one. */
 export type ColumnRole = ColumnKind | 'primary_key' | 'foreign_key' | 'time';

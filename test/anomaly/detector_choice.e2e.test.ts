@@ -7,8 +7,8 @@ import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFil
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { generateMesh } from '../../src/datasets/mesh/generate.js';
+import { duckRows } from '../helpers/graph.js';
 import { gnnctlJson } from './gnnctl_json.js';
 
 const root = mkdtempSync(join(tmpdir(), 'gnnctl-detector-'));
@@ -17,16 +17,7 @@ let config: string;
 let runId: string;
 let fit: Record<string, any>;
 
-async function query(sql: string): Promise<Record<string, unknown>[]> {
-  const db = await DuckDBInstance.create(':memory:');
-  const conn = await db.connect();
-  try {
-    return (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
-  } finally {
-    conn.closeSync();
-    db.closeSync();
-  }
-}
+const query = duckRows;
 
 beforeAll(() => {
   const mesh = generateMesh({ out: join(root, 'mesh'), services: 12, hours: 12, step: 600, seed: 5 });

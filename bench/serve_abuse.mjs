@@ -27,7 +27,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { connect, createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -149,7 +149,8 @@ async function main() {
     writeSyntheticRepository(root, { version: 1 });
     const body = JSON.stringify(await sampleBody(root));
     const parts = new Set(args.parts.split(','));
-    const out = { measured_under_load: true };
+    // the 1-minute load average at the start, so a reader can tell an idle run from one on a busy machine
+    const out = { load_average_1m: Number(loadavg()[0].toFixed(2)) };
     if (parts.has('flood')) out.flood = await floodRun(root, body);
     if (parts.has('sigterm')) {
       out.sigterm = [];

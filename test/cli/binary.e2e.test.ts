@@ -110,6 +110,7 @@ describe('bad values exit 2 before any work, naming the flag', () => {
     ['serve --port', ['serve', '--model-repository', 'x', '--port', '70000'], '--port'],
     ['serve --max-body-size', ['serve', '--model-repository', 'x', '--max-body-size', 'lots'], '--max-body-size'],
     ['serve --poll-interval', ['serve', '--model-repository', 'x', '--poll-interval', 'soon'], '--poll-interval'],
+    ['serve --drain-delay', ['serve', '--model-repository', 'x', '--drain-delay', 'soon'], '--drain-delay'],
     ['bench serve --rate', ['bench', 'serve', '--url', 'http://127.0.0.1:1', '--model', 'm', '--rate', '0', '--duration', '1'], '--rate'],
     ['doctor --backend', ['doctor', '--backend', 'gpu'], '--backend'],
     ['datasets synth-mesh --services', ['datasets', 'synth-mesh', '--out', 'x', '--services', '5'], '--services'],
@@ -146,6 +147,14 @@ describe('the pipeline, command by command, through the binary', () => {
     const i = gnnctl(['graph', 'inspect', ...cfg(), '--json'], cwd);
     expect(i.code, i.stderr).toBe(0);
     expect(JSON.stringify(i.json)).toContain('transactions');
+    // --features: the tree models' inputs of the task, each with its reason; a value on the boolean flag is refused
+    const f = gnnctl(['graph', 'inspect', ...cfg(), '--task', 'fraud', '--features', '--json'], cwd);
+    expect(f.code, f.stderr).toBe(0);
+    const listing = (f.json.features as { aggregates: { name: string; reason: string }[] }[])[0]!;
+    expect(listing.aggregates.length).toBeGreaterThan(0);
+    for (const a of listing.aggregates) expect(a.reason.length).toBeGreaterThan(0);
+    const bad = gnnctl(['graph', 'inspect', ...cfg(), '--features', 'yes', '--json'], cwd);
+    expect(bad.code).toBe(2);
   });
 
   it('train --epochs 1 trains one epoch; runs list shows it', () => {

@@ -220,7 +220,7 @@ describe('gnnctl serve under abuse and damage', () => {
 
   it('SIGTERM under load with new connections arriving: a client that stops once it sees Connection: close or a refusal has 0 failed requests', async () => {
     const repo = repoWith(1);
-    const server = await spawnServe(['--model-repository', repo.root, '--json']);
+    const server = await spawnServe(['--model-repository', repo.root, '--drain-delay', '5', '--json']);
     const keepAlive = new Agent({ keepAlive: true });
     // Every other request on a connection of its own: what the kernel's accept queue holds when a
     // listener closes under load, and what a load balancer opening connections sends.

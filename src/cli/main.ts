@@ -515,7 +515,7 @@ export function buildProgram(): Command {
     .option('--keys <file...>', 'known keys: embeddings.parquet files (each feeds the input named like its key column) or a text file with one key per line')
     .addOption(typed('--known-key-rate <r>', 'share of requests with a known key (with --keys)', numberFlag('--known-key-rate', { min: 0, max: 1 })).default(0.9))
     .addOption(typed('--seed <n>', 'random seed', intFlag('--seed', 0)).default(1))
-    .addOption(new Option('--client <kind>', 'the generator\'s HTTP client: raw (lean keep-alive HTTP/1.1) or node (http.Agent)').choices(['raw', 'node']).default('raw'))
+    .addOption(new Option('--client <kind>', 'the generator\'s client: raw (lean keep-alive HTTP/1.1; lean HTTP/2 with --protocol grpc) or node (http.Agent; @grpc/grpc-js with --protocol grpc)').choices(['raw', 'node']).default('raw'))
     .addOption(new Option('--protocol <p>', 'send the requests over KServe V2 HTTP or gRPC (ModelInfer with raw contents; metadata and /metrics still come from --url)').choices(['http', 'grpc']).default('http'))
     .option('--grpc-address <host:port>', 'with --protocol grpc: the gRPC endpoint (default: the --url host, port 8001)')
     .option('--sequence-lengths <list>', 'RTI lengths of the generated requests, e.g. 4,8,16,32 (Kumo\'s benchmark), instead of 0..--max-sequence')

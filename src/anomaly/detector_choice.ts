@@ -8,14 +8,12 @@
  * then alert on it when the config sets no `anomaly.detector`; an explicit config wins; a run without a
  * choice (no labels) alerts on TAGAE at its calibrated sliding τ.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { AnomalyConfig } from '../config/anomaly_schema.js';
-import { writeJsonAtomic } from '../core/atomic.js';
 import { ArtifactError } from '../core/errors.js';
 import { isoSeconds } from '../core/duration.js';
 import { auroc, type DetectorSeries } from './evaluate.js';
 import { chooseThreshold, splitTime, type StretchQuality } from './operating_point.js';
+import { readRunSidecar, writeRunSidecar } from './run_sidecar.js';
 import type { Incident } from './source.js';
 import type { ScoreRow } from './writer.js';
 
@@ -80,20 +78,18 @@ export function chooseDetector(series: Partial<Record<DetectorMethod, DetectorSe
 }
 
 export function writeDetectorChoice(runDir: string, c: DetectorChoice): void {
-  writeJsonAtomic(join(runDir, 'model', DETECTOR_FILE), c);
+  writeRunSidecar(runDir, DETECTOR_FILE, c);
 }
 
 /** The run's fit-time choice, or null when it has none (fitted without labelled faults). */
 export function readDetectorChoice(runDir: string): DetectorChoice | null {
-  const path = join(runDir, 'model', DETECTOR_FILE);
-  if (!existsSync(path)) return null;
-  try {
-    const c = JSON.parse(readFileSync(path, 'utf8')) as DetectorChoice;
-    if (c.version !== 1 || !(DETECTOR_METHODS as readonly string[]).includes(c.method) || typeof c.threshold !== 'number') throw new Error('not a version-1 detector choice');
-    return c;
-  } catch (e) {
-    throw new ArtifactError(`cannot read the run's chosen detector: ${(e as Error).message}`, { where: path, hint: 'fit the run again, or set anomaly.detector in the config' });
-  }
+  return readRunSidecar<DetectorChoice>(
+    runDir,
+    DETECTOR_FILE,
+    (c) => (c.version !== 1 || !(DETECTOR_METHODS as readonly string[]).includes(c.method) || typeof c.threshold !== 'number' ? 'not a version-1 detector choice' : null),
+    "the run's chosen detector",
+    'fit the run again, or set anomaly.detector in the config',
+  );
 }
 
 /** An explicit `anomaly.detector` wins; then the run's fit-time choice; else TAGAE at its sliding τ. */

@@ -9,15 +9,12 @@
  * ranked with weights fitted on the other half, against the unweighted `signals` ranking; the learned
  * weights are used only when their AC@1 is higher (a tie goes to the simpler unweighted shares).
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Config } from '../config/load.js';
-import { writeJsonAtomic } from '../core/atomic.js';
-import { ArtifactError } from '../core/errors.js';
 import { isoSeconds } from '../core/duration.js';
 import { rankServices } from './root_cause.js';
 import { familyShares, familySums, shareScores, signalDeviations, signalFamilies } from './signal_share.js';
+import { readRunSidecar, writeRunSidecar } from './run_sidecar.js';
 import { fitFamilyWeights, weightedScores, type WeightedExample } from './signal_weights.js';
 import { loadIncidents, loadSnapshots, type Incident } from './source.js';
 import { fitEdgeZScore, type EdgeZScoreStats, type ZScoreStats } from './zscore_baseline.js';
@@ -101,18 +98,16 @@ function incidentWindow(snaps: { ts: number; services: string[]; deviations: Flo
 }
 
 export function writeFamilyWeights(runDir: string, w: FamilyWeights): void {
-  writeJsonAtomic(join(runDir, 'model', FAMILY_WEIGHTS_FILE), w);
+  writeRunSidecar(runDir, FAMILY_WEIGHTS_FILE, w);
 }
 
 /** The run's saved weights, or null when it has none (fitted without root-cause labels). */
 export function readFamilyWeights(runDir: string): FamilyWeights | null {
-  const path = join(runDir, 'model', FAMILY_WEIGHTS_FILE);
-  if (!existsSync(path)) return null;
-  try {
-    const w = JSON.parse(readFileSync(path, 'utf8')) as FamilyWeights;
-    if (w.version !== 1 || !Array.isArray(w.families) || !Array.isArray(w.weights) || w.families.length !== w.weights.length) throw new Error('not a version-1 weights file');
-    return w;
-  } catch (e) {
-    throw new ArtifactError(`cannot read the run's learned root-cause weights: ${(e as Error).message}`, { where: path, hint: 'fit the run again (or delete the file to rank with unweighted signals)' });
-  }
+  return readRunSidecar<FamilyWeights>(
+    runDir,
+    FAMILY_WEIGHTS_FILE,
+    (w) => (w.version !== 1 || !Array.isArray(w.families) || !Array.isArray(w.weights) || w.families.length !== w.weights.length ? 'not a version-1 weights file' : null),
+    "the run's learned root-cause weights",
+    'fit the run again (or delete the file to rank with unweighted signals)',
+  );
 }
